@@ -1,0 +1,126 @@
+"""Kafka's primitive wire types, sans-I/O.
+
+Byte layouts (all integers big-endian, two's complement):
+
+* ``bool`` int8 (0 false, anything else true) · ``int8/16/32/64`` · ``uint16`` ·
+  ``uint32`` · ``float64`` IEEE 754 · ``uuid`` 16 raw bytes.
+* unsigned varint: 7 bits per byte, least significant group first, high bit =
+  "more follows" (protobuf style); at most 5 bytes for 32 bits.
+* varint / varlong: zig-zag ((n << 1) ^ (n >> 63)) then unsigned varint.
+* classic (non-flexible) ``string``: int16 length, -1 = null; ``bytes`` and
+  ``records``: int32 length, -1 = null; ``array``: int32 count, -1 = null.
+* compact (flexible versions) string/bytes/records/array: unsigned varint of
+  length + 1, 0 = null.
+* tagged-field section (flexible versions, at the end of every struct):
+  uvarint count, then per field in ascending tag order: uvarint tag, uvarint
+  size, ``size`` bytes of the value.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Any
+
+INT8 = struct.Struct(">b")
+INT16 = struct.Struct(">h")
+UINT16 = struct.Struct(">H")
+INT32 = struct.Struct(">i")
+UINT32 = struct.Struct(">I")
+INT64 = struct.Struct(">q")
+FLOAT64 = struct.Struct(">d")
+
+
+class DecodeError(ValueError):
+    """The bytes do not form a valid message for the version being decoded."""
+
+
+class EncodeError(ValueError):
+    """A value cannot be written at this version (e.g. null where not nullable)."""
+
+
+def read_uvarint(buf: Any, pos: int) -> tuple[int, int]:
+    """Unsigned varint at ``pos`` -> (value, next position). At most 10 bytes."""
+    result = 0
+    shift = 0
+    while True:
+        try:
+            b = buf[pos]
+        except IndexError:
+            raise DecodeError("truncated varint") from None
+        pos += 1
+        result |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return result, pos
+        shift += 7
+        if shift > 63:
+            raise DecodeError("varint longer than 10 bytes")
+
+
+def write_uvarint(out: bytearray, value: int) -> None:
+    if value < 0:
+        raise EncodeError(f"unsigned varint cannot hold {value}")
+    while value > 0x7F:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+
+
+def uvarint_size(value: int) -> int:
+    n = 1
+    while value > 0x7F:
+        value >>= 7
+        n += 1
+    return n
+
+
+def read_varint(buf: Any, pos: int) -> tuple[int, int]:
+    """Zig-zag varint/varlong -> (signed value, next position)."""
+    raw, pos = read_uvarint(buf, pos)
+    return (raw >> 1) ^ -(raw & 1), pos
+
+
+def write_varint(out: bytearray, value: int) -> None:
+    write_uvarint(out, (value << 1) ^ (value >> 63))
+
+
+def varint_size(value: int) -> int:
+    return uvarint_size((value << 1) ^ (value >> 63))
+
+
+class Writer:
+    """An output buffer that keeps large record payloads as separate chunks.
+
+    Everything is written into ``buf`` except ``records`` values, which are
+    appended to ``parts`` as they are (no copy), with what ``buf`` held so far
+    flushed before them. ``buf`` stays the same bytearray object throughout, so
+    generated code may hold it in a local.
+    """
+
+    __slots__ = ("buf", "parts")
+
+    def __init__(self) -> None:
+        self.buf = bytearray()
+        self.parts: list[Any] = []
+
+    def records(self, data: Any) -> None:
+        if self.buf:
+            self.parts.append(bytes(self.buf))
+            self.buf.clear()
+        self.parts.append(data)
+
+    def chunks(self) -> list[Any]:
+        if not self.parts:
+            return [self.buf]
+        if self.buf:
+            self.parts.append(bytes(self.buf))
+            self.buf.clear()
+        return self.parts
+
+
+def records_size(data: Any) -> int:
+    """Size of a records value: anything with the buffer protocol, or an object
+    carrying ``wire_size`` (e.g. a file slice the connection will sendfile)."""
+    size = getattr(data, "wire_size", None)
+    if size is not None:
+        return int(size)
+    return memoryview(data).nbytes

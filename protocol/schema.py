@@ -1,0 +1,263 @@
+"""Declarative message schemas in Kafka's field vocabulary.
+
+Every API's request and response is declared once, for all of its versions, in
+``protocol/spec/<api>.py`` with the two constructors below::
+
+    REQUEST = message("ProduceRequest", api_key=0, valid="0-11", flexible="9+", fields=[
+        field("TransactionalId", "string", "3+", nullable="3+", default=None),
+        field("Acks", "int16", "0+"),
+        field("TopicData", "[]TopicProduceData", "0+", fields=[
+            field("Name", "string", "0+"),
+            ...
+        ]),
+    ])
+
+Vocabulary (as Kafka's message JSON, written in our own form):
+
+* ``type``: ``bool int8 int16 uint16 int32 uint32 int64 float64 string bytes
+  records uuid``; ``[]<primitive>`` (array of a primitive); ``<StructName>`` (a
+  nested struct, ``fields=`` required); ``[]<StructName>`` (array of structs).
+* ``versions``: the versions in which the field is present on the wire.
+* ``nullable``: versions in which the value may be null (strings, bytes,
+  records, arrays, structs).
+* ``tagged`` + ``tag``: versions in which the field travels in the tagged-field
+  section instead of in line; it is written only when it differs from its
+  default.
+* ``default``: the value when the field is absent (older version, or a tagged
+  field not sent). Omitted: 0, False, "", b"", zero UUID, [] or a default
+  struct; records default to None.
+* ``ignorable``: documentation only (Kafka refuses to drop non-ignorable fields
+  on encode; we drop silently and the cross-checks catch real mistakes).
+
+Names are Kafka's CamelCase; Python attributes are their snake_case
+(``attr_name``), and Kafka's JSON form is lower-camel (``json_name``).
+"""
+
+from __future__ import annotations
+
+import re
+import uuid as _uuid
+from dataclasses import dataclass, field as dc_field
+from typing import Any
+
+from protocol.versions import NONE, VersionRange
+
+PRIMITIVES = frozenset(
+    {"bool", "int8", "int16", "uint16", "int32", "uint32", "int64", "float64",
+     "string", "bytes", "records", "uuid"}
+)
+ZERO_UUID = _uuid.UUID(int=0)
+
+_CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+
+
+def attr_name(kafka_name: str) -> str:
+    """'TopicId' -> 'topic_id', 'IsKRaftController' -> 'is_k_raft_controller'."""
+    return _CAMEL_BOUNDARY.sub("_", kafka_name).lower()
+
+
+def json_name(kafka_name: str) -> str:
+    """Kafka's JSON converter form: 'TopicId' -> 'topicId'."""
+    return kafka_name[:1].lower() + kafka_name[1:]
+
+
+@dataclass(frozen=True, eq=False)
+class FieldSpec:
+    """One field of a struct. ``fields`` is set for struct and struct-array types."""
+
+    name: str                       # Kafka CamelCase name
+    type: str                       # as written in the spec, e.g. "[]int32", "[]Topic"
+    versions: VersionRange
+    nullable: VersionRange = NONE
+    tagged: VersionRange = NONE
+    tag: int | None = None
+    default: Any = None             # None here means "type default" unless has_default
+    has_default: bool = False
+    ignorable: bool = False
+    fields: tuple[FieldSpec, ...] = ()
+    about: str = ""
+    attr: str = ""                  # snake_case attribute name, derived
+    struct: StructSpec | None = None  # derived for struct types
+
+    @property
+    def is_array(self) -> bool:
+        return self.type.startswith("[]")
+
+    @property
+    def element_type(self) -> str:
+        return self.type[2:] if self.is_array else self.type
+
+    @property
+    def is_struct(self) -> bool:
+        return self.element_type not in PRIMITIVES
+
+    def default_value(self) -> Any:
+        """A fresh default (fresh because lists and structs are mutable)."""
+        if self.has_default:
+            if self.default is None:
+                return None
+            if self.is_array:
+                return list(self.default)
+            return self.default
+        if self.is_array:
+            return []
+        if self.is_struct:
+            assert self.struct is not None
+            return self.struct.new()
+        return primitive_default(self.type)
+
+
+def primitive_default(type_name: str) -> Any:
+    if type_name == "bool":
+        return False
+    if type_name in ("string",):
+        return ""
+    if type_name == "bytes":
+        return b""
+    if type_name == "records":
+        return None
+    if type_name == "uuid":
+        return ZERO_UUID
+    if type_name == "float64":
+        return 0.0
+    return 0
+
+
+class Struct:
+    """Base of every generated message class.
+
+    Subclasses get ``__slots__`` = the struct's attribute names plus
+    ``unknown_tags`` (tag -> raw bytes of tagged fields we do not know, kept so
+    they round-trip).
+    """
+
+    __slots__ = ("unknown_tags",)
+    SPEC: StructSpec
+
+    def __init__(self, **values: Any) -> None:
+        spec = self.SPEC
+        for f in spec.fields:
+            if f.attr in values:
+                object.__setattr__(self, f.attr, values.pop(f.attr))
+            else:
+                object.__setattr__(self, f.attr, f.default_value())
+        self.unknown_tags: dict[int, bytes] | None = values.pop("unknown_tags", None)
+        if values:
+            raise TypeError(f"{spec.name}: unknown fields {sorted(values)}")
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return all(getattr(self, s) == getattr(other, s) for s in self.SPEC.attrs) and (
+            (self.unknown_tags or None) == (other.unknown_tags or None))  # type: ignore[attr-defined]
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        inner = ", ".join(f"{a}={getattr(self, a)!r}" for a in self.SPEC.attrs)
+        return f"{self.SPEC.name}({inner})"
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for a in self.SPEC.attrs:
+            v = getattr(self, a)
+            if isinstance(v, Struct):
+                v = v.to_dict()
+            elif isinstance(v, list):
+                v = [x.to_dict() if isinstance(x, Struct) else x for x in v]
+            out[a] = v
+        return out
+
+
+@dataclass(eq=False)
+class StructSpec:
+    name: str
+    fields: tuple[FieldSpec, ...]
+    cls: type[Struct] = dc_field(init=False)
+    attrs: tuple[str, ...] = dc_field(init=False)
+
+    def __post_init__(self) -> None:
+        self.attrs = tuple(f.attr for f in self.fields)
+        self.cls = type(self.name, (Struct,), {"__slots__": self.attrs, "SPEC": self})
+        seen: set[str] = set()
+        for f in self.fields:
+            if f.attr in seen:
+                raise ValueError(f"{self.name}: duplicate field {f.name}")
+            seen.add(f.attr)
+
+    def new(self, **values: Any) -> Struct:
+        return self.cls(**values)
+
+
+@dataclass(eq=False)
+class MessageSpec:
+    """A request or response: the top-level struct plus its version facts."""
+
+    name: str
+    api_key: int
+    kind: str                       # "request" | "response" | "data"
+    valid: VersionRange
+    flexible: VersionRange
+    struct: StructSpec
+
+    @property
+    def cls(self) -> type[Struct]:
+        return self.struct.cls
+
+    def new(self, **values: Any) -> Struct:
+        return self.struct.cls(**values)
+
+    @property
+    def structs(self) -> dict[str, StructSpec]:
+        """Every nested struct of this message by its name, e.g.
+        ``api(1).response.structs["PartitionData"].new(...)``."""
+        found: dict[str, StructSpec] = {}
+        stack = [self.struct]
+        while stack:
+            st = stack.pop()
+            for f in st.fields:
+                if f.struct is not None:
+                    found.setdefault(f.struct.name, f.struct)
+                    stack.append(f.struct)
+        return found
+
+    def is_flexible(self, version: int) -> bool:
+        return version in self.flexible
+
+    def versions(self) -> range:
+        return range(self.valid.lo, self.valid.hi + 1)
+
+
+def field(name: str, type: str, versions: str = "0+", *, nullable: str | None = None,
+          tagged: str | None = None, tag: int | None = None, default: Any = ...,
+          ignorable: bool = False, fields: list[FieldSpec] | tuple[FieldSpec, ...] = (),
+          about: str = "") -> FieldSpec:
+    """Declare a field. See the module docstring for the vocabulary."""
+    elem = type[2:] if type.startswith("[]") else type
+    if elem not in PRIMITIVES and not fields:
+        raise ValueError(f"field {name}: struct type {type} needs fields=")
+    if elem in PRIMITIVES and fields:
+        raise ValueError(f"field {name}: primitive type {type} takes no fields")
+    if (tagged is None) != (tag is None):
+        raise ValueError(f"field {name}: tagged= and tag= go together")
+    f = FieldSpec(
+        name=name, type=type, versions=VersionRange.parse(versions),
+        nullable=VersionRange.parse(nullable), tagged=VersionRange.parse(tagged), tag=tag,
+        default=None if default is ... else default, has_default=default is not ...,
+        ignorable=ignorable, fields=tuple(fields), about=about, attr=attr_name(name),
+    )
+    if f.is_struct:
+        object.__setattr__(f, "struct", StructSpec(elem, f.fields))
+    return f
+
+
+def message(name: str, *, api_key: int, valid: str, flexible: str,
+            fields: list[FieldSpec], kind: str | None = None) -> MessageSpec:
+    """Declare a request or response (kind from the name's suffix unless given)."""
+    if kind is None:
+        kind = ("request" if name.endswith("Request")
+                else "response" if name.endswith("Response") else "data")
+    spec = MessageSpec(name=name, api_key=api_key, kind=kind, valid=VersionRange.parse(valid),
+                       flexible=VersionRange.parse(flexible), struct=StructSpec(name, tuple(fields)))
+    spec.struct.cls.MESSAGE = spec  # type: ignore[attr-defined]
+    return spec

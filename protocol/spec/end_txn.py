@@ -1,0 +1,19 @@
+"""EndTxn (API key 26), versions 0-4, flexible from 3.
+
+v1 as v0 (responses sent before throttling); v2 may return PRODUCER_FENCED; v3
+flexible; v4 may return TRANSACTION_ABORTABLE (KIP-890).
+"""
+
+from protocol.schema import field, message
+
+REQUEST = message("EndTxnRequest", api_key=26, valid="0-4", flexible="3+", fields=[
+    field("TransactionalId", "string", "0+"),
+    field("ProducerId", "int64", "0+"),
+    field("ProducerEpoch", "int16", "0+"),
+    field("Committed", "bool", "0+"),   # True: commit, False: abort
+])
+
+RESPONSE = message("EndTxnResponse", api_key=26, valid="0-4", flexible="3+", fields=[
+    field("ThrottleTimeMs", "int32", "0+"),
+    field("ErrorCode", "int16", "0+"),
+])
