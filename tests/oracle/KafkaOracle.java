@@ -8,12 +8,18 @@
 //                                                hi includes an unstable latest version)
 //   batch <n>                                 -> the next n lines are commands; all n are read
 //                                                before any answer is written, then n answers
-//   decode-encode <kind> <key> <ver> <hex>    -> "ok <hex>": Data.read(bytes, ver) then
+//   decode-encode <kind> <key> <ver> <hex>    -> "ok <hex> <fields>": Data.read(bytes, ver) then
 //                                                MessageUtil.toByteBuffer(data, ver)
-//   random <kind> <key> <ver> <seed>          -> "ok <hex>": a random Struct built by walking
-//                                                the Schema of that version, written with
-//                                                Schema.write, then normalized by Data.read +
-//                                                MessageUtil (so the bytes are canonical)
+//   random <kind> <key> <ver> <seed>          -> "ok <hex> <fields>": a random Struct built by
+//                                                walking the Schema of that version, written
+//                                                with Schema.write, then normalized by
+//                                                Data.read + MessageUtil (canonical bytes)
+// <fields> renders the answer's bytes as read by the generic Schema of that version, so a
+// caller can compare field names, order, values and tag numbers, not only bytes:
+//   struct  {name:value,...,#[tag=name:value,tag=?rawhex]}   (tagged section last, by tag;
+//                                                              names lower-case, no '_')
+//   array [v,v]   null: null   ints: decimal   bool: true/false   float64: raw bits decimal
+//   string: hex of UTF-8   bytes/records: hex   uuid: 32 hex digits
 //   quit
 // kind is "request" or "response"; any failure answers "err <one-line reason>".
 // "batch" exists so the Python side can send many cases per round trip without either
@@ -40,6 +46,7 @@ import org.apache.kafka.common.protocol.MessageUtil;
 import org.apache.kafka.common.protocol.types.ArrayOf;
 import org.apache.kafka.common.protocol.types.BoundField;
 import org.apache.kafka.common.protocol.types.CompactArrayOf;
+import org.apache.kafka.common.protocol.types.RawTaggedField;
 import org.apache.kafka.common.protocol.types.Schema;
 import org.apache.kafka.common.protocol.types.Struct;
 import org.apache.kafka.common.protocol.types.TaggedFields;
@@ -93,11 +100,13 @@ public class KafkaOracle {
             case "versions":
                 return versions();
             case "decode-encode":
-                return hex(decodeEncode(p[1], Short.parseShort(p[2]), Short.parseShort(p[3]),
-                    unhex(p.length > 4 ? p[4] : "")));
+                return withFields(p[1], Short.parseShort(p[2]), Short.parseShort(p[3]),
+                    decodeEncode(p[1], Short.parseShort(p[2]), Short.parseShort(p[3]),
+                        unhex(p.length > 4 ? p[4] : "")));
             case "random":
-                return hex(randomBytes(p[1], Short.parseShort(p[2]), Short.parseShort(p[3]),
-                    Long.parseLong(p[4])));
+                return withFields(p[1], Short.parseShort(p[2]), Short.parseShort(p[3]),
+                    randomBytes(p[1], Short.parseShort(p[2]), Short.parseShort(p[3]),
+                        Long.parseLong(p[4])));
             default:
                 throw new IllegalArgumentException("unknown command " + p[0]);
         }
@@ -230,31 +239,121 @@ public class KafkaOracle {
     }
 
     @SuppressWarnings("unchecked")
-    static Object randomTagged(TaggedFields tf, Random rnd, int depth) {
-        TreeMap<Integer, Object> values = new TreeMap<>();
-        Map<Integer, org.apache.kafka.common.protocol.types.Field> fields;
-        try {
+    static Map<Integer, org.apache.kafka.common.protocol.types.Field> taggedFields(TaggedFields tf) {
+        try {  // private in Kafka; the source launcher runs us in the unnamed module
             Field f = TaggedFields.class.getDeclaredField("fields");
             f.setAccessible(true);
-            fields = (Map<Integer, org.apache.kafka.common.protocol.types.Field>) f.get(tf);
+            return (Map<Integer, org.apache.kafka.common.protocol.types.Field>) f.get(tf);
         } catch (ReflectiveOperationException e) {
             throw new IllegalStateException("TaggedFields.fields not readable", e);
         }
+    }
+
+    static Object randomTagged(TaggedFields tf, Random rnd, int depth) {
+        TreeMap<Integer, Object> values = new TreeMap<>();
+        Map<Integer, org.apache.kafka.common.protocol.types.Field> fields = taggedFields(tf);
         for (Map.Entry<Integer, org.apache.kafka.common.protocol.types.Field> e : fields.entrySet()) {
             if (rnd.nextBoolean()) values.put(e.getKey(), randomValue(e.getValue().type, rnd, depth + 1));
         }
         return values;
     }
 
+    // ------------------------------------------------------------ field rendering
+
+    static String withFields(String kind, short key, short version, byte[] bytes) {
+        Schema schema = schemas(kind, key)[version];
+        ByteBuffer buf = ByteBuffer.wrap(bytes);
+        Struct struct = schema.read(buf);
+        StringBuilder sb = new StringBuilder(hex(bytes)).append(' ');
+        render(sb, struct, schema);
+        return sb.toString();
+    }
+
+    static String name(String n) {
+        return n.replace("_", "").toLowerCase(java.util.Locale.ROOT);
+    }
+
+    @SuppressWarnings("unchecked")
+    static void render(StringBuilder sb, Object v, Type type) {
+        if (v == null) {
+            sb.append("null");
+        } else if (type instanceof Schema) {
+            Struct s = (Struct) v;
+            sb.append('{');
+            boolean first = true;
+            for (BoundField f : ((Schema) type).fields()) {
+                if (!first) sb.append(',');
+                first = false;
+                if (f.def.type instanceof TaggedFields) {
+                    renderTagged(sb, (Map<Integer, Object>) s.get(f), (TaggedFields) f.def.type);
+                } else {
+                    sb.append(name(f.def.name)).append(':');
+                    render(sb, s.get(f), f.def.type);
+                }
+            }
+            sb.append('}');
+        } else if (type instanceof ArrayOf || type instanceof CompactArrayOf) {
+            Type elem = type.arrayElementType().get();
+            sb.append('[');
+            Object[] arr = (Object[]) v;
+            for (int i = 0; i < arr.length; i++) {
+                if (i > 0) sb.append(',');
+                render(sb, arr[i], elem);
+            }
+            sb.append(']');
+        } else if (v instanceof Boolean) {
+            sb.append(((Boolean) v) ? "true" : "false");
+        } else if (v instanceof Double) {
+            sb.append(Double.doubleToRawLongBits((Double) v));
+        } else if (v instanceof Number) {
+            sb.append(v);
+        } else if (v instanceof String) {
+            sb.append(rawHex(((String) v).getBytes(StandardCharsets.UTF_8)));
+        } else if (v instanceof ByteBuffer) {
+            sb.append(rawHex(MessageUtil.byteBufferToArray((ByteBuffer) v)));
+        } else if (v instanceof MemoryRecords) {
+            sb.append(rawHex(MessageUtil.byteBufferToArray(((MemoryRecords) v).buffer())));
+        } else if (v instanceof Uuid) {
+            Uuid u = (Uuid) v;
+            sb.append(String.format("%016x%016x", u.getMostSignificantBits(), u.getLeastSignificantBits()));
+        } else {
+            throw new IllegalArgumentException("cannot render " + v.getClass());
+        }
+    }
+
+    static void renderTagged(StringBuilder sb, Map<Integer, Object> values, TaggedFields tf) {
+        Map<Integer, org.apache.kafka.common.protocol.types.Field> fields = taggedFields(tf);
+        sb.append("#[");
+        boolean first = true;
+        for (Map.Entry<Integer, Object> e : values.entrySet()) {
+            if (!first) sb.append(',');
+            first = false;
+            sb.append(e.getKey()).append('=');
+            org.apache.kafka.common.protocol.types.Field f = fields.get(e.getKey());
+            if (f == null) {
+                sb.append('?').append(rawHex(((RawTaggedField) e.getValue()).data()));
+            } else {
+                sb.append(name(f.name)).append(':');
+                render(sb, e.getValue(), f.type);
+            }
+        }
+        sb.append(']');
+    }
+
     // ------------------------------------------------------------ hex
 
+    /** Hex of the bytes; "-" for none, so a message is never an empty token. */
     static String hex(byte[] b) {
+        return b.length == 0 ? "-" : rawHex(b);
+    }
+
+    static String rawHex(byte[] b) {
         char[] c = new char[b.length * 2];
         for (int i = 0; i < b.length; i++) {
             c[2 * i] = HEX[(b[i] >> 4) & 15];
             c[2 * i + 1] = HEX[b[i] & 15];
         }
-        return c.length == 0 ? "-" : new String(c);
+        return new String(c);
     }
 
     static byte[] unhex(String s) {

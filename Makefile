@@ -1,0 +1,87 @@
+# pybroker — developer entry points.
+#
+#   make run     install, then start ZooKeeper + one broker (for now: prints what it will start)
+#   make test    install what the tests need on a fresh machine, then run them
+#   make bench   run every benchmark under bench/
+#
+# Needs GNU make, Python >= 3.11 (with the venv module) and, for ZooKeeper and the Java
+# client oracle, Java 17. Non-interactive throughout: safe under CI=true with no stdin.
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+.DELETE_ON_ERROR:
+
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+# Re-installed whenever pyproject.toml is newer than this stamp.
+STAMP  := $(VENV)/.installed
+PIP_FLAGS := --no-input --disable-pip-version-check --progress-bar off
+PYTEST_ARGS ?=
+
+DATA_DIR := data
+JAVA_CLIENT_INSTALLER := tests/oracle/install_java_client.py
+
+.PHONY: help install run test bench clean distclean
+
+help:
+	@echo "make run        install, then start ZooKeeper + one broker (data under $(DATA_DIR)/)"
+	@echo "make test       install what the tests need, then run pytest over tests/"
+	@echo "make bench      run each bench/*.py and print its figures"
+	@echo "make install    create $(VENV) and pip install -e '.[test]'"
+	@echo "make clean      remove caches and build artefacts"
+	@echo "make distclean  clean + remove $(VENV), .cache/ and $(DATA_DIR)/"
+
+# --- environment --------------------------------------------------------------------
+
+$(PY):
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else \
+		"pybroker needs Python >= 3.11; found " + sys.version.split()[0] + " (set PYTHON=...)")'
+	@$(PYTHON) -c 'import venv, ensurepip' 2>/dev/null || { \
+		echo "$(PYTHON) lacks the venv/ensurepip modules (Debian/Ubuntu: apt-get install python3-venv)" >&2; \
+		exit 1; }
+	$(PYTHON) -m venv $(VENV)
+
+$(STAMP): pyproject.toml | $(PY)
+	$(PY) -m pip install $(PIP_FLAGS) -e '.[test]'
+	@touch $@
+
+install: $(STAMP)
+
+# --- entry points -------------------------------------------------------------------
+
+run: $(STAMP)
+	@mkdir -p $(DATA_DIR)
+	@echo "pybroker is installed in $(VENV). The broker itself lands in the next milestone;"
+	@echo "'make run' will then start, in the foreground, stopping both on Ctrl-C:"
+	@echo "  1. ZooKeeper: $(VENV)/bin/pybroker zookeeper -c config/zookeeper.properties   (data in $(DATA_DIR)/zookeeper)"
+	@echo "  2. broker 0:  $(VENV)/bin/pybroker start -c config/server.properties          (logs in $(DATA_DIR)/kafka-logs)"
+	@echo "  clients connect to 127.0.0.1:9092 (listeners in config/server.properties)"
+	@command -v java >/dev/null 2>&1 || echo "note: no 'java' on PATH; ZooKeeper will need Java 17"
+
+test: $(STAMP)
+	@if [ -f $(JAVA_CLIENT_INSTALLER) ]; then \
+		echo "$(PY) $(JAVA_CLIENT_INSTALLER)"; \
+		$(PY) $(JAVA_CLIENT_INSTALLER); \
+	fi
+	$(PY) -m pytest -q tests $(PYTEST_ARGS)
+
+# Every bench/*.py except private helpers (_*.py); each prints its figures and the command
+# that reproduces them. A failing benchmark fails the target.
+bench: $(STAMP)
+	@shopt -s nullglob; \
+	for f in bench/*.py; do \
+		case "$$(basename "$$f")" in _*) continue ;; esac; \
+		echo "== $(PY) $$f"; \
+		$(PY) "$$f"; \
+	done
+
+# --- housekeeping -------------------------------------------------------------------
+
+clean:
+	find . -path ./$(VENV) -prune -o -name __pycache__ -type d -prune -exec rm -rf {} +
+	rm -rf .pytest_cache .hypothesis build *.egg-info
+
+distclean: clean
+	rm -rf $(VENV) .cache $(DATA_DIR)

@@ -1,0 +1,367 @@
+"""The broker's own Kafka-protocol client: one asyncio connection to one broker.
+
+Used by the command-line tools (``broker/tools``) and, wrapped into
+``controller.BrokerTransport``, by the controller to send LeaderAndIsr /
+UpdateMetadata / StopReplica. Built only on ``protocol/``: request headers and
+bodies are encoded with ``protocol.headers`` / ``protocol.codec``, responses are
+split with ``protocol.framing.FrameBuffer`` and decoded with
+``protocol.headers.decode_response``.
+
+Theory of operation:
+
+1. ``KafkaConnection.open`` connects and performs the ApiVersions handshake at
+   our highest ApiVersions version. A broker that does not know that version
+   answers UNSUPPORTED_VERSION in a v0-layout body naming the ApiVersions range
+   it does support (KIP-511); we then retry once at the highest version we share.
+   The broker's ranges are kept in ``api_versions``.
+2. ``request`` picks the highest version both sides speak (or the one given),
+   assigns the next correlation id and writes the whole frame synchronously
+   (so concurrent callers never interleave bytes), then awaits the future
+   registered under that correlation id. Record payloads are written as their
+   own chunks, never copied into the frame.
+3. One reader task splits incoming bytes into frames and resolves the future
+   whose correlation id the frame carries. Any number of requests may be in
+   flight (pipelining); Kafka answers in order, but we match by id.
+4. A request that times out raises ``RequestTimedOut``; its id is remembered so
+   a late answer is dropped instead of being taken for a protocol error. The
+   connection stays usable.
+5. When the connection drops (EOF, socket error, undecodable or unexpected
+   frame), every pending request fails with ``KafkaConnectionError`` and the
+   connection is closed for good; open a new one (``BrokerPool`` does).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import struct
+from typing import Any
+
+from protocol import codec
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
+from protocol.framing import FrameBuffer, size_prefixed
+from protocol.headers import RequestHeader, decode_response, encode_request_header
+from protocol.primitives import DecodeError
+from protocol.schema import Struct
+from protocol.spec import all_apis, api
+
+__all__ = [
+    "KafkaConnection", "KafkaConnectionError", "RequestTimedOut", "NoCommonVersion",
+    "DEFAULT_CLIENT_ID", "DEFAULT_TIMEOUT", "our_versions", "common_version",
+]
+
+DEFAULT_CLIENT_ID = "pybroker-client"
+DEFAULT_TIMEOUT = 30.0
+SOFTWARE_NAME = "pybroker"
+SOFTWARE_VERSION = "0.1.0"
+_INT16 = struct.Struct(">h")
+_READ_CHUNK = 256 * 1024
+
+
+class KafkaConnectionError(ConnectionError):
+    """The connection to a broker could not be made, was lost, or is closed."""
+
+    def __init__(self, message: str, host: str = "", port: int = 0) -> None:
+        super().__init__(message)
+        self.host = host
+        self.port = port
+
+
+class RequestTimedOut(KafkaConnectionError, TimeoutError):
+    """No response within the request's timeout (the connection stays open)."""
+
+
+class NoCommonVersion(KafkaConnectionError):
+    """We and the broker share no version of an API (or it lacks the API)."""
+
+    def __init__(self, message: str, host: str = "", port: int = 0, *,
+                 api_key: int = -1) -> None:
+        super().__init__(message, host, port)
+        self.api_key = api_key
+
+
+def our_versions() -> dict[int, tuple[int, int]]:
+    """api key -> (min, max) version this client can encode (our schemas)."""
+    return {k: (a.request.valid.lo, a.request.valid.hi) for k, a in all_apis().items()}
+
+
+def common_version(ours: tuple[int, int], theirs: tuple[int, int]) -> int | None:
+    """Highest version in both ranges, or None when they do not overlap."""
+    hi = min(ours[1], theirs[1])
+    return hi if hi >= max(ours[0], theirs[0]) else None
+
+
+class KafkaConnection:
+    """An open connection to one broker; see the module docstring."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, *,
+                 host: str, port: int, client_id: str | None, timeout: float,
+                 max_frame_size: int) -> None:
+        self.host = host
+        self.port = port
+        self.client_id = client_id
+        self.timeout = timeout
+        self.api_versions: dict[int, tuple[int, int]] = {}  # the broker's ranges
+        self._reader = reader
+        self._writer = writer
+        self._frames = FrameBuffer(max_frame_size)
+        self._next_id = 0
+        # correlation id -> (future, api key, version)
+        self._pending: dict[int, tuple[asyncio.Future[Struct], int, int]] = {}
+        self._abandoned: set[int] = set()   # timed out; a late answer is dropped
+        self._closed: KafkaConnectionError | None = None
+        self._read_task = asyncio.get_running_loop().create_task(self._read_loop())
+
+    # -- opening -------------------------------------------------------------------
+
+    @classmethod
+    async def open(cls, host: str, port: int, *, client_id: str | None = DEFAULT_CLIENT_ID,
+                   timeout: float = DEFAULT_TIMEOUT, handshake: bool = True,
+                   max_frame_size: int = 100 * 1024 * 1024) -> KafkaConnection:
+        """Connect and (unless ``handshake`` is False) negotiate versions.
+
+        Raises KafkaConnectionError when the broker cannot be reached within
+        ``timeout`` seconds or the handshake fails."""
+        try:
+            reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port), timeout)
+        except (OSError, asyncio.TimeoutError) as e:
+            raise KafkaConnectionError(f"cannot connect to {host}:{port}: "
+                                       f"{e or type(e).__name__}", host, port) from e
+        conn = cls(reader, writer, host=host, port=port, client_id=client_id, timeout=timeout,
+                   max_frame_size=max_frame_size)
+        if handshake:
+            try:
+                await conn.handshake()
+            except BaseException:
+                await conn.close()
+                raise
+        return conn
+
+    async def handshake(self) -> dict[int, tuple[int, int]]:
+        """ApiVersions at our highest version, retried once at the version the
+        broker names when it answers UNSUPPORTED_VERSION; fills ``api_versions``."""
+        ours = our_versions()[ApiKey.API_VERSIONS]
+        version = ours[1]
+        for _attempt in range(2):
+            resp = await self._api_versions(version)
+            if resp.error_code == ErrorCode.UNSUPPORTED_VERSION:
+                theirs = {k.api_key: (k.min_version, k.max_version) for k in resp.api_keys}
+                retry = common_version(ours, theirs.get(ApiKey.API_VERSIONS, (0, 0)))
+                if retry is None or retry == version:
+                    break
+                version = retry
+                continue
+            if resp.error_code != ErrorCode.NONE:
+                err = ErrorCode.from_code(resp.error_code)
+                raise KafkaConnectionError(f"ApiVersions to {self.host}:{self.port} failed: "
+                                           f"{err.name}", self.host, self.port)
+            self.api_versions = {k.api_key: (k.min_version, k.max_version)
+                                 for k in resp.api_keys}
+            return self.api_versions
+        raise NoCommonVersion(f"{self.host}:{self.port} shares no ApiVersions version with us",
+                              self.host, self.port, api_key=ApiKey.API_VERSIONS)
+
+    async def _api_versions(self, version: int) -> Struct:
+        body = api(ApiKey.API_VERSIONS).request.new(client_software_name=SOFTWARE_NAME,
+                                                    client_software_version=SOFTWARE_VERSION)
+        resp = await self.request(ApiKey.API_VERSIONS, body, version=version)
+        assert resp is not None
+        return resp
+
+    # -- versions --------------------------------------------------------------------
+
+    def version_for(self, api_key: int, max_version: int | None = None) -> int:
+        """Highest version of ``api_key`` we and the broker both speak (capped
+        at ``max_version``); NoCommonVersion when there is none."""
+        ours = our_versions().get(api_key)
+        theirs = self.api_versions.get(api_key)
+        if ours is None or theirs is None:
+            raise NoCommonVersion(f"{self.host}:{self.port} does not support api key "
+                                  f"{api_key}", self.host, self.port, api_key=api_key)
+        if max_version is not None:
+            ours = (ours[0], min(ours[1], max_version))
+        v = common_version(ours, theirs)
+        if v is None:
+            raise NoCommonVersion(f"api key {api_key}: broker {self.host}:{self.port} speaks "
+                                  f"{theirs[0]}-{theirs[1]}, we speak {ours[0]}-{ours[1]}",
+                                  self.host, self.port, api_key=api_key)
+        return v
+
+    def supports(self, api_key: int, version: int | None = None) -> bool:
+        theirs = self.api_versions.get(api_key)
+        if theirs is None:
+            return False
+        return version is None or theirs[0] <= version <= theirs[1]
+
+    # -- requests --------------------------------------------------------------------
+
+    @property
+    def closed(self) -> bool:
+        return self._closed is not None
+
+    @property
+    def in_flight(self) -> int:
+        return len(self._pending)
+
+    async def request(self, api_key: int, body: Struct, version: int | None = None, *,
+                      expect_response: bool = True, timeout: float | None = None
+                      ) -> Struct | None:
+        """Send one request and return the decoded response body.
+
+        ``version`` None means the highest common version (after the handshake;
+        before it, ApiVersions v0). ``expect_response=False`` is for Produce
+        with acks=0: the frame is written and flushed and None is returned.
+        ``timeout`` (seconds) defaults to the connection's."""
+        if version is None:
+            version = self.version_for(api_key) if self.api_versions else 0
+        fut = self._send(api_key, version, body, expect_response)
+        await self._drain()
+        if fut is None:
+            return None
+        return await self._wait(fut, timeout)
+
+    async def request_with_header(self, header: RequestHeader, body: Struct, *,
+                                  expect_response: bool = True,
+                                  timeout: float | None = None) -> Struct | None:
+        """As ``request``, taking api key and version from a header built by the
+        caller (the controller's ``BrokerTransport.send``). The correlation id is
+        always this connection's own; ``header.correlation_id`` is ignored."""
+        return await self.request(header.api_key, body, header.api_version,
+                                  expect_response=expect_response, timeout=timeout)
+
+    def _send(self, api_key: int, version: int, body: Struct,
+              expect_response: bool) -> asyncio.Future[Struct] | None:
+        """Encode and write one frame without yielding (so frames never interleave)."""
+        if self._closed is not None:
+            raise KafkaConnectionError(str(self._closed), self.host, self.port)
+        correlation_id = self._next_id
+        self._next_id = (self._next_id + 1) & 0x7FFFFFFF
+        header = RequestHeader(api_key, version, correlation_id, self.client_id)
+        chunks = [encode_request_header(header), *codec.encode_chunks(body, version)]
+        fut: asyncio.Future[Struct] | None = None
+        if expect_response:
+            fut = asyncio.get_running_loop().create_future()
+            self._pending[correlation_id] = (fut, api_key, version)
+        # One write per chunk: record payloads go to the transport as they are
+        # (writelines would join them into one copy on Python 3.11).
+        write = self._writer.write
+        for chunk in size_prefixed(chunks):
+            write(chunk)
+        return fut
+
+    async def _drain(self) -> None:
+        try:
+            await self._writer.drain()
+        except (OSError, RuntimeError) as e:
+            self._fail(KafkaConnectionError(f"connection to {self.host}:{self.port} lost while "
+                                            f"sending: {e}", self.host, self.port))
+            raise KafkaConnectionError(str(self._closed), self.host, self.port) from e
+
+    async def _wait(self, fut: asyncio.Future[Struct], timeout: float | None) -> Struct:
+        limit = self.timeout if timeout is None else timeout
+        try:
+            return await asyncio.wait_for(asyncio.shield(fut), limit)
+        except asyncio.TimeoutError:
+            for cid, (f, key, version) in list(self._pending.items()):
+                if f is fut:
+                    del self._pending[cid]
+                    self._abandoned.add(cid)
+                    fut.cancel()
+                    raise RequestTimedOut(
+                        f"no response from {self.host}:{self.port} to {api(key).name} "
+                        f"v{version} (correlation id {cid}) within {limit:g} s",
+                        self.host, self.port) from None
+            if fut.done():  # resolved at the deadline, or failed by the connection
+                return fut.result()
+            raise
+
+    # -- reading ---------------------------------------------------------------------
+
+    async def _read_loop(self) -> None:
+        try:
+            while True:
+                data = await self._reader.read(_READ_CHUNK)
+                if not data:
+                    raise KafkaConnectionError(f"connection to {self.host}:{self.port} closed "
+                                               "by the broker", self.host, self.port)
+                for frame in self._frames.feed(data):
+                    self._dispatch(frame)
+        except KafkaConnectionError as e:
+            self._fail(e)
+        except (OSError, ValueError) as e:  # ValueError: framing / decoding
+            self._fail(KafkaConnectionError(f"connection to {self.host}:{self.port} failed: {e}",
+                                            self.host, self.port))
+        except asyncio.CancelledError:
+            self._fail(KafkaConnectionError(f"connection to {self.host}:{self.port} closed",
+                                            self.host, self.port))
+
+    def _dispatch(self, frame: bytes) -> None:
+        if len(frame) < 4:
+            raise DecodeError(f"response frame of {len(frame)} bytes")
+        (cid,) = struct.unpack_from(">i", frame, 0)
+        entry = self._pending.pop(cid, None)
+        if entry is None:
+            if cid in self._abandoned:
+                self._abandoned.discard(cid)
+                return
+            raise DecodeError(f"response with unexpected correlation id {cid}")
+        fut, api_key, version = entry
+        try:
+            body = self._decode(api_key, version, frame)
+        except DecodeError as e:
+            if not fut.done():
+                fut.set_exception(KafkaConnectionError(
+                    f"undecodable {api(api_key).name} v{version} response from "
+                    f"{self.host}:{self.port}: {e}", self.host, self.port))
+            raise
+        if not fut.done():
+            fut.set_result(body)
+
+    @staticmethod
+    def _decode(api_key: int, version: int, frame: bytes) -> Struct:
+        # KIP-511: an ApiVersions request at a version the broker does not know
+        # is answered with UNSUPPORTED_VERSION in a v0 body, whatever we asked
+        # for. The ApiVersions response header is always v0 (4 bytes), so the
+        # error code is the int16 right after it.
+        if (api_key == ApiKey.API_VERSIONS and version > 0 and len(frame) >= 6
+                and _INT16.unpack_from(frame, 4)[0] == ErrorCode.UNSUPPORTED_VERSION):
+            version = 0
+        return decode_response(api_key, version, frame)[1]
+
+    # -- closing ---------------------------------------------------------------------
+
+    def _fail(self, error: KafkaConnectionError) -> None:
+        """Fail every pending request and mark the connection closed (idempotent)."""
+        if self._closed is None:
+            self._closed = error
+        pending, self._pending = self._pending, {}
+        for fut, _key, _version in pending.values():
+            if not fut.done():
+                fut.set_exception(error)
+        if not self._writer.is_closing():
+            self._writer.close()
+
+    async def close(self) -> None:
+        """Close the socket; pending requests fail with KafkaConnectionError."""
+        self._fail(KafkaConnectionError(f"connection to {self.host}:{self.port} closed",
+                                        self.host, self.port))
+        if self._read_task is not asyncio.current_task() and not self._read_task.done():
+            self._read_task.cancel()
+            try:
+                await self._read_task
+            except asyncio.CancelledError:
+                pass
+        try:
+            await self._writer.wait_closed()
+        except (OSError, RuntimeError):
+            pass
+
+    async def __aenter__(self) -> KafkaConnection:
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self.closed else f"{self.in_flight} in flight"
+        return f"<KafkaConnection {self.host}:{self.port} {state}>"

@@ -1,0 +1,215 @@
+"""Broker configuration: server.properties with Kafka's key names and defaults.
+
+A key ``log.segment.bytes`` is the attribute ``log_segment_bytes``: every Kafka
+key is dotted lower case, so the mapping is mechanical and lives in one place
+(``key_of``). Parsing follows java.util.Properties closely enough for Kafka's
+files: ``key=value`` or ``key: value``, ``#``/``!`` comments, backslash line
+continuations.
+
+Rules (as Kafka's KafkaConfig):
+* an unknown key is a warning, never an error (tools share files);
+* a value that does not parse or is out of range stops start-up with a
+  ConfigError naming the key and the value;
+* time keys with several units resolve ms > minutes > hours
+  (``log.retention.*``, ``log.roll.*``), as Kafka does.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+
+class ConfigError(ValueError):
+    """A bad configuration value; the message names the key and the value."""
+
+
+def key_of(attr: str) -> str:
+    return attr.replace("_", ".")
+
+
+def _positive(v: int) -> bool:
+    return v > 0
+
+
+def _non_negative(v: int) -> bool:
+    return v >= 0
+
+
+def _at_least(n: int) -> Any:
+    def check(v: int) -> bool:
+        return v >= n
+    check.__doc__ = f">= {n}"
+    return check
+
+
+def _one_of(*choices: str) -> Any:
+    def check(v: str) -> bool:
+        return v in choices
+    check.__doc__ = f"one of {', '.join(choices)}"
+    return check
+
+
+def _valid(check: Any, doc: str = "") -> dict[str, Any]:
+    return {"check": check, "doc": doc or (check.__doc__ or check.__name__.strip("_"))}
+
+
+MiB = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class BrokerConfig:
+    # ---- identity and networking
+    broker_id: int = field(default=-1, metadata=_valid(_at_least(-1)))
+    broker_rack: str | None = None
+    listeners: str = "PLAINTEXT://:9092"
+    advertised_listeners: str | None = None
+    socket_request_max_bytes: int = field(default=100 * MiB, metadata=_valid(_positive))
+    connections_max_idle_ms: int = field(default=600_000, metadata=_valid(_positive))
+    request_timeout_ms: int = field(default=30_000, metadata=_valid(_positive))
+    # ---- ZooKeeper
+    zookeeper_connect: str = "127.0.0.1:2181"
+    zookeeper_session_timeout_ms: int = field(default=18_000, metadata=_valid(_positive))
+    zookeeper_connection_timeout_ms: int | None = None
+    # ---- topics
+    num_partitions: int = field(default=1, metadata=_valid(_positive))
+    default_replication_factor: int = field(default=1, metadata=_valid(_positive))
+    auto_create_topics_enable: bool = True
+    delete_topic_enable: bool = True
+    message_max_bytes: int = field(default=1_048_588, metadata=_valid(_non_negative))
+    min_insync_replicas: int = field(default=1, metadata=_valid(_positive))
+    unclean_leader_election_enable: bool = False
+    replica_lag_time_max_ms: int = field(default=30_000, metadata=_valid(_positive))
+    offsets_topic_num_partitions: int = field(default=50, metadata=_valid(_positive))
+    offsets_topic_replication_factor: int = field(default=3, metadata=_valid(_positive))
+    group_initial_rebalance_delay_ms: int = field(default=3000, metadata=_valid(_non_negative))
+    # ---- log
+    log_dirs: str | None = None
+    log_dir: str = "/tmp/kafka-logs"
+    log_segment_bytes: int = field(default=1024 * MiB, metadata=_valid(_at_least(14)))
+    log_roll_ms: int | None = None
+    log_roll_hours: int = field(default=168, metadata=_valid(_positive))
+    log_retention_ms: int | None = None
+    log_retention_minutes: int | None = None
+    log_retention_hours: int = 168
+    log_retention_bytes: int = -1
+    log_retention_check_interval_ms: int = field(default=300_000, metadata=_valid(_positive))
+    log_index_interval_bytes: int = field(default=4096, metadata=_valid(_non_negative))
+    log_index_size_max_bytes: int = field(default=10 * MiB, metadata=_valid(_at_least(8)))
+    log_flush_interval_messages: int = field(default=(1 << 63) - 1, metadata=_valid(_positive))
+    log_flush_interval_ms: int | None = None
+    log_flush_offset_checkpoint_interval_ms: int = 60_000
+    log_message_timestamp_type: str = field(
+        default="CreateTime", metadata=_valid(_one_of("CreateTime", "LogAppendTime")))
+    log_cleanup_policy: str = field(default="delete", metadata=_valid(_one_of("delete", "compact", "delete,compact", "compact,delete")))
+    compression_type: str = field(default="producer", metadata=_valid(
+        _one_of("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd")))
+    # ---- producers
+    transactional_id_expiration_ms: int = 604_800_000
+    producer_id_expiration_ms: int = 86_400_000
+    # ---- operations
+    controlled_shutdown_enable: bool = True
+    log_level: str = field(default="INFO", metadata=_valid(
+        _one_of("TRACE", "DEBUG", "INFO", "WARN", "WARNING", "ERROR")))
+
+    # ---- derived values (Kafka's precedence rules)
+    @property
+    def log_dir_list(self) -> list[str]:
+        raw = self.log_dirs if self.log_dirs else self.log_dir
+        return [d.strip() for d in raw.split(",") if d.strip()]
+
+    @property
+    def retention_ms(self) -> int:
+        if self.log_retention_ms is not None:
+            return self.log_retention_ms
+        if self.log_retention_minutes is not None:
+            return self.log_retention_minutes * 60_000
+        return self.log_retention_hours * 3_600_000
+
+    @property
+    def roll_ms(self) -> int:
+        if self.log_roll_ms is not None:
+            return self.log_roll_ms
+        return self.log_roll_hours * 3_600_000
+
+    @property
+    def zk_connection_timeout_ms(self) -> int:
+        if self.zookeeper_connection_timeout_ms is not None:
+            return self.zookeeper_connection_timeout_ms
+        return self.zookeeper_session_timeout_ms
+
+    @classmethod
+    def from_properties(cls, props: dict[str, str]) -> BrokerConfig:
+        known = {key_of(f.name): f for f in dataclasses.fields(cls)}
+        values: dict[str, Any] = {}
+        for key, raw in props.items():
+            f = known.get(key)
+            if f is None:
+                log.warning("unknown configuration key %r (value %r) ignored", key, raw)
+                continue
+            values[f.name] = _parse_value(key, raw, f)
+        return cls(**values)
+
+    @classmethod
+    def load(cls, path: str | Path, overrides: list[str] | None = None) -> BrokerConfig:
+        props = read_properties(Path(path).read_text(encoding="utf-8"))
+        for item in overrides or []:
+            if "=" not in item:
+                raise ConfigError(f"--override {item!r}: expected key=value")
+            k, v = item.split("=", 1)
+            props[k.strip()] = v.strip()
+        return cls.from_properties(props)
+
+
+_INT_RE = re.compile(r"^[+-]?\d+$")
+
+
+def _parse_value(key: str, raw: str, f: dataclasses.Field[Any]) -> Any:
+    typ = str(f.type)
+    text = raw.strip()
+    nullable = "None" in typ
+    if nullable and text == "":
+        return None
+    if typ.startswith("int"):
+        if not _INT_RE.match(text):
+            raise ConfigError(f"Invalid value {raw!r} for configuration {key}: not a number")
+        value: Any = int(text)
+    elif typ.startswith("bool"):
+        if text.lower() not in ("true", "false"):
+            raise ConfigError(f"Invalid value {raw!r} for configuration {key}: "
+                              "expected true or false")
+        value = text.lower() == "true"
+    else:
+        value = text
+    check = f.metadata.get("check")
+    if check is not None and not check(value):
+        raise ConfigError(f"Invalid value {raw!r} for configuration {key}: "
+                          f"must be {f.metadata['doc']}")
+    return value
+
+
+def read_properties(text: str) -> dict[str, str]:
+    """Parse java.util.Properties text (the subset Kafka's files use)."""
+    props: dict[str, str] = {}
+    pending = ""
+    for line in text.splitlines():
+        stripped = line.strip()
+        if not pending and (not stripped or stripped[0] in "#!"):
+            continue
+        if stripped.endswith("\\") and not stripped.endswith("\\\\"):
+            pending += stripped[:-1]
+            continue
+        stripped = pending + stripped
+        pending = ""
+        m = re.match(r"^([^=:\s]+)\s*[=:\s]\s*(.*)$", stripped)
+        if m is None:
+            props[stripped] = ""
+        else:
+            props[m.group(1)] = m.group(2)
+    return props

@@ -1,0 +1,122 @@
+"""One client connection: frames in, handler calls, responses out in order.
+
+Theory of operation:
+
+1. Bytes read from the socket go through ``FrameBuffer``; a frame larger than
+   ``socket.request.max.bytes`` (or with a negative size) closes the
+   connection with a log line — nothing of it is buffered.
+2. Requests are handled one at a time, in arrival order, as Kafka's
+   processors do (a connection is "muted" while its request is in flight).
+   Clients may pipeline freely; the frames wait in the buffer. This keeps
+   responses in request order and appends from one connection in order.
+3. The header is decoded first, so even a request we cannot parse has a
+   correlation id: an ApiVersions request of a version above ours gets
+   UNSUPPORTED_VERSION in a v0 body (clients retry lower); any other
+   unparseable request (unknown key, unsupported version, malformed body)
+   closes the connection, as Kafka does.
+4. Produce with acks=0 gets no response (the handler returns None).
+5. A connection idle for ``connections.max.idle.ms`` is closed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+from typing import Any
+
+from broker.context import RequestContext
+from broker.dispatch import dispatch, supported
+from protocol.codec import decode_from
+from protocol.framing import FrameBuffer, FrameTooLarge, InvalidFrameSize, size_prefixed
+from protocol.headers import API_VERSIONS, decode_request_header, encode_response
+from protocol.primitives import DecodeError
+from protocol.spec import all_apis
+
+log = logging.getLogger(__name__)
+_ids = itertools.count(1)
+
+
+class Connection:
+    def __init__(self, broker: Any, reader: asyncio.StreamReader,
+                 writer: asyncio.StreamWriter) -> None:
+        self.id = next(_ids)
+        self.broker = broker
+        self.reader = reader
+        self.writer = writer
+        peer = writer.get_extra_info("peername")
+        self.peer = f"{peer[0]}:{peer[1]}" if peer else "?"
+        self.client_software: tuple[str, str] | None = None
+        config = broker.config
+        self.frames = FrameBuffer(config.socket_request_max_bytes)
+        self.idle_timeout = config.connections_max_idle_ms / 1000
+
+    async def run(self) -> None:
+        try:
+            while True:
+                try:
+                    data = await asyncio.wait_for(self.reader.read(256 * 1024), self.idle_timeout)
+                except asyncio.TimeoutError:
+                    log.info("closing idle connection %s after %.0f s", self.peer,
+                             self.idle_timeout)
+                    return
+                if not data:
+                    return
+                try:
+                    frames = self.frames.feed(data)
+                except (FrameTooLarge, InvalidFrameSize) as e:
+                    log.warning("closing connection %s: %s (socket.request.max.bytes=%d)",
+                                self.peer, e, self.frames.max_frame_size)
+                    return
+                for frame in frames:
+                    if not await self._handle(frame):
+                        return
+        except (ConnectionError, OSError) as e:
+            log.debug("connection %s: %s", self.peer, e)
+        finally:
+            self.writer.close()
+
+    async def _handle(self, frame: bytes) -> bool:
+        """Handle one request; False means close the connection."""
+        try:
+            header, pos = decode_request_header(frame)
+        except DecodeError as e:
+            log.warning("closing connection %s: bad request header: %s", self.peer, e)
+            return False
+        if not supported(header.api_key, header.api_version):
+            if header.api_key == API_VERSIONS:
+                from broker.handlers.api_versions import unsupported_version_body
+                await self._send(API_VERSIONS, 0, header.correlation_id,
+                                 unsupported_version_body())
+                return True
+            log.warning("closing connection %s: unsupported api key %d version %d",
+                        self.peer, header.api_key, header.api_version)
+            return False
+        spec = all_apis()[header.api_key].request
+        try:
+            body, end = decode_from(spec, frame, pos, header.api_version)
+            if end != len(frame):
+                raise DecodeError(f"{len(frame) - end} trailing bytes")
+        except DecodeError as e:
+            log.warning("closing connection %s: malformed %s v%d: %s", self.peer, spec.name,
+                        header.api_version, e)
+            return False
+        ctx = RequestContext(header=header, connection=self, broker=self.broker)
+        try:
+            response = await dispatch(ctx, header, body)
+        except Exception:
+            log.exception("error handling %s v%d from %s; closing the connection",
+                          spec.name, header.api_version, self.peer)
+            return False
+        if response is not None:
+            await self._send(header.api_key, header.api_version, header.correlation_id, response)
+        return True
+
+    async def _send(self, api_key: int, version: int, correlation_id: int, body: Any) -> None:
+        chunks = size_prefixed(encode_response(api_key, version, correlation_id, body))
+        for chunk in chunks:
+            if hasattr(chunk, "wire_size"):  # a storage file slice: read out only here
+                self.writer.write(chunk.tobytes())
+            else:
+                self.writer.write(chunk)
+        await self.writer.drain()

@@ -1,0 +1,1 @@
+"""One module per API family; each registers with ``broker.dispatch.handler``."""

@@ -1,0 +1,71 @@
+"""Process entry for ``pybroker start``: config, logging, event loop, signals.
+
+uvloop is chosen here, where the loop is made, and nowhere else. SIGTERM and
+SIGINT trigger one clean shutdown (controlled shutdown, flush, checkpoints,
+clean-shutdown marker); a second signal during shutdown exits at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import sys
+from typing import Any, Callable
+
+from broker.config import BrokerConfig, ConfigError
+
+log = logging.getLogger("pybroker")
+
+LOG_FORMAT = "[%(asctime)s] %(levelname)s %(message)s (%(name)s)"
+
+
+def _loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
+    try:
+        import uvloop
+    except ImportError:  # pragma: no cover - uvloop is a dependency; stay runnable without it
+        return None
+    return uvloop.new_event_loop  # type: ignore[no-any-return]
+
+
+def run_broker(config_path: str, overrides: list[str]) -> int:
+    try:
+        config = BrokerConfig.load(config_path, overrides)
+    except (ConfigError, OSError) as e:
+        print(f"pybroker: {e}", file=sys.stderr)
+        return 1
+    level = {"WARN": "WARNING", "TRACE": "DEBUG"}.get(config.log_level, config.log_level)
+    logging.basicConfig(level=level, format=LOG_FORMAT, stream=sys.stderr)
+    with asyncio.Runner(loop_factory=_loop_factory()) as runner:
+        try:
+            return runner.run(_serve(config))
+        except ConfigError as e:
+            log.error("%s", e)
+            return 1
+
+
+async def _serve(config: BrokerConfig) -> int:
+    from broker.broker import Broker
+
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    signals = 0
+
+    def on_signal(signum: int, *_: Any) -> None:
+        nonlocal signals
+        signals += 1
+        if signals > 1:
+            log.warning("second signal: exiting without a clean shutdown")
+            sys.exit(1)
+        log.info("received %s, shutting down", signal.Signals(signum).name)
+        stop.set()
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, on_signal, sig)
+    broker = Broker(config)
+    await broker.start()
+    try:
+        await stop.wait()
+    finally:
+        await broker.shutdown()
+    return 0

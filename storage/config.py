@@ -1,0 +1,87 @@
+"""The Kafka settings the storage engine reads, with Kafka's defaults.
+
+The broker maps server.properties (and per-topic overrides) onto this
+dataclass through ``LogConfig.from_properties``; storage never parses
+property files itself. Durations are milliseconds, sizes bytes; ``-1`` means
+unlimited where Kafka says so.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+LONG_MAX = (1 << 63) - 1
+
+
+@dataclass(frozen=True, slots=True)
+class LogConfig:
+    segment_bytes: int = 1 << 30                 # log.segment.bytes / segment.bytes
+    segment_ms: int = 7 * 24 * 3600 * 1000       # log.roll.ms (log.roll.hours=168) / segment.ms
+    segment_jitter_ms: int = 0                   # log.roll.jitter.ms / segment.jitter.ms
+    index_interval_bytes: int = 4096             # log.index.interval.bytes / index.interval.bytes
+    segment_index_bytes: int = 10 * 1024 * 1024  # log.index.size.max.bytes / segment.index.bytes
+    retention_ms: int = 7 * 24 * 3600 * 1000     # log.retention.ms (hours=168) / retention.ms; -1 = forever
+    retention_bytes: int = -1                    # log.retention.bytes / retention.bytes; -1 = no limit
+    flush_interval_messages: int = LONG_MAX      # log.flush.interval.messages / flush.messages
+    flush_interval_ms: int = LONG_MAX            # log.flush.interval.ms / flush.ms (default: page cache)
+    file_delete_delay_ms: int = 60_000           # log.segment.delete.delay.ms / file.delete.delay.ms
+    max_message_bytes: int = 1_048_588           # message.max.bytes / max.message.bytes
+    message_timestamp_type: str = "CreateTime"   # log.message.timestamp.type / message.timestamp.type
+    preallocate: bool = False                    # log.preallocate: real blocks (fallocate), not sparse
+    flush_on_roll: bool = False                  # ours: fsync a segment when it is rolled (Kafka does
+                                                 # this on a background thread; the broker may too)
+
+    @property
+    def log_append_time(self) -> bool:
+        return self.message_timestamp_type == "LogAppendTime"
+
+    def replace(self, **changes: object) -> LogConfig:
+        return dataclasses.replace(self, **changes)  # type: ignore[arg-type]
+
+    @classmethod
+    def from_properties(cls, props: Mapping[str, str], base: LogConfig | None = None) -> LogConfig:
+        """Apply broker (``log.*``) or topic keys from ``props`` over ``base`` (defaults)."""
+        values: dict[str, object] = {}
+        # Kafka: *.ms beats *.minutes beats *.hours, so apply them in that order.
+        for key, raw in sorted(props.items(), key=lambda kv: _PRIORITY.get(kv[0], 0)):
+            spec = _KEYS.get(key)
+            if spec is None:
+                continue
+            name, scale = spec
+            if name in ("message_timestamp_type",):
+                values[name] = raw.strip()
+            elif name == "preallocate":
+                values[name] = raw.strip().lower() == "true"
+            else:
+                number = int(raw)
+                values[name] = number * scale if number >= 0 else number
+        return dataclasses.replace(base or cls(), **values)  # type: ignore[arg-type]
+
+
+_KEYS: dict[str, tuple[str, int]] = {
+    "log.segment.bytes": ("segment_bytes", 1), "segment.bytes": ("segment_bytes", 1),
+    "log.roll.hours": ("segment_ms", 3_600_000), "log.roll.ms": ("segment_ms", 1),
+    "segment.ms": ("segment_ms", 1),
+    "log.roll.jitter.ms": ("segment_jitter_ms", 1), "segment.jitter.ms": ("segment_jitter_ms", 1),
+    "log.index.interval.bytes": ("index_interval_bytes", 1),
+    "index.interval.bytes": ("index_interval_bytes", 1),
+    "log.index.size.max.bytes": ("segment_index_bytes", 1),
+    "segment.index.bytes": ("segment_index_bytes", 1),
+    "log.retention.hours": ("retention_ms", 3_600_000),
+    "log.retention.minutes": ("retention_ms", 60_000),
+    "log.retention.ms": ("retention_ms", 1), "retention.ms": ("retention_ms", 1),
+    "log.retention.bytes": ("retention_bytes", 1), "retention.bytes": ("retention_bytes", 1),
+    "log.flush.interval.messages": ("flush_interval_messages", 1),
+    "flush.messages": ("flush_interval_messages", 1),
+    "log.flush.interval.ms": ("flush_interval_ms", 1), "flush.ms": ("flush_interval_ms", 1),
+    "log.segment.delete.delay.ms": ("file_delete_delay_ms", 1),
+    "file.delete.delay.ms": ("file_delete_delay_ms", 1),
+    "message.max.bytes": ("max_message_bytes", 1), "max.message.bytes": ("max_message_bytes", 1),
+    "log.message.timestamp.type": ("message_timestamp_type", 1),
+    "message.timestamp.type": ("message_timestamp_type", 1),
+    "log.preallocate": ("preallocate", 1), "preallocate": ("preallocate", 1),
+}
+
+_PRIORITY = {"log.retention.minutes": 1, "log.retention.ms": 2, "log.roll.ms": 2}

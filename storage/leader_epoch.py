@@ -1,0 +1,110 @@
+"""Leader-epoch cache of a partition (KIP-101/279; Kafka ``LeaderEpochFileCache``).
+
+An ordered list of (epoch, start offset): the first offset written under each
+leader epoch. Both columns increase strictly. Persisted to
+``leader-epoch-checkpoint`` (see ``storage.checkpoints``) on every change.
+Followers ask the leader "where does my epoch end?" (OffsetForLeaderEpoch,
+``end_offset_for``) and truncate there instead of at their high watermark.
+"""
+
+from __future__ import annotations
+
+import bisect
+import os
+
+from storage import checkpoints, filenames
+
+UNDEFINED_EPOCH = -1
+UNDEFINED_OFFSET = -1
+
+
+class LeaderEpochCache:
+    def __init__(self, dir_path: str) -> None:
+        self.path = os.path.join(dir_path, filenames.LEADER_EPOCH_CHECKPOINT)
+        try:
+            entries = checkpoints.read_epochs(self.path)
+        except checkpoints.CheckpointError:
+            entries = []  # Kafka rebuilds from the log going forward; an empty cache is safe
+        self._epochs = [e for e, _ in entries]
+        self._offsets = [o for _, o in entries]
+
+    def entries(self) -> list[tuple[int, int]]:
+        return list(zip(self._epochs, self._offsets))
+
+    @property
+    def latest_epoch(self) -> int:
+        return self._epochs[-1] if self._epochs else UNDEFINED_EPOCH
+
+    @property
+    def earliest_entry(self) -> tuple[int, int] | None:
+        return (self._epochs[0], self._offsets[0]) if self._epochs else None
+
+    def assign(self, epoch: int, start_offset: int) -> bool:
+        """Record that ``epoch`` starts at ``start_offset``; True when the cache changed.
+
+        A new entry first removes every entry with an epoch >= ``epoch`` or a
+        start offset >= ``start_offset``, keeping both columns monotonic.
+        """
+        if epoch < 0 or start_offset < 0:
+            raise ValueError(f"invalid epoch entry ({epoch}, {start_offset})")
+        if self._epochs and epoch == self._epochs[-1] and start_offset >= self._offsets[-1]:
+            return False
+        keep = len(self._epochs)
+        while keep and (self._epochs[keep - 1] >= epoch or self._offsets[keep - 1] >= start_offset):
+            keep -= 1
+        del self._epochs[keep:], self._offsets[keep:]
+        self._epochs.append(epoch)
+        self._offsets.append(start_offset)
+        self._flush()
+        return True
+
+    def end_offset_for(self, epoch: int, log_end_offset: int) -> tuple[int, int]:
+        """(epoch, end offset) answering OffsetForLeaderEpoch for ``epoch``.
+
+        The end offset is the start offset of the first epoch above ``epoch``
+        (the log end offset when ``epoch`` is the latest), paired with the
+        largest known epoch <= ``epoch``. (UNDEFINED_EPOCH, UNDEFINED_OFFSET)
+        for an undefined or future epoch; (epoch, start of the earliest epoch)
+        when ``epoch`` precedes every entry.
+        """
+        if epoch == UNDEFINED_EPOCH or not self._epochs:
+            return UNDEFINED_EPOCH, UNDEFINED_OFFSET
+        if epoch == self._epochs[-1]:
+            return epoch, log_end_offset
+        higher = bisect.bisect_right(self._epochs, epoch)  # first slot with epoch > requested
+        if higher == len(self._epochs):
+            return UNDEFINED_EPOCH, UNDEFINED_OFFSET
+        if higher == 0:
+            return epoch, self._offsets[0]
+        return self._epochs[higher - 1], self._offsets[higher]
+
+    def epoch_for_offset(self, offset: int) -> int:
+        """Epoch under which ``offset`` was written, or UNDEFINED_EPOCH."""
+        slot = bisect.bisect_right(self._offsets, offset) - 1
+        return self._epochs[slot] if slot >= 0 else UNDEFINED_EPOCH
+
+    def truncate_from_end(self, end_offset: int) -> None:
+        """Forget epochs starting at or after ``end_offset`` (log truncated there)."""
+        keep = bisect.bisect_left(self._offsets, end_offset)
+        if keep < len(self._offsets):
+            del self._epochs[keep:], self._offsets[keep:]
+            self._flush()
+
+    def truncate_from_start(self, start_offset: int) -> None:
+        """Log start moved to ``start_offset``: drop older epochs, keeping the one
+        covering ``start_offset`` with its start moved up to it."""
+        covering = bisect.bisect_right(self._offsets, start_offset) - 1
+        if covering < 0 or (covering == 0 and self._offsets[0] == start_offset):
+            return
+        del self._epochs[:covering], self._offsets[:covering]
+        self._offsets[0] = start_offset
+        self._flush()
+
+    def clear(self) -> None:
+        self._epochs.clear()
+        self._offsets.clear()
+        self._flush()
+
+    def _flush(self) -> None:
+        if os.path.isdir(os.path.dirname(self.path)):
+            checkpoints.write_epochs(self.path, self.entries())

@@ -1,0 +1,493 @@
+"""One log segment: ``<base>.log`` + ``<base>.index`` + ``<base>.timeindex``.
+
+The ``.log`` is a plain concatenation of magic-2 record batches (layout in
+``protocol.records``). A segment is in one of two states:
+
+* **active** (the last segment of a log, the only one written): the ``.log``
+  is extended to ``segment.bytes`` (sparse ``ftruncate``; ``posix_fallocate``
+  with ``log.preallocate``) and mapped read-write; appends copy into the map
+  and patch offsets there. ``size`` is the real data length; bytes past it are
+  zero, because truncation cuts the file and extends it again. Both indexes are
+  preallocated and mapped read-write.
+* **sealed**: the ``.log`` is cut to ``size`` and nothing is open until a read
+  needs it: the read fd, the read-only index maps, the first-batch timestamp
+  and max timestamp are all loaded lazily, so opening thousands of segments
+  costs one directory listing.
+
+``seal`` (roll/close) cuts the ``.log`` and both indexes to their valid
+length, which is what makes a clean restart cheap. After a crash the active
+file is still full length with a zero (or torn) tail: ``recover`` rescans it.
+
+Reads return a ``FileSlice`` (file, position, size) that the broker can hand
+to ``sendfile``; its ``read()`` gives the bytes. The slice holds its own
+reference to the open file, so deleting the segment underneath does not break
+it (the inode lives while the fd does).
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+from collections.abc import Callable, Iterator
+from typing import NamedTuple
+
+from protocol import records
+from protocol.records import HEADER_SIZE, MAGIC, BatchHeader
+from storage import filenames
+from storage.config import LogConfig
+from storage.mmap_index import CorruptIndexError
+from storage.offset_index import OffsetIndex
+from storage.time_index import TimeIndex
+
+INT32_MAX = 0x7FFFFFFF
+
+
+class FileHandle:
+    """A read-only fd closed when the last holder (segment or slice) lets go."""
+
+    __slots__ = ("fd", "path")
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.fd = os.open(path, os.O_RDONLY)
+
+    def __del__(self) -> None:
+        try:
+            os.close(self.fd)
+        except (OSError, AttributeError):
+            pass
+
+
+class FileSlice(NamedTuple):
+    """``size`` bytes at ``position`` of an open segment file (for sendfile)."""
+
+    handle: FileHandle | None
+    position: int
+    size: int
+
+    @property
+    def fd(self) -> int:
+        return -1 if self.handle is None else self.handle.fd
+
+    def read(self) -> bytes:
+        if self.handle is None or self.size == 0:
+            return b""
+        return os.pread(self.handle.fd, self.size, self.position)
+
+
+EMPTY_SLICE = FileSlice(None, 0, 0)
+
+
+class LogSegment:
+    def __init__(self, dir_path: str, base_offset: int, config: LogConfig, *,
+                 size: int, created_ms: int) -> None:
+        self.dir = dir_path
+        self.base_offset = base_offset
+        self.config = config
+        self.size = size
+        self.created_ms = created_ms
+        self.log_path = filenames.log_file(dir_path, base_offset)
+        self.index_path = filenames.index_file(dir_path, base_offset)
+        self.time_index_path = filenames.time_index_file(dir_path, base_offset)
+        self._handle: FileHandle | None = None
+        self._wfd = -1
+        self._mm: mmap.mmap | None = None
+        self._offset_index: OffsetIndex | None = None
+        self._time_index: TimeIndex | None = None
+        self._next_offset: int | None = None
+        self._max_ts: int | None = None  # None: not loaded (sealed, lazy)
+        self._offset_of_max_ts = -1
+        self._rolling_ts: int | None = None
+        self._rolling_ts_loaded = False
+        self._bytes_since_index = 0
+
+    @classmethod
+    def create(cls, dir_path: str, base_offset: int, config: LogConfig, now_ms: int) -> LogSegment:
+        """A new, empty, active segment (an existing empty file is reused)."""
+        seg = cls(dir_path, base_offset, config, size=0, created_ms=now_ms)
+        for path in (seg.log_path, seg.index_path, seg.time_index_path):
+            with open(path, "ab"):
+                pass
+        seg.activate()
+        return seg
+
+    @property
+    def active(self) -> bool:
+        return self._mm is not None
+
+    def __repr__(self) -> str:
+        return f"LogSegment({self.log_path!r}, size={self.size}, active={self.active})"
+
+    # -- state changes ----------------------------------------------------------------
+
+    def activate(self) -> None:
+        """Open for appends: preallocate and map the .log and both indexes."""
+        if self.active:
+            return
+        map_size = max(self.config.segment_bytes, self.size, 1)
+        fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            os.ftruncate(fd, self.size)  # drop any stale tail past the valid data
+            if self.config.preallocate:
+                os.posix_fallocate(fd, 0, map_size)
+            os.ftruncate(fd, map_size)
+            self._mm = mmap.mmap(fd, map_size)
+        except BaseException:
+            os.close(fd)
+            raise
+        self._wfd = fd
+        self._close_indexes()
+        self._offset_index = self._open_index(OffsetIndex, self.index_path, writable=True)
+        self._time_index = self._open_index(TimeIndex, self.time_index_path, writable=True)
+        self._bytes_since_index = 0
+        self._load_tail_state()
+
+    def seal(self) -> None:
+        """Stop appends: final time-index entry, cut .log and indexes to size."""
+        if not self.active:
+            return
+        assert self._mm is not None and self._time_index is not None
+        if self._max_ts is not None and self._max_ts >= 0:
+            self._time_index.maybe_append(self._max_ts, self._offset_of_max_ts, final=True)
+        self._mm.close()
+        self._mm = None
+        os.ftruncate(self._wfd, self.size)
+        os.close(self._wfd)
+        self._wfd = -1
+        self._close_indexes()
+
+    def close(self) -> None:
+        """Seal and release every open file."""
+        self.seal()
+        self._close_indexes()
+        self._handle = None
+
+    def _close_indexes(self) -> None:
+        for index in (self._offset_index, self._time_index):
+            if index is not None:
+                index.close(trim=True)
+        self._offset_index = self._time_index = None
+
+    def delete(self) -> None:
+        """Rename every file to ``.deleted`` then remove it (open slices keep their data)."""
+        if self.active:
+            assert self._mm is not None
+            self._mm.close()
+            self._mm = None
+            os.close(self._wfd)
+            self._wfd = -1
+        self._close_indexes()
+        self._handle = None
+        for path in (self.log_path, self.index_path, self.time_index_path):
+            try:
+                os.replace(path, path + filenames.DELETED)
+            except FileNotFoundError:
+                continue
+            os.unlink(path + filenames.DELETED)
+
+    def flush(self) -> None:
+        """fsync the .log and both indexes."""
+        if self.active:
+            os.fsync(self._wfd)
+        elif os.path.exists(self.log_path):
+            _fsync_path(self.log_path)
+        for index, path in ((self._offset_index, self.index_path),
+                            (self._time_index, self.time_index_path)):
+            if index is not None and index.writable:
+                index.flush()
+            elif os.path.exists(path):
+                _fsync_path(path)
+
+    # -- indexes (lazy for sealed segments) ------------------------------------------
+
+    def _open_index(self, kind: type[OffsetIndex] | type[TimeIndex], path: str,
+                    *, writable: bool) -> OffsetIndex | TimeIndex | None:
+        return kind(path, self.base_offset, self.config.segment_index_bytes, writable=writable)
+
+    @property
+    def offset_index(self) -> OffsetIndex:
+        if self._offset_index is None:
+            self._load_sealed_indexes()
+        assert self._offset_index is not None
+        return self._offset_index
+
+    @property
+    def time_index(self) -> TimeIndex:
+        if self._time_index is None:
+            self._load_sealed_indexes()
+        assert self._time_index is not None
+        return self._time_index
+
+    def _load_sealed_indexes(self) -> None:
+        """Map both indexes read-only; rebuild them from the .log when missing or corrupt."""
+        try:
+            if not (os.path.exists(self.index_path) and os.path.exists(self.time_index_path)):
+                raise CorruptIndexError(f"index files of {self.log_path} are missing")
+            oi = OffsetIndex(self.index_path, self.base_offset, self.config.segment_index_bytes,
+                             writable=False)
+            ti = TimeIndex(self.time_index_path, self.base_offset,
+                           self.config.segment_index_bytes, writable=False)
+            oi.sanity_check(self.size)
+            ti.sanity_check()
+        except CorruptIndexError:
+            self.rebuild_indexes()
+            oi = OffsetIndex(self.index_path, self.base_offset, self.config.segment_index_bytes,
+                             writable=False)
+            ti = TimeIndex(self.time_index_path, self.base_offset,
+                           self.config.segment_index_bytes, writable=False)
+        self._offset_index, self._time_index = oi, ti
+
+    def rebuild_indexes(self) -> None:
+        """Recreate both index files by scanning the (sealed) .log; no truncation."""
+        self._scan_and_index(truncate=False)
+
+    # -- reading helpers -----------------------------------------------------------------
+
+    def handle(self) -> FileHandle:
+        if self._handle is None:
+            self._handle = FileHandle(self.log_path)
+        return self._handle
+
+    def header_at(self, pos: int) -> BatchHeader | None:
+        """Header of the complete batch at ``pos``, or None (end, torn, or not a batch)."""
+        if pos + HEADER_SIZE > self.size:
+            return None
+        if self._mm is not None:
+            header = records.read_header(self._mm, pos)
+        else:
+            raw = os.pread(self.handle().fd, HEADER_SIZE, pos)
+            if len(raw) < HEADER_SIZE:
+                return None
+            header = records.read_header(raw)
+        if header.batch_length < records.MIN_BATCH_LENGTH or pos + header.size > self.size:
+            return None
+        return header
+
+    def batches(self, pos: int = 0) -> Iterator[tuple[int, BatchHeader]]:
+        """(position, header) of each batch from ``pos`` to the end."""
+        while True:
+            header = self.header_at(pos)
+            if header is None:
+                return
+            yield pos, header
+            pos += header.size
+
+    def read_batch(self, pos: int, header: BatchHeader) -> bytes:
+        if self._mm is not None:
+            return self._mm[pos:pos + header.size]
+        return os.pread(self.handle().fd, header.size, pos)
+
+    def translate_offset(self, offset: int, start_position: int = 0) -> tuple[int, BatchHeader] | None:
+        """(position, header) of the first batch whose last offset is >= ``offset``."""
+        _, pos = self.offset_index.lookup(offset)
+        for at, header in self.batches(max(pos, start_position)):
+            if header.base_offset + header.last_offset_delta >= offset:
+                return at, header
+        return None
+
+    # -- state loaded lazily ---------------------------------------------------------
+
+    def _load_tail_state(self) -> None:
+        """next offset and max timestamp from the last index entries plus a short scan."""
+        oi, ti = self.offset_index, self.time_index
+        self._max_ts, self._offset_of_max_ts = ti.last()
+        last_offset, pos = oi.lookup(oi.last_offset())
+        next_offset = self.base_offset if not oi.entries else last_offset + 1
+        for _at, header in self.batches(pos):
+            next_offset = header.base_offset + header.last_offset_delta + 1
+            if header.max_timestamp > self._max_ts:
+                self._max_ts = header.max_timestamp
+                self._offset_of_max_ts = next_offset - 1
+        self._next_offset = next_offset
+
+    @property
+    def next_offset(self) -> int:
+        """One past the last offset in the segment (base offset when empty)."""
+        if self._next_offset is None:
+            self._load_tail_state()
+        assert self._next_offset is not None
+        return self._next_offset
+
+    @property
+    def max_timestamp(self) -> int:
+        """Largest batch max-timestamp in the segment, -1 when none."""
+        if self._max_ts is None:
+            self._load_tail_state()
+        assert self._max_ts is not None
+        return self._max_ts
+
+    @property
+    def offset_of_max_timestamp(self) -> int:
+        self.max_timestamp  # noqa: B018 - loads it
+        return self._offset_of_max_ts
+
+    def largest_timestamp(self) -> int:
+        """For retention: max timestamp, or the file's mtime when there is none (Kafka)."""
+        ts = self.max_timestamp
+        if ts >= 0:
+            return ts
+        try:
+            return int(os.stat(self.log_path).st_mtime * 1000)
+        except FileNotFoundError:
+            return 0
+
+    def rolling_timestamp(self) -> int | None:
+        """Max timestamp of the first batch (what log.roll.ms counts from), or None."""
+        if not self._rolling_ts_loaded:
+            header = self.header_at(0)
+            self._rolling_ts = header.max_timestamp if header else None
+            self._rolling_ts_loaded = True
+        return self._rolling_ts
+
+    # -- appending (active only) -----------------------------------------------------
+
+    def should_roll(self, size: int, max_ts: int, last_offset: int, now_ms: int) -> bool:
+        """Kafka's roll rule for an append of ``size`` bytes ending at ``last_offset``."""
+        cfg = self.config
+        if self.size > cfg.segment_bytes - size:
+            return True
+        if self.size > 0:
+            first_ts = self.rolling_timestamp()
+            waited = max_ts - first_ts if first_ts is not None and first_ts >= 0 else now_ms - self.created_ms
+            if waited > cfg.segment_ms - cfg.segment_jitter_ms:
+                return True
+        if self.offset_index.is_full or self.time_index.is_full:
+            return True
+        return last_offset - self.base_offset > INT32_MAX
+
+    def append(self, data: bytes | bytearray | memoryview,
+               batches: list[tuple[int, BatchHeader]], base_offsets: list[int] | None,
+               leader_epoch: int | None, append_time: int | None) -> None:
+        """Copy ``data`` (the batches) to the end of the segment, then patch in place.
+
+        ``base_offsets``: offsets to assign per batch (leader), or None to keep
+        the batches' own (follower). ``leader_epoch`` is stamped into each
+        batch when given; ``append_time`` makes the batches LogAppendTime.
+        """
+        mm = self._mm
+        if mm is None:
+            raise ValueError(f"segment {self.log_path} is not active")
+        start = self.size
+        if start + len(data) > len(mm):
+            raise ValueError(f"append of {len(data)} bytes overflows segment {self.log_path}")
+        mm[start:start + len(data)] = data
+        if start == 0:
+            self._rolling_ts_loaded = False  # the first batch sets it
+        for i, (rel, header) in enumerate(batches):
+            pos = start + rel
+            base = header.base_offset
+            if base_offsets is not None:
+                base = base_offsets[i]
+                records.patch_base_offset(mm, pos, base)
+            if leader_epoch is not None:
+                records.patch_leader_epoch(mm, pos, leader_epoch)
+            max_ts = header.max_timestamp
+            if append_time is not None:
+                records.set_log_append_time(mm, pos, append_time)
+                max_ts = append_time
+            last = base + header.last_offset_delta
+            self._index_batch(pos, header.size, last, max_ts)
+        self.size = start + len(data)
+        if not self._rolling_ts_loaded:
+            self.rolling_timestamp()
+
+    def _index_batch(self, pos: int, size: int, last_offset: int, max_ts: int) -> None:
+        """Bookkeeping shared by append and recovery: max timestamp and sparse entries."""
+        if self._max_ts is None or max_ts > self._max_ts:
+            self._max_ts = max_ts
+            self._offset_of_max_ts = last_offset
+        if self._bytes_since_index > self.config.index_interval_bytes:
+            self.offset_index.append(last_offset, pos)
+            self.time_index.maybe_append(self._max_ts, self._offset_of_max_ts)
+            self._bytes_since_index = 0
+        self._bytes_since_index += size
+        self._next_offset = last_offset + 1
+
+    def truncate_to(self, offset: int) -> int:
+        """Drop the batch holding ``offset`` and all after it (active only); bytes removed."""
+        if self._mm is None:
+            raise ValueError(f"segment {self.log_path} is not active")
+        found = self.translate_offset(offset)
+        if found is None:
+            return 0
+        pos = found[0]
+        removed = self.size - pos
+        self.offset_index.truncate_to(offset)
+        self.time_index.truncate_to(offset)
+        # Cut then re-extend: the tail reads as zeros, so a crash cannot resurrect it.
+        os.ftruncate(self._wfd, pos)
+        os.ftruncate(self._wfd, len(self._mm))
+        self.size = pos
+        self._bytes_since_index = 0
+        self._rolling_ts_loaded = False
+        self._load_tail_state()
+        return removed
+
+    # -- recovery -----------------------------------------------------------------
+
+    def recover(self, on_batch: Callable[[BatchHeader], None] | None = None) -> int:
+        """Revalidate the sealed segment; cut what follows the last good batch.
+
+        Good batch: complete, magic 2, CRC-32C matches, base offset not below
+        the previous batch's next offset (nor the segment base), offsets fit
+        the 32-bit relative index. Indexes are rebuilt from scratch. Returns
+        the number of bytes truncated.
+        """
+        if self.active:
+            raise ValueError("recover() runs on a sealed segment")
+        self._handle = None
+        return self._scan_and_index(truncate=True, on_batch=on_batch)
+
+    def _scan_and_index(self, *, truncate: bool,
+                        on_batch: Callable[[BatchHeader], None] | None = None) -> int:
+        file_size = os.path.getsize(self.log_path) if os.path.exists(self.log_path) else 0
+        for path in (self.index_path, self.time_index_path):
+            with open(path, "wb"):
+                pass  # start both indexes empty
+        self._close_indexes()
+        self._offset_index = OffsetIndex(self.index_path, self.base_offset,
+                                         self.config.segment_index_bytes, writable=True)
+        self._time_index = TimeIndex(self.time_index_path, self.base_offset,
+                                     self.config.segment_index_bytes, writable=True)
+        self._max_ts, self._offset_of_max_ts = -1, -1
+        self._bytes_since_index = 0
+        self._next_offset = self.base_offset
+        valid = _scan_valid(self, file_size, on_batch) if file_size else 0
+        if truncate and valid < file_size:
+            os.truncate(self.log_path, valid)
+        self.size = valid if truncate else file_size
+        if self._max_ts >= 0:
+            self._time_index.maybe_append(self._max_ts, self._offset_of_max_ts, final=True)
+        self._close_indexes()
+        self._rolling_ts_loaded = False
+        return file_size - valid if truncate else 0
+
+
+def _scan_valid(seg: LogSegment, file_size: int,
+                on_batch: Callable[[BatchHeader], None] | None) -> int:
+    """Walk ``seg``'s .log through a read-only map; index good batches; valid length."""
+    valid = 0
+    with open(seg.log_path, "rb") as f, \
+            mmap.mmap(f.fileno(), file_size, access=mmap.ACCESS_READ) as mm:
+        expected = seg.base_offset
+        for pos, header in records.iter_batches(mm, 0, file_size):
+            if (header.magic != MAGIC or header.base_offset < expected
+                    or header.last_offset_delta < 0
+                    or header.base_offset + header.last_offset_delta - seg.base_offset > INT32_MAX
+                    or not records.crc_ok(mm, pos, header)):
+                break
+            last = header.base_offset + header.last_offset_delta
+            seg._index_batch(pos, header.size, last, header.max_timestamp)
+            if on_batch is not None:
+                on_batch(header)
+            expected = last + 1
+            valid = pos + header.size
+    return valid
+
+
+def _fsync_path(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -1,0 +1,106 @@
+"""The network layer on a real loopback socket, with only the ApiVersions handler
+and a fake broker (config only): ordering, the version quirk, hostile input."""
+
+from __future__ import annotations
+
+import asyncio
+import struct
+from types import SimpleNamespace
+
+import pytest
+
+from broker.config import BrokerConfig
+from broker.dispatch import load_handlers
+from broker.listeners import Endpoint
+from broker.server import KafkaServer
+from protocol.headers import RequestHeader, decode_response, encode_request
+from protocol.spec import api
+
+load_handlers()
+
+
+async def _start(**cfg: int) -> KafkaServer:
+    broker = SimpleNamespace(config=BrokerConfig(**cfg))
+    server = KafkaServer(broker, Endpoint("PLAINTEXT", "127.0.0.1", 0))
+    await server.start()
+    return server
+
+
+async def _read_frame(reader: asyncio.StreamReader) -> bytes:
+    (size,) = struct.unpack(">i", await reader.readexactly(4))
+    return await reader.readexactly(size)
+
+
+def _framed(data: bytes) -> bytes:
+    return struct.pack(">i", len(data)) + data
+
+
+def _api_versions(version: int, correlation_id: int) -> bytes:
+    body = api(18).request.new(client_software_name="t", client_software_version="1")
+    return _framed(encode_request(RequestHeader(18, version, correlation_id, "c"), body))
+
+
+def run(coro):  # type: ignore[no-untyped-def]
+    return asyncio.run(asyncio.wait_for(coro, 20))
+
+
+def test_pipelined_requests_are_answered_in_order() -> None:
+    async def go() -> None:
+        server = await _start()
+        reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+        writer.write(b"".join(_api_versions(v, 100 + v) for v in (0, 1, 2, 3, 4, 3, 0)))
+        for v in (0, 1, 2, 3, 4, 3, 0):
+            cid, body = decode_response(18, v, await _read_frame(reader))
+            assert cid == 100 + v
+            assert body.error_code == 0
+            keys = {k.api_key: (k.min_version, k.max_version) for k in body.api_keys}
+            assert keys[18] == (0, 4)
+        writer.close()
+        await server.stop()
+    run(go())
+
+
+def test_too_new_api_versions_gets_unsupported_version_in_v0_layout() -> None:
+    async def go() -> None:
+        server = await _start()
+        reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+        raw = struct.pack(">hhih", 18, 7, 55, 1) + b"c" + b"\x00" + b"\x01\x02\x03"
+        writer.write(_framed(raw))
+        cid, body = decode_response(18, 0, await _read_frame(reader))
+        assert cid == 55 and body.error_code == 35
+        assert [(k.api_key, k.min_version, k.max_version) for k in body.api_keys] == [(18, 0, 4)]
+        writer.write(_api_versions(4, 56))  # the connection stays usable
+        assert decode_response(18, 4, await _read_frame(reader))[0] == 56
+        writer.close()
+        await server.stop()
+    run(go())
+
+
+@pytest.mark.parametrize("payload", [
+    struct.pack(">i", 200_000_000),                       # absurd length
+    _framed(b"\x00"),                                      # truncated header
+    _framed(struct.pack(">hhih", 9999, 0, 1, -1)),         # unknown api key
+    _framed(struct.pack(">hhih", 18, 3, 1, 1) + b"c"),     # truncated flexible body
+    _framed(b"\xff" * 64),                                 # garbage
+], ids=["absurd-length", "truncated-header", "unknown-key", "truncated-body", "garbage"])
+def test_hostile_input_closes_only_that_connection(payload: bytes) -> None:
+    async def go() -> None:
+        server = await _start(socket_request_max_bytes=1024 * 1024)
+        bad_r, bad_w = await asyncio.open_connection("127.0.0.1", server.port)
+        good_r, good_w = await asyncio.open_connection("127.0.0.1", server.port)
+        bad_w.write(payload)
+        assert await bad_r.read() == b""  # closed by the broker
+        good_w.write(_api_versions(3, 9))
+        assert decode_response(18, 3, await _read_frame(good_r))[0] == 9
+        good_w.close()
+        await server.stop()
+    run(go())
+
+
+def test_idle_connection_is_closed() -> None:
+    async def go() -> None:
+        server = await _start(connections_max_idle_ms=200)
+        reader, _ = await asyncio.open_connection("127.0.0.1", server.port)
+        assert await asyncio.wait_for(reader.read(), 5) == b""
+        await server.stop()
+    run(go())

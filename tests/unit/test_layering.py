@@ -1,0 +1,246 @@
+"""The dependency direction from STYLE.md, checked on the source with ``ast``.
+
+    protocol    pure: imports nothing of ours outside protocol/; no event loop, no sockets
+    storage     sync file I/O: of ours, only protocol.records and protocol.compression (and storage)
+    broker      uses protocol and storage; of controller, only what controller/__init__.py
+                exports (ClusterStore, Controller, ...), never a controller submodule
+    controller  uses protocol; at most one module of it imports kazoo, nothing else does
+    spark_jobs  a leaf: nobody imports it
+
+Every ``import``/``from ... import`` counts, including relative ones, ones under
+``if TYPE_CHECKING:`` and ``importlib.import_module("...")`` with a literal name.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+PACKAGES = ("protocol", "storage", "broker", "controller", "spark_jobs")
+NO_IO_MODULES = ("asyncio", "socket", "socketserver", "selectors", "ssl", "uvloop")
+STORAGE_MAY_IMPORT = ("protocol.records", "protocol.compression")
+
+
+# --- import extraction ----------------------------------------------------------------
+
+
+def module_name(path: Path, root: Path = REPO) -> str:
+    """``storage/log.py`` -> ``storage.log``; ``protocol/spec/__init__.py`` -> ``protocol.spec``."""
+    parts = list(path.relative_to(root).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _resolve_relative(module: str, is_package: bool, level: int, target: str | None) -> str:
+    """Absolute name of ``from <level dots><target> import ...`` written in ``module``."""
+    package = module.split(".") if is_package else module.split(".")[:-1]
+    if level - 1 >= len(package):  # Python refuses these too
+        raise ValueError(f"{module}: relative import beyond the top-level package")
+    base = package[: len(package) - (level - 1)]
+    return ".".join(base + ([target] if target else []))
+
+
+def imported_names(source: str, module: str, is_package: bool = False) -> set[str]:
+    """Every dotted name ``source`` imports. ``from a.b import c`` gives ``a.b.c`` (``c`` may be
+    a submodule or just a name; either way it lies within ``a.b``, which is what rules test)."""
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                base = _resolve_relative(module, is_package, node.level, node.module)
+            names.update(f"{base}.{alias.name}" if alias.name != "*" else base for alias in node.names)
+        elif isinstance(node, ast.Call) and _is_dynamic_import(node.func):
+            if node.args and isinstance(node.args[0], ast.Constant):
+                if isinstance(node.args[0].value, str):
+                    names.add(node.args[0].value)
+    return names
+
+
+def _is_dynamic_import(func: ast.expr) -> bool:
+    if isinstance(func, ast.Attribute):
+        return func.attr == "import_module"
+    return isinstance(func, ast.Name) and func.id in ("import_module", "__import__")
+
+
+def within(name: str, prefixes: Iterable[str]) -> bool:
+    """Whether ``name`` is one of ``prefixes`` or inside one of them (dotted-path aware)."""
+    return any(name == p or name.startswith(p + ".") for p in prefixes)
+
+
+# --- the tree -----------------------------------------------------------------------
+
+
+def source_modules() -> Iterator[tuple[str, set[str]]]:
+    """(module name, names it imports) for every .py under the project's packages."""
+    for package in PACKAGES:
+        for path in sorted((REPO / package).rglob("*.py")):
+            if "__pycache__" in path.parts:
+                continue
+            module = module_name(path)
+            yield module, imported_names(
+                path.read_text(encoding="utf-8"), module, path.name == "__init__.py"
+            )
+
+
+Modules = dict[str, set[str]]  # module name -> names it imports
+
+
+def _violations(modules: Modules, package: str, rule: Callable[[str], bool]) -> list[str]:
+    """"<module> imports <name>" for each import in ``package`` that ``rule`` flags."""
+    bad = []
+    for module, names in modules.items():
+        if within(module, [package]):
+            bad.extend(f"{module} imports {n}" for n in sorted(names) if rule(n))
+    return bad
+
+
+def protocol_violations(modules: Modules) -> list[str]:
+    return _violations(modules, "protocol",
+                       lambda n: within(n, PACKAGES) and not within(n, ["protocol"]))
+
+
+def storage_violations(modules: Modules) -> list[str]:
+    def bad(name: str) -> bool:
+        if not within(name, PACKAGES) or within(name, ["storage"]):
+            return False
+        return not within(name, STORAGE_MAY_IMPORT)
+
+    return _violations(modules, "storage", bad)
+
+
+def io_violations(modules: Modules, package: str) -> list[str]:
+    return _violations(modules, package, lambda n: within(n, NO_IO_MODULES))
+
+
+def broker_violations(modules: Modules) -> list[str]:
+    """The broker starts the controller through the package's exported names only
+    (``from controller import Controller``); ``controller.zk``, ``controller.context`` etc.
+    are internals."""
+    submodules = {".".join(m.split(".")[:2]) for m in modules if m.startswith("controller.")}
+    return _violations(modules, "broker", lambda n: within(n, submodules))
+
+
+def spark_jobs_violations(modules: Modules) -> list[str]:
+    return [
+        f"{module} imports {n}"
+        for module, names in modules.items()
+        if not within(module, ["spark_jobs"])
+        for n in sorted(names)
+        if within(n, ["spark_jobs"])
+    ]
+
+
+def kazoo_violations(modules: Modules) -> list[str]:
+    importers = sorted(m for m, names in modules.items() if any(within(n, ["kazoo"]) for n in names))
+    bad = [f"{m} imports kazoo outside controller/" for m in importers if not within(m, ["controller"])]
+    if len(importers) > 1:
+        bad.append(f"kazoo imported by {importers}; keep it behind one adaptor module")
+    return bad
+
+
+MODULES: Modules = dict(source_modules())
+
+
+# --- the rules, on the real tree ------------------------------------------------------
+
+
+def test_protocol_imports_nothing_of_ours_outside_protocol() -> None:
+    assert protocol_violations(MODULES) == []
+
+
+def test_storage_imports_only_records_and_compression_of_ours() -> None:
+    assert storage_violations(MODULES) == []
+
+
+@pytest.mark.parametrize("package", ["protocol", "storage"])
+def test_pure_layers_use_no_event_loop_or_sockets(package: str) -> None:
+    assert io_violations(MODULES, package) == []
+
+
+def test_broker_imports_only_what_controller_exports() -> None:
+    assert broker_violations(MODULES) == []
+
+
+def test_nobody_imports_spark_jobs() -> None:
+    assert spark_jobs_violations(MODULES) == []
+
+
+def test_kazoo_only_behind_one_controller_module() -> None:
+    assert kazoo_violations(MODULES) == []
+
+
+# --- the checker itself (so the rules above cannot pass vacuously) --------------------
+
+
+def test_scan_sees_the_tree() -> None:
+    assert "protocol.errors" in MODULES
+    assert "protocol.api_keys" in MODULES
+    assert "enum.IntEnum" in MODULES["protocol.api_keys"]
+
+
+def test_extraction_of_every_import_form() -> None:
+    src = (
+        "import asyncio, os.path\n"
+        "from protocol import records\n"
+        "from protocol.records import RecordBatch\n"
+        "from . import segment\n"
+        "from .index import OffsetIndex\n"
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n"
+        "    from controller.context import ControllerContext\n"
+        "def f():\n"
+        "    import kazoo.client\n"
+        "    importlib.import_module('spark_jobs.replay')\n"
+    )
+    names = imported_names(src, "storage.log")
+    assert {"asyncio", "os.path", "protocol.records", "protocol.records.RecordBatch",
+            "storage.segment", "storage.index.OffsetIndex",
+            "controller.context.ControllerContext", "kazoo.client", "spark_jobs.replay"} <= names
+    # in a package's __init__, "." is the package itself; ".." from a top-level package is an error
+    assert "storage.sub" in imported_names("from . import sub\n", "storage", is_package=True)
+    in_init = imported_names("from .fetch import X\nfrom .. import schema\n", "protocol.spec",
+                             is_package=True)
+    assert in_init == {"protocol.spec.fetch.X", "protocol.schema"}
+    assert imported_names("from ..primitives import X\n", "protocol.spec.fetch") == {
+        "protocol.primitives.X"
+    }
+    with pytest.raises(ValueError):
+        imported_names("from ..protocol import records\n", "storage.log")
+
+
+def test_rules_catch_violations() -> None:
+    good: Modules = {
+        "protocol.records": {"protocol.primitives.read_varint", "struct"},
+        "storage.log": {"protocol.records.RecordBatch", "protocol.compression", "storage.segment", "mmap"},
+        "broker.server": {"asyncio", "protocol.framing", "storage.log.PartitionLog"},
+        "controller.zk": {"kazoo.client.KazooClient", "protocol.api_keys"},
+        "spark_jobs.replay": {"storage.segment", "pyspark.sql"},
+    }
+    for check in (protocol_violations, storage_violations, broker_violations,
+                  spark_jobs_violations, kazoo_violations):
+        assert check(good) == [], check.__name__
+    assert io_violations(good, "protocol") == io_violations(good, "storage") == []
+
+    assert protocol_violations({"protocol.codec": {"storage.log"}}) == ["protocol.codec imports storage.log"]
+    assert storage_violations({"storage.log": {"protocol.primitives.read_int32"}})
+    assert storage_violations({"storage.log": {"protocol"}})
+    assert storage_violations({"storage.log": {"broker.config.BrokerConfig"}})
+    assert storage_violations({"storage.log": {"protocol.recordsx"}})
+    assert io_violations({"protocol.framing": {"asyncio.Queue"}}, "protocol")
+    assert io_violations({"storage.segment": {"socket"}}, "storage")
+    assert not io_violations({"storage.segment": {"asyncio_compat"}}, "storage")
+    assert broker_violations({"broker.cli": {"controller.election"}, "controller.election": set()})
+    assert broker_violations({"broker.cli": {"controller.zk.ZkClient"}, "controller.zk": set()})
+    assert not broker_violations({"broker.broker": {"controller", "controller.Controller"},
+                                  "controller": set(), "controller.election": set()})
+    assert spark_jobs_violations({"broker.cli": {"spark_jobs.replay.main"}})
+    assert kazoo_violations({"broker.zk": {"kazoo.client"}})
+    assert kazoo_violations({"controller.zk": {"kazoo"}, "controller.election": {"kazoo.exceptions"}})
