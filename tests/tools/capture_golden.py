@@ -211,6 +211,19 @@ CLIENTS: dict[str, Callable[[str], None]] = {
 
 # ---------------------------------------------------------------- fixtures
 
+def client_version(client: str) -> str:
+    if client == "confluent":
+        import confluent_kafka
+        return f"confluent-kafka {confluent_kafka.version()[0]} / librdkafka {confluent_kafka.libversion()[0]}"
+    if client == "kafka-python":
+        import kafka
+        return f"kafka-python {kafka.__version__}"
+    if client == "aiokafka":
+        import aiokafka
+        return f"aiokafka {aiokafka.__version__}"
+    return "kafka-clients 3.9.1 (Java)"
+
+
 def _step(client: str, client_id: str | None) -> str:
     prefix = f"golden-{client}-"
     if client_id and client_id.startswith(prefix):
@@ -226,6 +239,7 @@ def write_fixtures(client: str, frames: list[Captured]) -> int:
     seen: set[bytes] = set()
     per_kind: dict[tuple[str, int, int], int] = {}
     index = []
+    version = client_version(client)
     for fr in frames:
         anon = fr.frame[:4] + b"\0\0\0\0" + fr.frame[8:]  # correlation id zeroed
         step = _step(client, fr.client_id)
@@ -237,7 +251,8 @@ def write_fixtures(client: str, frames: list[Captured]) -> int:
         name = api_name(fr.api_key)
         fname = f"{len(index) + 1:04d}-{name}-v{fr.api_version}.hex"
         (out / fname).write_text(fr.frame.hex() + "\n")
-        index.append({"file": fname, "client": client, "step": step, "client_id": fr.client_id,
+        index.append({"file": fname, "client": client, "client_version": version,
+                      "step": step, "client_id": fr.client_id,
                       "api_key": fr.api_key, "api_name": name, "api_version": fr.api_version,
                       "correlation_id": fr.correlation_id, "size": len(fr.frame)})
     (out / "index.json").write_text(json.dumps(index, indent=1) + "\n")

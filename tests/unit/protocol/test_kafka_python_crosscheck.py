@@ -17,6 +17,7 @@ generated here (the Java cross-check covers them).
 from __future__ import annotations
 
 import random
+from typing import Any
 
 import pytest
 
@@ -57,7 +58,7 @@ def _cases() -> list[tuple[int, str, int]]:
     return out
 
 
-def _param(case: tuple[int, str, int], direction: str) -> pytest.param:
+def _param(case: tuple[int, str, int], direction: str) -> Any:
     k, kind, v = case
     reason = KNOWN_FAILURES.get((*case, direction))
     marks = [pytest.mark.xfail(reason=reason, strict=False)] if reason else []

@@ -1,0 +1,110 @@
+"""Command-line tools in the spirit of Kafka's scripts, talking only the Kafka protocol.
+
+Each module has ``main(argv, *, stdin=None, stdout=None, stderr=None) -> int``
+(the exit status), dispatched by ``pybroker <tool>`` (broker/cli.py) and easy to
+call in-process from tests: streams default to the process's own.
+
+This package holds what the tools share: an argparse parser that reports to
+the given stderr and never exits the process, ``key=value`` parsing, and
+``run`` that drives a coroutine and turns client errors into exit status 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from collections.abc import Awaitable, Callable
+from typing import IO, Any, NoReturn
+
+from broker.client import KafkaConnectionError
+from protocol.errors import KafkaError
+
+
+class ToolError(Exception):
+    """A user-facing failure: printed as is, exit status 1."""
+
+
+class UsageExit(Exception):
+    """argparse wanted to exit (``--help`` or a usage error)."""
+
+    def __init__(self, status: int) -> None:
+        super().__init__(status)
+        self.status = status
+
+
+class ToolParser(argparse.ArgumentParser):
+    """ArgumentParser printing to a chosen stream and raising instead of exiting."""
+
+    def __init__(self, *args: Any, out: IO[str] | None = None, err: IO[str] | None = None,
+                 **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._out = out
+        self._err = err
+
+    def _print_message(self, message: str, file: IO[str] | None = None) -> None:
+        if not message:
+            return
+        target = self._err if file is sys.stderr or file is None else self._out
+        (target or file or sys.stderr).write(message)
+
+    def exit(self, status: int = 0, message: str | None = None) -> NoReturn:
+        if message:
+            self._print_message(message, sys.stderr)
+        raise UsageExit(status)
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def parse_key_values(items: list[str] | None, what: str = "property") -> dict[str, str]:
+    """['k=v', 'a=b'] -> {'k': 'v', 'a': 'b'}; the value may contain '='."""
+    out: dict[str, str] = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ToolError(f"invalid {what} {item!r}: expected key=value")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def split_config_list(text: str) -> list[str]:
+    """'a=1,b=[x,y],c=2' -> ['a=1', 'b=x,y', 'c=2'] (Kafka's bracket syntax for lists)."""
+    items: list[str] = []
+    depth = 0
+    current = ""
+    for ch in text:
+        if ch == "[":
+            depth += 1
+            continue
+        if ch == "]":
+            depth = max(0, depth - 1)
+            continue
+        if ch == "," and depth == 0:
+            items.append(current)
+            current = ""
+            continue
+        current += ch
+    items.append(current)
+    return [i for i in (s.strip() for s in items) if i]
+
+
+def run(coro_fn: Callable[[], Awaitable[int]], stderr: IO[str], prefix: str = "") -> int:
+    """Run a tool's coroutine; client and tool errors print one line and give 1."""
+    try:
+        return asyncio.run(_call(coro_fn))
+    except KeyboardInterrupt:
+        return 130
+    except (ToolError, KafkaConnectionError, KafkaError, ValueError) as e:
+        stderr.write(f"{prefix}{e}\n")
+        return 1
+
+
+async def _call(coro_fn: Callable[[], Awaitable[int]]) -> int:
+    return await coro_fn()
+
+
+def streams(stdin: IO[str] | None, stdout: IO[str] | None,
+            stderr: IO[str] | None) -> tuple[IO[str], IO[str], IO[str]]:
+    return stdin or sys.stdin, stdout or sys.stdout, stderr or sys.stderr

@@ -1,0 +1,637 @@
+"""ClusterStore: the async view of ZooKeeper shared by a broker and its controller.
+
+This is the only module that imports kazoo. ``KazooZk`` adapts kazoo to the
+``ZkClient`` seam (controller/zkclient.py); ``ClusterStore`` runs every blocking
+call in a worker thread (``asyncio.to_thread``) and hands watch callbacks to the
+event loop with ``loop.call_soon_threadsafe`` -- a callback never touches state
+itself. Layout and JSON: controller/zkdata.py.
+
+Controller writes are fenced: each one is a ZooKeeper transaction that also
+checks the version of /controller_epoch read when this broker became
+controller (Kafka's expectedControllerEpochZkVersion). A broker that lost the
+controllership cannot overwrite its successor's state: its transaction fails
+and ControllerMovedError is raised.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from typing import Any, Callable, Iterable, Sequence
+
+from kazoo import exceptions as kx
+from kazoo.client import KazooClient
+from kazoo.recipe.watchers import ChildrenWatch, DataWatch
+
+from controller import zkdata as zd
+from controller.errors import (BadVersionError, ControllerMovedError, NodeExistsError,
+                               NoNodeError, NotEmptyError, TopicAlreadyExists, TopicNotFound,
+                               ZkError)
+from controller.zkclient import (CONNECTED, LOST, CheckOp, CreateOp, DeleteOp, Op, SetOp, Stat,
+                                 ZkClient)
+
+log = logging.getLogger("pybroker.zk")
+
+TopicPartition = tuple[str, int]
+
+
+# --- kazoo adaptor ----------------------------------------------------------------------
+
+def _translate(e: Exception) -> Exception:
+    if isinstance(e, kx.NoNodeError):
+        return NoNodeError(str(e))
+    if isinstance(e, kx.NodeExistsError):
+        return NodeExistsError(str(e))
+    if isinstance(e, kx.BadVersionError):
+        return BadVersionError(str(e))
+    if isinstance(e, kx.NotEmptyError):
+        return NotEmptyError(str(e))
+    return ZkError(f"{type(e).__name__}: {e}")
+
+
+def _stat(s: Any) -> Stat:
+    return Stat(s.version, s.czxid, s.ephemeralOwner)
+
+
+class KazooZk:
+    """ZkClient over kazoo. ``hosts`` may carry a chroot ("h:2181/pybroker"): kazoo
+    prefixes every path with it; the chroot node itself is created on start."""
+
+    def __init__(self, hosts: str, session_timeout_ms: int = 18000) -> None:
+        self._hosts = hosts
+        self._kz = KazooClient(hosts=hosts, timeout=session_timeout_ms / 1000.0)
+
+    def start(self, timeout: float) -> None:
+        host_part, slash, chroot = self._hosts.partition("/")
+        if slash and chroot.strip("/"):
+            # kazoo does not create the chroot; Kafka does (createChrootIfNecessary).
+            boot = KazooClient(hosts=host_part)
+            boot.start(timeout=timeout)
+            try:
+                boot.ensure_path("/" + chroot.strip("/"))
+            finally:
+                boot.stop()
+                boot.close()
+        self._kz.start(timeout=timeout)
+
+    def stop(self) -> None:
+        self._kz.stop()
+        self._kz.close()
+
+    def session_id(self) -> int:
+        sid = self._kz.client_id
+        return int(sid[0]) if sid else 0
+
+    def _call(self, fn: Callable[..., Any], *args: Any, **kw: Any) -> Any:
+        try:
+            return fn(*args, **kw)
+        except kx.KazooException as e:
+            raise _translate(e) from e
+
+    def create(self, path: str, data: bytes = b"", *, ephemeral: bool = False,
+               sequence: bool = False, makepath: bool = False) -> str:
+        return str(self._call(self._kz.create, path, data, ephemeral=ephemeral,
+                              sequence=sequence, makepath=makepath))
+
+    def ensure_path(self, path: str) -> None:
+        self._call(self._kz.ensure_path, path)
+
+    def get(self, path: str) -> tuple[bytes, Stat]:
+        data, st = self._call(self._kz.get, path)
+        return data or b"", _stat(st)
+
+    def exists(self, path: str) -> Stat | None:
+        st = self._call(self._kz.exists, path)
+        return None if st is None else _stat(st)
+
+    def children(self, path: str) -> list[str]:
+        return list(self._call(self._kz.get_children, path))
+
+    def set(self, path: str, data: bytes, version: int = -1) -> Stat:
+        return _stat(self._call(self._kz.set, path, data, version))
+
+    def delete(self, path: str, version: int = -1, recursive: bool = False) -> None:
+        self._call(self._kz.delete, path, version, recursive)
+
+    def multi(self, ops: list[Op]) -> list[Any]:
+        tx = self._kz.transaction()
+        for op in ops:
+            if isinstance(op, CreateOp):
+                tx.create(op.path, op.data, ephemeral=op.ephemeral)
+            elif isinstance(op, SetOp):
+                tx.set_data(op.path, op.data, op.version)
+            elif isinstance(op, CheckOp):
+                tx.check(op.path, op.version)
+            else:
+                tx.delete(op.path, op.version)
+        results = self._call(tx.commit)
+        for r in results:
+            if isinstance(r, Exception) and not isinstance(r, kx.RolledBackError):
+                raise _translate(r)
+        if any(isinstance(r, Exception) for r in results):
+            raise ZkError("transaction rolled back")
+        return [_stat(r) if hasattr(r, "czxid") else r for r in results]
+
+    def watch_children(self, path: str, fn: Callable[[list[str]], bool | None]) -> None:
+        ChildrenWatch(self._kz, path, fn)
+
+    def watch_data(self, path: str,
+                   fn: Callable[[bytes | None, Stat | None], bool | None]) -> None:
+        def wrapped(data: bytes | None, st: Any) -> bool | None:
+            return fn(data, None if st is None else _stat(st))
+        DataWatch(self._kz, path, wrapped)
+
+    def add_listener(self, fn: Callable[[str], None]) -> None:
+        self._kz.add_listener(lambda state: fn(str(state)))
+
+
+# --- the async store --------------------------------------------------------------------
+
+class ClusterStore:
+    """Async ZooKeeper access for one broker (and its controller).
+
+    ``connect`` may carry a chroot ("127.0.0.1:2181/pybroker"). ``client`` is the
+    seam for tests (a FakeZk); by default kazoo is used.
+    """
+
+    def __init__(self, connect: str, session_timeout_ms: int = 18000,
+                 connection_timeout_ms: int | None = None, *,
+                 client: ZkClient | None = None) -> None:
+        self.connect_string = connect
+        self._timeout = (connection_timeout_ms or session_timeout_ms) / 1000.0
+        self.zk: ZkClient = client or KazooZk(connect, session_timeout_ms)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._closed = False
+        self._lost = False
+        self._registration: zd.BrokerInfo | None = None
+        self._session_listeners: list[Callable[[str], None]] = []
+
+    # -- lifecycle -----------------------------------------------------------------------
+
+    async def _run(self, fn: Callable[..., Any], *args: Any, **kw: Any) -> Any:
+        return await asyncio.to_thread(fn, *args, **kw)
+
+    async def connect(self) -> None:
+        """Open the session and create Kafka's persistent top-level paths."""
+        self._loop = asyncio.get_running_loop()
+        await self._run(self.zk.start, self._timeout)
+        self.zk.add_listener(self._on_state)
+        await self._run(self._create_top_level_paths)
+        log.info("connected to ZooKeeper at %s", self.connect_string)
+
+    def _create_top_level_paths(self) -> None:
+        for p in zd.PERSISTENT_PATHS:
+            self.zk.ensure_path(p)
+
+    async def close(self) -> None:
+        """Close the session: our ephemeral znodes (/brokers/ids/<id>, /controller) go at once."""
+        if self._closed:
+            return
+        self._closed = True
+        await self._run(self.zk.stop)
+
+    def add_session_listener(self, fn: Callable[[str], None]) -> None:
+        """fn("LOST") when the session expired; fn("RENEWED") once a new session is
+        up and this broker is registered again. Runs on the event loop."""
+        self._session_listeners.append(fn)
+
+    def _on_state(self, state: str) -> None:  # client thread
+        if state == LOST:
+            self._lost = True
+            self._call_in_loop(self._notify_session, LOST)
+        elif state == CONNECTED and self._lost:
+            self._lost = False
+            self._call_in_loop(lambda: asyncio.ensure_future(self._renew_session()))
+
+    async def _renew_session(self) -> None:
+        if self._registration is not None:
+            r = self._registration
+            await self.register_broker(r.id, r.endpoints, r.rack)
+        self._notify_session("RENEWED")
+
+    def _notify_session(self, what: str) -> None:
+        log.warning("ZooKeeper session %s", "expired" if what == LOST else "re-established")
+        for fn in self._session_listeners:
+            fn(what)
+
+    def _call_in_loop(self, fn: Callable[..., Any], *args: Any) -> None:
+        loop = self._loop
+        if self._closed or loop is None or loop.is_closed():
+            return
+        try:
+            loop.call_soon_threadsafe(fn, *args)
+        except RuntimeError:  # loop closing
+            pass
+
+    # -- watches (callbacks run on the event loop) ---------------------------------------
+
+    def watch_children(self, path: str, fn: Callable[[list[str]], None]) -> Callable[[], None]:
+        """Persistent children watch. Returns a cancel function."""
+        stopped = False
+
+        def fire(children: list[str]) -> bool | None:
+            if stopped or self._closed:
+                return False
+            self._call_in_loop(fn, list(children))
+            return None
+        self.zk.watch_children(path, fire)
+
+        def cancel() -> None:
+            nonlocal stopped
+            stopped = True
+        return cancel
+
+    def watch_data(self, path: str, fn: Callable[[bytes | None], None]) -> Callable[[], None]:
+        """Persistent data watch (fires with None while the znode is absent)."""
+        stopped = False
+
+        def fire(data: bytes | None, _st: Stat | None) -> bool | None:
+            if stopped or self._closed:
+                return False
+            self._call_in_loop(fn, data)
+            return None
+        self.zk.watch_data(path, fire)
+
+        def cancel() -> None:
+            nonlocal stopped
+            stopped = True
+        return cancel
+
+    def watch_config_changes(self, fn: Callable[[str], None]) -> Callable[[], None]:
+        """fn(topic) for every new /config/changes notification about a topic."""
+        seen: set[str] = set()
+
+        def changed(children: list[str]) -> None:
+            fresh = sorted(c for c in children if c not in seen)
+            seen.update(fresh)
+            if fresh:
+                asyncio.ensure_future(self._read_changes(fresh, fn))
+        return self.watch_children(zd.CONFIG_CHANGES, changed)
+
+    async def _read_changes(self, names: list[str], fn: Callable[[str], None]) -> None:
+        for name in names:
+            try:
+                data, _ = await self._run(self.zk.get, f"{zd.CONFIG_CHANGES}/{name}")
+            except NoNodeError:
+                continue
+            topic = zd.decode_config_change(data)
+            if topic:
+                fn(topic)
+
+    # -- cluster and broker identity -----------------------------------------------------
+
+    async def cluster_id(self) -> str:
+        """/cluster/id, created with a fresh Kafka uuid if absent."""
+        def get_or_create() -> str:
+            try:
+                return zd.decode_cluster_id(self.zk.get(zd.CLUSTER_ID)[0])
+            except NoNodeError:
+                pass
+            new = zd.uuid_to_str(zd.random_kafka_uuid())
+            try:
+                self.zk.create(zd.CLUSTER_ID, zd.encode_cluster_id(new), makepath=True)
+                return new
+            except NodeExistsError:
+                return zd.decode_cluster_id(self.zk.get(zd.CLUSTER_ID)[0])
+        return str(await self._run(get_or_create))
+
+    async def allocate_broker_id(self) -> int:
+        """Kafka's generateBrokerId: bump /brokers/seqid's version; id = version + 1000."""
+        def bump() -> int:
+            try:
+                return self.zk.set(zd.BROKER_SEQID, b"", -1).version
+            except NoNodeError:
+                self.zk.ensure_path(zd.BROKER_SEQID)
+                return self.zk.set(zd.BROKER_SEQID, b"", -1).version
+        return int(await self._run(bump)) + zd.RESERVED_BROKER_MAX_ID
+
+    async def register_broker(self, broker_id: int,
+                              endpoints: Sequence[zd.Endpoint | str],
+                              rack: str | None = None) -> int:
+        """Create the ephemeral /brokers/ids/<id>; -> the broker epoch (its czxid).
+
+        endpoints: Endpoint objects or "NAME://host:port" strings. Raises
+        NodeExistsError if another live session holds the id."""
+        eps = tuple(e if isinstance(e, zd.Endpoint) else zd.Endpoint.parse(e) for e in endpoints)
+        info = zd.BrokerInfo(broker_id, eps, rack)
+        path = zd.broker_path(broker_id)
+
+        def create() -> int:
+            try:
+                self.zk.create(path, zd.encode_broker(info), ephemeral=True)
+            except NodeExistsError:
+                _, st = self.zk.get(path)
+                if st.ephemeral_owner != self.zk.session_id():
+                    raise NodeExistsError(f"broker id {broker_id} is already registered "
+                                          f"by another session") from None
+            return self.zk.get(path)[1].czxid
+        epoch = int(await self._run(create))
+        self._registration = info
+        log.info("registered broker %d at %s (epoch %d)", broker_id,
+                 ",".join(e.connection_string() for e in eps), epoch)
+        return epoch
+
+    async def live_brokers(self) -> list[zd.BrokerInfo]:
+        def read() -> list[zd.BrokerInfo]:
+            out = []
+            for child in self.zk.children(zd.BROKER_IDS):
+                try:
+                    data, st = self.zk.get(f"{zd.BROKER_IDS}/{child}")
+                except NoNodeError:
+                    continue
+                out.append(zd.decode_broker(int(child), data, st.czxid))
+            return sorted(out, key=lambda b: b.id)
+        return list(await self._run(read))
+
+    # -- topics (any broker) -------------------------------------------------------------
+
+    async def create_topic(self, name: str, assignment: dict[int, list[int]],
+                           configs: dict[str, str] | None = None) -> uuid.UUID:
+        """AdminZkClient.createTopicWithAssignment: configs first, then the assignment
+        znode the controller watches. Raises TopicAlreadyExists."""
+        topic_id = zd.random_kafka_uuid()
+        data = zd.encode_topic(zd.TopicAssignment(topic_id, dict(assignment)))
+
+        def write() -> None:
+            if self.zk.exists(zd.topic_path(name)) is not None:
+                raise TopicAlreadyExists(f"Topic '{name}' already exists.")
+            if self.zk.exists(zd.delete_topic_path(name)) is not None:
+                raise TopicAlreadyExists(f"Topic '{name}' is marked for deletion.")
+            self._write_config(name, configs or {})
+            try:
+                self.zk.create(zd.topic_path(name), data, makepath=True)
+            except NodeExistsError:
+                raise TopicAlreadyExists(f"Topic '{name}' already exists.") from None
+        await self._run(write)
+        return topic_id
+
+    def _write_config(self, name: str, configs: dict[str, str]) -> None:
+        path, data = zd.topic_config_path(name), zd.encode_topic_config(configs)
+        try:
+            self.zk.set(path, data)
+        except NoNodeError:
+            self.zk.create(path, data, makepath=True)
+
+    async def add_partitions(self, name: str, new_assignment: dict[int, list[int]]) -> None:
+        """Add partitions to a topic: ``new_assignment`` holds the new partitions (or
+        all of them; existing partitions keep their replicas). Versioned update."""
+        def write() -> None:
+            while True:
+                try:
+                    data, st = self.zk.get(zd.topic_path(name))
+                except NoNodeError:
+                    raise TopicNotFound(name) from None
+                cur = zd.decode_topic(data)
+                merged = dict(new_assignment)
+                merged.update(cur.partitions)
+                cur.partitions = dict(sorted(merged.items()))
+                try:
+                    self.zk.set(zd.topic_path(name), zd.encode_topic(cur), st.version)
+                    return
+                except BadVersionError:
+                    continue
+        await self._run(write)
+
+    async def delete_topic(self, name: str) -> None:
+        """Queue the topic for deletion (/admin/delete_topics/<t>); the controller does
+        the rest. Raises TopicNotFound."""
+        def write() -> None:
+            if self.zk.exists(zd.topic_path(name)) is None:
+                raise TopicNotFound(name)
+            try:
+                self.zk.create(zd.delete_topic_path(name), b"", makepath=True)
+            except NodeExistsError:
+                pass
+        await self._run(write)
+
+    async def topic_configs(self, name: str) -> dict[str, str]:
+        def read() -> dict[str, str]:
+            try:
+                return zd.decode_topic_config(self.zk.get(zd.topic_config_path(name))[0])
+            except NoNodeError:
+                return {}
+        return dict(await self._run(read))
+
+    async def set_topic_configs(self, name: str, configs: dict[str, str]) -> None:
+        """Replace the topic's overrides and post a change notification (every broker
+        watching /config/changes applies them)."""
+        def write() -> None:
+            if self.zk.exists(zd.topic_path(name)) is None:
+                raise TopicNotFound(name)
+            self._write_config(name, configs)
+            self.zk.create(f"{zd.CONFIG_CHANGES}/{zd.CONFIG_CHANGE_PREFIX}",
+                           zd.encode_config_change(name), sequence=True, makepath=True)
+        await self._run(write)
+
+    async def read_topics(self, names: Iterable[str] | None = None
+                          ) -> dict[str, zd.TopicAssignment]:
+        """Topic znodes (all topics when names is None); missing topics are left out."""
+        def read() -> dict[str, zd.TopicAssignment]:
+            wanted = self.zk.children(zd.TOPICS) if names is None else list(names)
+            out = {}
+            for t in wanted:
+                try:
+                    out[t] = zd.decode_topic(self.zk.get(zd.topic_path(t))[0])
+                except NoNodeError:
+                    continue
+            return out
+        return dict(await self._run(read))
+
+    async def topic_assignments(self) -> dict[str, dict[int, list[int]]]:
+        return {t: a.partitions for t, a in (await self.read_topics()).items()}
+
+    async def topics_to_delete(self) -> list[str]:
+        return list(await self._run(self.zk.children, zd.DELETE_TOPICS))
+
+    async def allocate_producer_ids(self, broker_id: int, count: int = 1000) -> tuple[int, int]:
+        """Claim the next block of producer ids -> (first, last), inclusive
+        (ZkProducerIdManager: conditional update of /latest_producer_id_block)."""
+        def claim() -> tuple[int, int]:
+            while True:
+                try:
+                    data, st = self.zk.get(zd.PRODUCER_ID_BLOCK)
+                except NoNodeError:
+                    self.zk.ensure_path(zd.PRODUCER_ID_BLOCK)
+                    continue
+                prev = zd.decode_producer_id_block(data)
+                first = 0 if prev is None else prev[1] + 1
+                last = first + count - 1
+                try:
+                    self.zk.set(zd.PRODUCER_ID_BLOCK,
+                                zd.encode_producer_id_block(broker_id, first, last), st.version)
+                    return first, last
+                except BadVersionError:
+                    continue
+        first, last = await self._run(claim)
+        return int(first), int(last)
+
+    # -- controller election and fenced writes -------------------------------------------
+
+    async def controller_id(self) -> int | None:
+        def read() -> int | None:
+            try:
+                return zd.decode_controller(self.zk.get(zd.CONTROLLER)[0])
+            except NoNodeError:
+                return None
+        return await self._run(read)  # type: ignore[no-any-return]
+
+    async def controller_epoch(self) -> tuple[int, int] | None:
+        """-> (epoch, znode version) of /controller_epoch, or None."""
+        def read() -> tuple[int, int] | None:
+            try:
+                data, st = self.zk.get(zd.CONTROLLER_EPOCH)
+            except NoNodeError:
+                return None
+            return zd.decode_controller_epoch(data), st.version
+        return await self._run(read)  # type: ignore[no-any-return]
+
+    async def register_controller(self, broker_id: int) -> tuple[int, int]:
+        """KafkaZkClient.registerControllerAndIncrementControllerEpoch: in one transaction
+        create the ephemeral /controller and set /controller_epoch to epoch+1 against
+        the version just read. -> (new epoch, its znode version). Raises
+        ControllerMovedError when another broker won."""
+        def elect() -> tuple[int, int]:
+            try:
+                data, st = self.zk.get(zd.CONTROLLER_EPOCH)
+                epoch, version = zd.decode_controller_epoch(data), st.version
+            except NoNodeError:
+                try:
+                    self.zk.create(zd.CONTROLLER_EPOCH,
+                                   zd.encode_controller_epoch(zd.INITIAL_CONTROLLER_EPOCH))
+                except NodeExistsError:
+                    pass
+                data, st = self.zk.get(zd.CONTROLLER_EPOCH)
+                epoch, version = zd.decode_controller_epoch(data), st.version
+            try:
+                res = self.zk.multi([
+                    CreateOp(zd.CONTROLLER, zd.encode_controller(broker_id), ephemeral=True),
+                    SetOp(zd.CONTROLLER_EPOCH, zd.encode_controller_epoch(epoch + 1), version)])
+                return epoch + 1, res[1].version
+            except (NodeExistsError, BadVersionError):
+                return self._check_controller_and_epoch(broker_id, epoch + 1)
+        return await self._run(elect)  # type: ignore[no-any-return]
+
+    def _check_controller_and_epoch(self, broker_id: int, new_epoch: int) -> tuple[int, int]:
+        # The transaction may have succeeded on a retried connection: trust it only
+        # if /controller is ours and the epoch is the one we meant to write.
+        try:
+            current = zd.decode_controller(self.zk.get(zd.CONTROLLER)[0])
+        except NoNodeError:
+            raise ControllerMovedError("/controller went away during election") from None
+        if current == broker_id:
+            data, st = self.zk.get(zd.CONTROLLER_EPOCH)
+            if zd.decode_controller_epoch(data) == new_epoch:
+                return new_epoch, st.version
+        raise ControllerMovedError(f"controller is broker {current}")
+
+    async def resign_controller(self, broker_id: int) -> None:
+        """Delete /controller if it is still ours."""
+        def drop() -> None:
+            try:
+                data, st = self.zk.get(zd.CONTROLLER)
+                if zd.decode_controller(data) == broker_id:
+                    self.zk.delete(zd.CONTROLLER, st.version)
+            except (NoNodeError, BadVersionError):
+                pass
+        await self._run(drop)
+
+    def _fenced(self, epoch_zk_version: int, ops: list[Op]) -> list[Any]:
+        try:
+            return self.zk.multi([CheckOp(zd.CONTROLLER_EPOCH, epoch_zk_version), *ops])[1:]
+        except BadVersionError:
+            # Either the epoch moved (we are fenced) or one of ops lost a race.
+            st = self.zk.exists(zd.CONTROLLER_EPOCH)
+            if st is None or st.version != epoch_zk_version:
+                raise ControllerMovedError("controller epoch moved on") from None
+            raise
+
+    async def partition_states(self, parts: Iterable[TopicPartition]
+                               ) -> dict[TopicPartition, zd.LeaderIsr]:
+        def read() -> dict[TopicPartition, zd.LeaderIsr]:
+            out = {}
+            for t, p in parts:
+                try:
+                    data, st = self.zk.get(zd.partition_state_path(t, p))
+                except NoNodeError:
+                    continue
+                out[(t, p)] = zd.decode_partition_state(data, st.version)
+            return out
+        return dict(await self._run(read))
+
+    async def create_partition_states(self, states: dict[TopicPartition, zd.LeaderIsr],
+                                      controller_epoch: int, epoch_zk_version: int
+                                      ) -> dict[TopicPartition, zd.LeaderIsr]:
+        """Create state znodes (fenced), one transaction per partition so one existing
+        znode does not fail the others. -> the states created (zk_version 0)."""
+        def write() -> dict[TopicPartition, zd.LeaderIsr]:
+            done = {}
+            for (t, p), s in states.items():
+                for parent in (zd.partitions_path(t), f"{zd.partitions_path(t)}/{p}"):
+                    try:
+                        self.zk.create(parent, b"")
+                    except NodeExistsError:
+                        pass
+                try:
+                    self._fenced(epoch_zk_version, [CreateOp(
+                        zd.partition_state_path(t, p),
+                        zd.encode_partition_state(s, controller_epoch))])
+                except NodeExistsError:
+                    continue
+                done[(t, p)] = zd.LeaderIsr(s.leader, s.leader_epoch, s.isr, controller_epoch,
+                                            0, s.leader_recovery_state)
+            return done
+        return dict(await self._run(write))
+
+    async def update_partition_states(self, states: dict[TopicPartition, zd.LeaderIsr],
+                                      controller_epoch: int, epoch_zk_version: int
+                                      ) -> tuple[dict[TopicPartition, zd.LeaderIsr],
+                                                 list[TopicPartition]]:
+        """Versioned, fenced updates (each state's zk_version is the version it was
+        read at). -> (written states with their new versions, partitions whose
+        znode changed under us and must be re-read)."""
+        def write() -> tuple[dict[TopicPartition, zd.LeaderIsr], list[TopicPartition]]:
+            done, failed = {}, []
+            for (t, p), s in states.items():
+                try:
+                    st = self._fenced(epoch_zk_version, [SetOp(
+                        zd.partition_state_path(t, p),
+                        zd.encode_partition_state(s, controller_epoch), s.zk_version)])[0]
+                except (BadVersionError, NoNodeError):
+                    failed.append((t, p))
+                    continue
+                done[(t, p)] = zd.LeaderIsr(s.leader, s.leader_epoch, s.isr, controller_epoch,
+                                            st.version, s.leader_recovery_state)
+            return done, failed
+        return await self._run(write)  # type: ignore[no-any-return]
+
+    async def delete_topic_znodes(self, topic: str, epoch_zk_version: int) -> None:
+        """Last step of a deletion (fenced): the topic's znodes, its config and the
+        /admin/delete_topics marker, children before parents."""
+        def delete() -> None:
+            ops: list[Op] = []
+
+            def walk(path: str) -> None:
+                try:
+                    kids = self.zk.children(path)
+                except NoNodeError:
+                    return
+                for k in kids:
+                    walk(f"{path}/{k}")
+                ops.append(DeleteOp(path))
+            walk(zd.topic_path(topic))
+            for path in (zd.topic_config_path(topic), zd.delete_topic_path(topic)):
+                if self.zk.exists(path) is not None:
+                    ops.append(DeleteOp(path))
+            if ops:
+                self._fenced(epoch_zk_version, ops)
+        await self._run(delete)
+
+    async def remove_delete_marker(self, topic: str) -> None:
+        """Drop /admin/delete_topics/<t> for a topic that does not exist."""
+        def drop() -> None:
+            try:
+                self.zk.delete(zd.delete_topic_path(topic))
+            except NoNodeError:
+                pass
+        await self._run(drop)
