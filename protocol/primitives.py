@@ -40,6 +40,12 @@ class EncodeError(ValueError):
 
 def read_uvarint(buf: Any, pos: int) -> tuple[int, int]:
     """Unsigned varint at ``pos`` -> (value, next position). At most 10 bytes."""
+    try:
+        b = buf[pos]
+    except IndexError:
+        raise DecodeError("truncated varint") from None
+    if b < 0x80:  # the common one-byte case
+        return b, pos + 1
     result = 0
     shift = 0
     while True:

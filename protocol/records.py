@@ -42,6 +42,8 @@ from typing import Any, NamedTuple
 
 from crc32c import crc32c
 
+from protocol.primitives import DecodeError, read_varint, write_varint
+
 Buffer = bytes | bytearray | memoryview | Any  # Any: mmap.mmap and friends
 
 HEADER = struct.Struct(">qiibIhiqqqhii")
@@ -262,40 +264,13 @@ def set_log_append_time(buf: Buffer, pos: int, timestamp: int) -> None:
     _U32.pack_into(buf, pos + CRC_AT, compute_crc(buf, pos, header.size))
 
 
-# -- varints -------------------------------------------------------------------------
-
-def _read_varint(buf: Buffer, pos: int) -> tuple[int, int]:
-    """Zig-zag varint/varlong at ``pos`` -> (value, next position)."""
-    b = buf[pos]
-    if b < 0x80:
-        return (b >> 1) ^ -(b & 1), pos + 1
-    result = b & 0x7F
-    shift = 7
-    pos += 1
-    while True:
-        b = buf[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if b < 0x80:
-            return (result >> 1) ^ -(result & 1), pos
-        shift += 7
-        if shift > 63:
-            raise CorruptRecordError("varint longer than 10 bytes")
-
-
-def _write_varint(out: bytearray, value: int) -> None:
-    v = ((value << 1) ^ (value >> 63)) & 0xFFFFFFFFFFFFFFFF
-    while v >= 0x80:
-        out.append((v & 0x7F) | 0x80)
-        v >>= 7
-    out.append(v)
-
+# -- record fields (varints from protocol.primitives) ---------------------------------
 
 def _write_nullable(out: bytearray, data: bytes | bytearray | memoryview | None) -> None:
     if data is None:
         out.append(1)  # zig-zag of -1
     else:
-        _write_varint(out, len(data))
+        write_varint(out, len(data))
         out += data
 
 
@@ -327,7 +302,7 @@ def iter_records(buf: Buffer, pos: int = 0) -> Iterator[Record]:
     for _ in range(header.records_count):
         try:
             record, at = _decode_record(body, at, header, append_time)
-        except IndexError:
+        except (IndexError, DecodeError):
             raise CorruptRecordError("record runs past the end of its batch") from None
         yield record
     if at != len(body):
@@ -342,16 +317,16 @@ def iter_all_records(buf: Buffer, pos: int = 0) -> Iterator[Record]:
 
 def _decode_record(body: Any, at: int, header: BatchHeader,
                    append_time: int | None) -> tuple[Record, int]:
-    length, at = _read_varint(body, at)
+    length, at = read_varint(body, at)
     end = at + length
     if length < 6 or end > len(body):
         raise CorruptRecordError(f"record length {length} is impossible here")
     at += 1  # record attributes: unused
-    ts_delta, at = _read_varint(body, at)
-    off_delta, at = _read_varint(body, at)
+    ts_delta, at = read_varint(body, at)
+    off_delta, at = read_varint(body, at)
     key, at = _read_nullable(body, at, end)
     value, at = _read_nullable(body, at, end)
-    count, at = _read_varint(body, at)
+    count, at = read_varint(body, at)
     if count < 0:
         raise CorruptRecordError(f"negative header count {count}")
     headers: list[tuple[str, bytes | None]] = []
@@ -368,7 +343,7 @@ def _decode_record(body: Any, at: int, header: BatchHeader,
 
 
 def _read_nullable(body: Any, at: int, end: int) -> tuple[bytes | None, int]:
-    n, at = _read_varint(body, at)
+    n, at = read_varint(body, at)
     if n < 0:
         if n != -1:
             raise CorruptRecordError(f"invalid length {n}")
@@ -426,16 +401,16 @@ class BatchBuilder:
             self._base_ts = timestamp
         self._max_ts = max(self._max_ts, timestamp)
         rec = bytearray(b"\x00")  # attributes
-        _write_varint(rec, timestamp - self._base_ts)
-        _write_varint(rec, delta)
+        write_varint(rec, timestamp - self._base_ts)
+        write_varint(rec, delta)
         _write_nullable(rec, key)
         _write_nullable(rec, value)
         headers = list(headers)
-        _write_varint(rec, len(headers))
+        write_varint(rec, len(headers))
         for hkey, hval in headers:
             _write_nullable(rec, hkey.encode("utf-8", "surrogateescape"))
             _write_nullable(rec, hval)
-        _write_varint(self._body, len(rec))
+        write_varint(self._body, len(rec))
         self._body += rec
         self._count += 1
         self._last_delta = delta
