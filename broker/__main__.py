@@ -1,8 +1,12 @@
-"""``python -m broker config/server.properties [--override k=v ...]``."""
+"""``python -m broker config/server.properties [--override k=v ...]``, or any
+``pybroker`` command line (``python -m broker topics --list ...``)."""
 
 import sys
 
-from broker.cli import main
+from broker.cli import TOOLS, main
 
-sys.exit(main(["start", "-c", *sys.argv[1:]] if sys.argv[1:2] and not sys.argv[1].startswith("-")
-              else sys.argv[1:]))
+args = sys.argv[1:]
+if args and not args[0].startswith("-") and args[0] not in TOOLS and args[0] not in (
+        "start", "zookeeper"):
+    args = ["start", "-c", *args]  # the bare config-path form
+sys.exit(main(args))

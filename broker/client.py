@@ -215,7 +215,7 @@ class KafkaConnection:
         if version is None:
             version = self.version_for(api_key) if self.api_versions else 0
         fut = self._send(api_key, version, body, expect_response)
-        await self._drain()
+        await self._drain(fut, self.timeout if timeout is None else timeout)
         if fut is None:
             return None
         return await self._wait(fut, timeout)
@@ -249,13 +249,24 @@ class KafkaConnection:
             write(chunk)
         return fut
 
-    async def _drain(self) -> None:
+    async def _drain(self, fut: asyncio.Future[Struct] | None, limit: float) -> None:
+        """Wait until the transport took the frame. A broker that stops reading
+        for ``limit`` seconds leaves a frame half sent, which cannot be taken
+        back: the connection is failed then, as on a socket error."""
         try:
-            await self._writer.drain()
+            await asyncio.wait_for(self._writer.drain(), limit)
+            return
+        except asyncio.TimeoutError:
+            error: KafkaConnectionError = RequestTimedOut(
+                f"{self.host}:{self.port} did not take a request within {limit:g} s",
+                self.host, self.port)
         except (OSError, RuntimeError) as e:
-            self._fail(KafkaConnectionError(f"connection to {self.host}:{self.port} lost while "
-                                            f"sending: {e}", self.host, self.port))
-            raise KafkaConnectionError(str(self._closed), self.host, self.port) from e
+            error = KafkaConnectionError(f"connection to {self.host}:{self.port} lost while "
+                                         f"sending: {e}", self.host, self.port)
+        self._fail(error, abort=True)
+        if fut is not None and fut.done() and not fut.cancelled():
+            fut.exception()  # mark retrieved: the caller gets ``error`` instead
+        raise error
 
     async def _wait(self, fut: asyncio.Future[Struct], timeout: float | None) -> Struct:
         limit = self.timeout if timeout is None else timeout
@@ -330,15 +341,19 @@ class KafkaConnection:
 
     # -- closing ---------------------------------------------------------------------
 
-    def _fail(self, error: KafkaConnectionError) -> None:
-        """Fail every pending request and mark the connection closed (idempotent)."""
+    def _fail(self, error: KafkaConnectionError, abort: bool = False) -> None:
+        """Fail every pending request and mark the connection closed (idempotent).
+        ``abort`` drops unsent bytes; otherwise what is queued (acks=0 produce)
+        is still flushed before the socket closes."""
         if self._closed is None:
             self._closed = error
         pending, self._pending = self._pending, {}
         for fut, _key, _version in pending.values():
             if not fut.done():
                 fut.set_exception(error)
-        if not self._writer.is_closing():
+        if abort:
+            self._writer.transport.abort()
+        elif not self._writer.is_closing():
             self._writer.close()
 
     async def close(self) -> None:
@@ -351,8 +366,10 @@ class KafkaConnection:
                 await self._read_task
             except asyncio.CancelledError:
                 pass
-        try:
-            await self._writer.wait_closed()
+        try:  # unsent bytes are flushed first, within the connection's timeout
+            await asyncio.wait_for(self._writer.wait_closed(), self.timeout)
+        except asyncio.TimeoutError:
+            self._writer.transport.abort()
         except (OSError, RuntimeError):
             pass
 

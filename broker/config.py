@@ -23,8 +23,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from storage.config import LONG_MAX, LogConfig
-
 log = logging.getLogger(__name__)
 
 
@@ -145,22 +143,6 @@ class BrokerConfig:
         if self.zookeeper_connection_timeout_ms is not None:
             return self.zookeeper_connection_timeout_ms
         return self.zookeeper_session_timeout_ms
-
-    def log_config(self) -> LogConfig:
-        """The broker-wide defaults for every log (topic configs override them)."""
-        return LogConfig(
-            segment_bytes=self.log_segment_bytes,
-            segment_ms=self.roll_ms,
-            index_interval_bytes=self.log_index_interval_bytes,
-            segment_index_bytes=self.log_index_size_max_bytes,
-            retention_ms=self.retention_ms,
-            retention_bytes=self.log_retention_bytes,
-            flush_interval_messages=self.log_flush_interval_messages,
-            flush_interval_ms=(self.log_flush_interval_ms if self.log_flush_interval_ms is not None
-                               else LONG_MAX),
-            max_message_bytes=self.message_max_bytes,
-            message_timestamp_type=self.log_message_timestamp_type,
-        )
 
     @classmethod
     def from_properties(cls, props: dict[str, str]) -> BrokerConfig:

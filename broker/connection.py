@@ -9,7 +9,8 @@ Theory of operation:
    processors do (a connection is "muted" while its request is in flight).
    Clients may pipeline freely; the frames wait in the buffer. This keeps
    responses in request order and appends from one connection in order.
-3. The header is decoded first, so even a request we cannot parse has a
+3. The header is decoded first (bytes left after a request body are ignored,
+   as Kafka does), so even a request we cannot parse has a
    correlation id: an ApiVersions request of a version above ours gets
    UNSUPPORTED_VERSION in a v0 body (clients retry lower); any other
    unparseable request (unknown key, unsupported version, malformed body)
@@ -94,12 +95,13 @@ class Connection:
             return False
         spec = all_apis()[header.api_key].request
         try:
-            body, end = decode_from(spec, frame, pos, header.api_version)
-            if end != len(frame):
-                raise DecodeError(f"{len(frame) - end} trailing bytes")
+            # Trailing bytes after the body are ignored, as Kafka's request parser
+            # does: librdkafka's admin client sends Metadata v12 with three extra
+            # bytes (a reserved array-count slot), and Kafka answers it.
+            body, _end = decode_from(spec, frame, pos, header.api_version)
         except DecodeError as e:
-            log.warning("closing connection %s: malformed %s v%d: %s", self.peer, spec.name,
-                        header.api_version, e)
+            log.warning("closing connection %s: malformed %s v%d: %s (frame starts %s)",
+                        self.peer, spec.name, header.api_version, e, frame[:64].hex())
             return False
         ctx = RequestContext(header=header, connection=self, broker=self.broker)
         try:

@@ -1,0 +1,261 @@
+"""The Broker: one object holding a broker process's services.
+
+Start-up, in order (as Kafka's KafkaServer.startup):
+
+1. connect to ZooKeeper; read or create the cluster id;
+2. settle the broker id: ``broker.id``, else the one kept in meta.properties,
+   else a new one from /brokers/seqid;
+3. load the logs (LogManager.startup: recovery after a crash, none after a
+   clean shutdown) and the topic configs they need;
+4. build the metadata cache, replica manager and producer-id allocator;
+5. open the listeners, then register in /brokers/ids (clients and the
+   controller can reach us as soon as we are visible);
+6. start the controller (it campaigns for /controller) and the periodic work.
+
+Shutdown reverses it after a controlled shutdown (the controller moves our
+leaderships away first), and ends with LogManager.shutdown, which flushes,
+checkpoints and writes the clean-shutdown marker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from broker import topic_config
+from broker.client_admin import BrokerPool
+from broker.config import BrokerConfig, ConfigError
+from broker.listeners import Endpoint, parse_listeners
+from broker.metadata_cache import MetadataCache
+from broker.producer_ids import ProducerIdManager
+from broker.replication.replica_manager import ReplicaManager
+from broker.server import KafkaServer
+from controller import ClusterStore, Controller
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
+from protocol.spec import api
+from storage.config import LogConfig
+from storage.log_manager import LogManager, read_meta_properties
+
+log = logging.getLogger("pybroker")
+
+HW_CHECKPOINT_INTERVAL_S = 5.0        # replica.high.watermark.checkpoint.interval.ms
+FLUSH_CHECK_INTERVAL_S = 1.0          # log.flush.scheduler.interval.ms (Kafka: effectively off)
+PRODUCER_EXPIRY_CHECK_INTERVAL_S = 600.0  # producer.id.expiration.check.interval.ms
+CONTROLLED_SHUTDOWN_RETRIES = 3       # controlled.shutdown.max.retries
+
+
+class Broker:
+    def __init__(self, config: BrokerConfig) -> None:
+        self.config = config
+        self.listeners = parse_listeners("listeners", config.listeners)
+        advertised = config.advertised_listeners or config.listeners
+        self.advertised = [
+            Endpoint(e.name, e.host or socket.getfqdn(), e.port)
+            for e in parse_listeners("advertised.listeners", advertised)]
+        self.broker_id = config.broker_id
+        self.broker_epoch = -1              # the czxid of our /brokers/ids/<id> znode
+        self.cluster_id = ""
+        self.cluster = ClusterStore(config.zookeeper_connect, config.zookeeper_session_timeout_ms,
+                                    config.zk_connection_timeout_ms)
+        self.metadata = MetadataCache()
+        self.topic_overrides: dict[str, dict[str, str]] = {}
+        self.logs: LogManager | None = None
+        self.replicas: ReplicaManager | None = None
+        self.producer_ids: ProducerIdManager | None = None
+        self.controller: Controller | None = None
+        self.pool = BrokerPool(client_id="pybroker-controller",
+                               timeout=config.request_timeout_ms / 1000)
+        self.servers: list[KafkaServer] = []
+        self._tasks: list[asyncio.Task[None]] = []
+        self._cancel_watches: list[Callable[[], None]] = []
+
+    # -- start-up ------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        from broker.dispatch import load_handlers
+        load_handlers()
+        await self.cluster.connect()
+        self.cluster_id = await self.cluster.cluster_id()
+        self.broker_id = await self._settle_broker_id()
+        await self._load_topic_overrides()
+        self.logs = LogManager(self.config.log_dir_list, self.default_log_config(),
+                               topic_config=self.log_config_for)
+        await asyncio.to_thread(self.logs.startup, self.broker_id, self.cluster_id)
+        if all(self.logs.had_clean_shutdown.values()):
+            log.info("recovery skipped: clean shutdown (%d logs loaded)", len(self.logs.logs))
+        else:
+            log.info("loaded %d logs after an unclean shutdown (recovered past the "
+                     "recovery points)", len(self.logs.logs))
+        self.replicas = ReplicaManager(
+            self.broker_id, self.logs, min_insync_replicas=self.min_insync_replicas,
+            producer_id_expiration_ms=self.config.producer_id_expiration_ms)
+        self.producer_ids = ProducerIdManager(self.broker_id, self.cluster)
+        for endpoint in self.listeners:
+            server = KafkaServer(self, endpoint)
+            await server.start()
+            self.servers.append(server)
+        self.advertised = [
+            Endpoint(a.name, a.host, self.servers[0].port if a.port == 0 else a.port)
+            for a in self.advertised]
+        self.broker_epoch = await self.cluster.register_broker(
+            self.broker_id, [f"{e.name}://{e.host}:{e.port}" for e in self.advertised],
+            self.config.broker_rack)
+        self._cancel_watches.append(self.cluster.watch_config_changes(self._on_topic_config))
+        self.controller = Controller(
+            self.broker_id, self.cluster, self.pool,
+            unclean_leader_election=self.config.unclean_leader_election_enable,
+            request_timeout=self.config.request_timeout_ms / 1000)
+        await self.controller.start()
+        self._every(HW_CHECKPOINT_INTERVAL_S, self._checkpoint_high_watermarks)
+        self._every(self.config.log_flush_offset_checkpoint_interval_ms / 1000,
+                    self._checkpoint_recovery_points)
+        self._every(self.config.log_retention_check_interval_ms / 1000, self._retention)
+        self._every(FLUSH_CHECK_INTERVAL_S, self._flush)
+        self._every(PRODUCER_EXPIRY_CHECK_INTERVAL_S, self._expire_producers)
+        log.info("[KafkaServer id=%d] started (cluster %s)", self.broker_id, self.cluster_id)
+
+    async def _settle_broker_id(self) -> int:
+        stored = {read_meta_properties(d).get("broker.id") for d in self.config.log_dir_list}
+        stored.discard(None)
+        if len(stored) > 1:
+            raise ConfigError(f"log.dirs disagree on broker.id in meta.properties: {stored}")
+        kept = int(stored.pop()) if stored else None  # type: ignore[arg-type]
+        if self.config.broker_id >= 0:
+            if kept is not None and kept != self.config.broker_id:
+                raise ConfigError(
+                    f"Invalid value {self.config.broker_id} for configuration broker.id: "
+                    f"meta.properties in log.dirs says broker.id={kept}")
+            return self.config.broker_id
+        if kept is not None:
+            return kept
+        new_id = await self.cluster.allocate_broker_id()
+        log.info("generated broker id %d from /brokers/seqid", new_id)
+        return new_id
+
+    # -- topic configs -------------------------------------------------------------------
+
+    def default_log_config(self) -> LogConfig:
+        return topic_config.log_config(self.config)
+
+    def log_config_for(self, topic: str) -> LogConfig:
+        return topic_config.log_config(self.config, self.topic_overrides.get(topic))
+
+    def min_insync_replicas(self, topic: str) -> int:
+        raw = self.topic_overrides.get(topic, {}).get("min.insync.replicas")
+        return int(raw) if raw is not None else self.config.min_insync_replicas
+
+    async def _load_topic_overrides(self) -> None:
+        for topic in await self.cluster.topic_assignments():
+            self.topic_overrides[topic] = await self.cluster.topic_configs(topic)
+
+    def _on_topic_config(self, topic: str) -> None:
+        """A /config/changes notification: reload the topic's overrides and apply
+        them to its live logs."""
+        async def reload() -> None:
+            self.topic_overrides[topic] = await self.cluster.topic_configs(topic)
+            if self.logs is None:
+                return
+            config = self.log_config_for(topic)
+            for (t, _p), plog in self.logs:
+                if t == topic:
+                    plog.config = config
+            log.info("applied config change for topic %s", topic)
+        self._spawn(reload())
+
+    # -- periodic work -------------------------------------------------------------------
+
+    def _every(self, seconds: float, fn: Callable[[], Any]) -> None:
+        async def loop() -> None:
+            while True:
+                await asyncio.sleep(seconds)
+                try:
+                    result = fn()
+                    if isinstance(result, Awaitable):
+                        await result
+                except Exception:
+                    log.exception("periodic task %s failed", fn.__name__)
+        self._tasks.append(asyncio.create_task(loop(), name=fn.__name__))
+
+    def _spawn(self, coro: Awaitable[None]) -> None:
+        async def guarded() -> None:
+            try:
+                await coro
+            except Exception:
+                log.exception("background task failed")
+        self._tasks.append(asyncio.create_task(guarded()))
+
+    def _checkpoint_high_watermarks(self) -> None:
+        assert self.logs is not None
+        self.logs.checkpoint_high_watermarks()
+
+    def _checkpoint_recovery_points(self) -> None:
+        assert self.logs is not None
+        self.logs.checkpoint_recovery_points()
+        self.logs.checkpoint_log_start_offsets()
+
+    def _retention(self) -> None:
+        assert self.logs is not None
+        deleted = self.logs.cleanup_logs()
+        if deleted:
+            log.info("retention deleted %d segments", deleted)
+
+    def _flush(self) -> None:
+        assert self.logs is not None
+        self.logs.flush_dirty_logs()
+
+    def _expire_producers(self) -> None:
+        assert self.replicas is not None
+        self.replicas.remove_expired_producers()
+
+    # -- shutdown ------------------------------------------------------------------------
+
+    async def shutdown(self) -> None:
+        log.info("[KafkaServer id=%d] shutting down", self.broker_id)
+        if self.config.controlled_shutdown_enable and self.controller is not None:
+            await self._controlled_shutdown()
+        for cancel in self._cancel_watches:
+            cancel()
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self.controller is not None:
+            await self.controller.stop()
+        await self.cluster.close()
+        for server in self.servers:
+            await server.stop()
+        await self.pool.close()
+        if self.replicas is not None:
+            self.replicas.shutdown()
+        if self.logs is not None:
+            await asyncio.to_thread(self.logs.shutdown)
+        log.info("[KafkaServer id=%d] shut down completed", self.broker_id)
+
+    async def _controlled_shutdown(self) -> None:
+        """Ask the active controller to move our leaderships away (ControlledShutdown)."""
+        spec = api(ApiKey.CONTROLLED_SHUTDOWN).request
+        for attempt in range(1, CONTROLLED_SHUTDOWN_RETRIES + 1):
+            controller_id = await self.cluster.controller_id()
+            target = self.metadata.broker(controller_id) if controller_id is not None else None
+            if target is None:
+                log.info("controlled shutdown: no controller known; stopping anyway")
+                return
+            try:
+                response = await self.pool.request(
+                    target.host, target.port, ApiKey.CONTROLLED_SHUTDOWN,
+                    spec.new(broker_id=self.broker_id, broker_epoch=self.broker_epoch))
+            except (ConnectionError, OSError) as e:
+                log.warning("controlled shutdown attempt %d failed: %s", attempt, e)
+                await asyncio.sleep(0.5)
+                continue
+            remaining = getattr(response, "remaining_partitions", [])
+            if response.error_code == ErrorCode.NONE and not remaining:
+                log.info("controlled shutdown succeeded")
+                return
+            log.info("controlled shutdown attempt %d: error %d, %d partitions remaining",
+                     attempt, response.error_code, len(remaining))
+            await asyncio.sleep(0.5)
+        log.warning("controlled shutdown did not complete; proceeding with a clean shutdown")
