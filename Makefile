@@ -1,6 +1,6 @@
 # pybroker — developer entry points.
 #
-#   make run     install, then start ZooKeeper + one broker (for now: prints what it will start)
+#   make run     install, then start ZooKeeper + one broker in the foreground (Ctrl-C stops both)
 #   make test    install what the tests need on a fresh machine, then run them
 #   make bench   run every benchmark under bench/
 #
@@ -52,13 +52,9 @@ install: $(STAMP)
 # --- entry points -------------------------------------------------------------------
 
 run: $(STAMP)
-	@mkdir -p $(DATA_DIR)
-	@echo "pybroker is installed in $(VENV). The broker itself lands in the next milestone;"
-	@echo "'make run' will then start, in the foreground, stopping both on Ctrl-C:"
-	@echo "  1. ZooKeeper: $(VENV)/bin/pybroker zookeeper -c config/zookeeper.properties   (data in $(DATA_DIR)/zookeeper)"
-	@echo "  2. broker 0:  $(VENV)/bin/pybroker start -c config/server.properties          (logs in $(DATA_DIR)/kafka-logs)"
-	@echo "  clients connect to 127.0.0.1:9092 (listeners in config/server.properties)"
-	@command -v java >/dev/null 2>&1 || echo "note: no 'java' on PATH; ZooKeeper will need Java 17"
+	@command -v java >/dev/null 2>&1 || { echo "make run: ZooKeeper needs Java 17 ('java' is not on PATH)" >&2; exit 1; }
+	@echo "Starting ZooKeeper (127.0.0.1:2181) and broker 0 (127.0.0.1:9092); data under $(DATA_DIR)/. Ctrl-C stops both."
+	$(PY) -m broker.local_run --zookeeper-config config/zookeeper.properties --server-config config/server.properties
 
 test: $(STAMP)
 	@if [ -f $(JAVA_CLIENT_INSTALLER) ]; then \

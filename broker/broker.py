@@ -148,6 +148,13 @@ class Broker:
         raw = self.topic_overrides.get(topic, {}).get("min.insync.replicas")
         return int(raw) if raw is not None else self.config.min_insync_replicas
 
+    async def ensure_topic_configs(self, topics: set[str]) -> None:
+        """Read the overrides of topics we have not seen yet (before their logs
+        are created: a new topic's creation configs apply from its first segment,
+        as Kafka reads /config/topics/<t> when it creates a log)."""
+        for topic in topics - self.topic_overrides.keys():
+            self.topic_overrides[topic] = await self.cluster.topic_configs(topic)
+
     async def _load_topic_overrides(self) -> None:
         for topic in await self.cluster.topic_assignments():
             self.topic_overrides[topic] = await self.cluster.topic_configs(topic)

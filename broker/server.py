@@ -39,6 +39,10 @@ class KafkaServer:
         self._tasks.add(task)  # type: ignore[arg-type]
         try:
             await Connection(self.broker, reader, writer).run()
+        except asyncio.CancelledError:
+            # stop() cancels connections. End the task normally: asyncio's stream
+            # callback would otherwise log the cancellation as an error (3.11).
+            pass
         finally:
             self._tasks.discard(task)  # type: ignore[arg-type]
 

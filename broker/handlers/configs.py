@@ -1,0 +1,271 @@
+"""DescribeConfigs (key 32, v0-4), AlterConfigs (key 33, v0-2) and
+IncrementalAlterConfigs (key 44, v0-1), as Kafka's ZooKeeper-mode broker
+(ConfigHelper, ConfigAdminManager.preprocess, ZkAdminManager).
+
+Resources (ResourceType): TOPIC = 2, BROKER = 4, BROKER_LOGGER = 8.
+
+DescribeConfigs
+* TOPIC: every topic key (or the ConfigurationKeys asked for) with its
+  effective value, source and synonyms from broker.topic_config; an illegal
+  name -> INVALID_TOPIC_EXCEPTION, a topic the metadata cache lacks ->
+  UNKNOWN_TOPIC_OR_PARTITION.
+* BROKER "<this broker's id>": every server.properties key we know, read-only
+  (no dynamic broker configs); BROKER "": the cluster-wide dynamic defaults,
+  which are none. Another id -> INVALID_REQUEST.
+* BROKER_LOGGER "<id>": the root logger's level.
+* v0 has IsDefault (source DEFAULT_CONFIG) instead of ConfigSource; synonyms
+  only when IncludeSynonyms (v1+); ConfigType always and Documentation when
+  IncludeDocumentation (v3+).
+
+Alter (both APIs)
+* a resource twice in a request -> INVALID_REQUEST for each copy; a key twice
+  in a resource -> INVALID_REQUEST; a null value (except DELETE) -> INVALID_REQUEST.
+* TOPIC: AlterConfigs replaces the whole override set; IncrementalAlterConfigs
+  edits the stored one: SET(0), DELETE(1), APPEND(2)/SUBTRACT(3) for list keys
+  only (else INVALID_CONFIG). The result must validate (INVALID_CONFIG), the
+  topic must exist; then, unless ValidateOnly, ClusterStore.set_topic_configs
+  writes /config/topics/<t> plus a /config/changes notification, on which every
+  broker applies the new LogConfig to its live partition logs.
+* BROKER: nothing is dynamic here: any key -> INVALID_REQUEST.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+from broker import topic_config, topic_names
+from broker.config import BrokerConfig, key_of
+from broker.context import RequestContext
+from broker.dispatch import handler
+from broker.handlers.create_topics import TopicError
+from broker.topic_config import ConfigEntry, ConfigSource, ConfigType, SynonymValue
+from controller import TopicNotFound
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
+from protocol.schema import Struct
+from protocol.spec import api
+
+log = logging.getLogger(__name__)
+
+TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8
+SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
+
+DESCRIBE = api(ApiKey.DESCRIBE_CONFIGS).response
+DESCRIBE_RESULT = DESCRIBE.structs["DescribeConfigsResult"]
+DESCRIBE_ROW = DESCRIBE.structs["DescribeConfigsResourceResult"]
+DESCRIBE_SYNONYM = DESCRIBE.structs["DescribeConfigsSynonym"]
+ALTER = api(ApiKey.ALTER_CONFIGS).response
+ALTER_RESULT = ALTER.structs["AlterConfigsResourceResponse"]
+INCREMENTAL = api(ApiKey.INCREMENTAL_ALTER_CONFIGS).response
+INCREMENTAL_RESULT = INCREMENTAL.structs["AlterConfigsResourceResponse"]
+
+
+# ---- DescribeConfigs ---------------------------------------------------------------------
+
+def _type_of(f: dataclasses.Field[Any]) -> ConfigType:
+    t = str(f.type)
+    if t.startswith("bool"):
+        return ConfigType.BOOLEAN
+    if t.startswith("int"):
+        return ConfigType.LONG if f.name.endswith(("_ms", "_bytes")) else ConfigType.INT
+    return ConfigType.STRING
+
+
+def broker_rows(config: BrokerConfig) -> list[ConfigEntry]:
+    """Every BrokerConfig key: STATIC_BROKER_CONFIG when it differs from Kafka's
+    default, else DEFAULT_CONFIG; all read-only."""
+    rows = []
+    for f in sorted(dataclasses.fields(config), key=lambda f: f.name):
+        value, default = getattr(config, f.name), f.default
+        text = None if value is None else topic_config.to_text(value)
+        default_text = None if default in (None, dataclasses.MISSING) \
+            else topic_config.to_text(default)
+        synonyms = []
+        if value is not None and value != default:
+            synonyms.append(SynonymValue(key_of(f.name), text, ConfigSource.STATIC_BROKER_CONFIG))
+        if default_text is not None:
+            synonyms.append(SynonymValue(key_of(f.name), default_text, ConfigSource.DEFAULT_CONFIG))
+        source = synonyms[0].source if synonyms else ConfigSource.DEFAULT_CONFIG
+        rows.append(ConfigEntry(key_of(f.name), text, source, _type_of(f), tuple(synonyms),
+                                "", read_only=True))
+    return rows
+
+
+def broker_id_of(config: BrokerConfig, name: str) -> None:
+    """ConfigAdminManager.validateResourceNameIsCurrentNodeId."""
+    try:
+        node = int(name)
+    except ValueError:
+        raise TopicError(ErrorCode.INVALID_REQUEST,
+                         f"Node id must be an integer, but it is: {name}") from None
+    if node != config.broker_id:
+        raise TopicError(ErrorCode.INVALID_REQUEST,
+                         f"Unexpected broker id, expected {config.broker_id}, "
+                         f"but received {name}")
+
+
+async def _describe_rows(broker: Any, rtype: int, name: str) -> list[ConfigEntry]:
+    if rtype == TOPIC:
+        try:
+            topic_names.validate(name)
+        except topic_names.InvalidTopicName as e:
+            raise TopicError(ErrorCode.INVALID_TOPIC_EXCEPTION, str(e)) from None
+        if not broker.metadata.has_topic(name):
+            raise TopicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        return topic_config.describe(broker.config, await broker.cluster.topic_configs(name))
+    if rtype == BROKER:
+        if name == "":
+            return []
+        broker_id_of(broker.config, name)
+        return broker_rows(broker.config)
+    if rtype == BROKER_LOGGER:
+        broker_id_of(broker.config, name)
+        level = logging.getLevelName(logging.getLogger().getEffectiveLevel())
+        return [ConfigEntry("root", level, ConfigSource.DYNAMIC_BROKER_LOGGER_CONFIG,
+                            ConfigType.STRING, (), "")]
+    raise TopicError(ErrorCode.INVALID_REQUEST, f"Unsupported resource type: {rtype}")
+
+
+def _row(version: int, e: ConfigEntry, synonyms: bool, docs: bool) -> Struct:
+    return DESCRIBE_ROW.new(
+        name=e.name, value=e.value, read_only=e.read_only,
+        is_default=e.source == ConfigSource.DEFAULT_CONFIG,
+        config_source=int(e.source), is_sensitive=e.sensitive,
+        synonyms=[DESCRIBE_SYNONYM.new(name=s.name, value=s.value, source=int(s.source))
+                  for s in e.synonyms] if synonyms and version >= 1 else [],
+        config_type=int(e.type), documentation=(e.doc if docs else None))
+
+
+@handler(ApiKey.DESCRIBE_CONFIGS)
+async def handle_describe_configs(ctx: RequestContext, request: Struct) -> Struct:
+    results = []
+    for r in request.resources:
+        res = DESCRIBE_RESULT.new(error_code=0, error_message=None,
+                                  resource_type=r.resource_type, resource_name=r.resource_name)
+        try:
+            rows = await _describe_rows(ctx.broker, r.resource_type, r.resource_name)
+            wanted = set(r.configuration_keys or ())
+            res.configs = [_row(ctx.version, e, request.include_synonyms,
+                                request.include_documentation)
+                           for e in rows if not wanted or e.name in wanted]
+        except TopicError as e:
+            res.error_code, res.error_message = int(e.error), e.message
+        results.append(res)
+    return DESCRIBE.new(throttle_time_ms=0, results=results)
+
+
+# ---- AlterConfigs and IncrementalAlterConfigs --------------------------------------------
+
+Edit = Callable[[dict[str, str]], dict[str, str]]
+
+
+def _incremental(ops: list[Struct]) -> Edit:
+    """ConfigAdminManager.prepareIncrementalConfigs over a topic's stored overrides."""
+    def edit(current: dict[str, str]) -> dict[str, str]:
+        out = dict(current)
+        for op in ops:
+            name, value = op.name, op.value
+            if op.config_operation == SET:
+                out[name] = value
+            elif op.config_operation == DELETE:
+                out.pop(name, None)
+            elif op.config_operation in (APPEND, SUBTRACT):
+                verb = "append" if op.config_operation == APPEND else "subtract"
+                if name not in topic_config.TOPIC_KEYS:
+                    raise TopicError(ErrorCode.INVALID_CONFIG, f"Unknown config name: {name}")
+                if not topic_config.is_list(name):
+                    raise TopicError(ErrorCode.INVALID_CONFIG,
+                                     f"Config value {verb} is not allowed for config key: {name}")
+                base = out.get(name, topic_config.TOPIC_KEYS[name].default)
+                old = [v for v in base.split(",") if v]
+                given = value.split(",")
+                new = (old + [v for v in given if v not in old] if op.config_operation == APPEND
+                       else [v for v in old if v not in given])
+                out[name] = ",".join(new)
+            else:
+                raise TopicError(ErrorCode.INVALID_REQUEST,
+                                 f"Unknown operations type {op.config_operation}")
+        return out
+    return edit
+
+
+def _replace(entries: list[Struct]) -> Edit:
+    return lambda _current: {c.name: c.value for c in entries}
+
+
+def _preprocess(configs: list[Struct], incremental: bool) -> None:
+    """ConfigAdminManager.preprocess: duplicate keys and null values."""
+    names = [c.name for c in configs]
+    if len(set(names)) != len(names):
+        raise TopicError(ErrorCode.INVALID_REQUEST, "Error due to duplicate config keys")
+    nulls = [c.name for c in configs if c.value is None
+             and not (incremental and c.config_operation == DELETE)]
+    if nulls:
+        raise TopicError(ErrorCode.INVALID_REQUEST,
+                         f"Null value not supported for : {', '.join(nulls)}")
+
+
+async def _alter_topic(broker: Any, name: str, edit: Edit, validate_only: bool) -> None:
+    if name == "":
+        raise TopicError(ErrorCode.INVALID_REQUEST, "Default topic resources are not allowed.")
+    new = edit(await broker.cluster.topic_configs(name))
+    if not broker.metadata.has_topic(name):
+        raise TopicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                         f"The topic '{name}' does not exist.")
+    try:
+        topic_config.validate(new)
+    except topic_config.InvalidConfig as e:
+        raise TopicError(ErrorCode.INVALID_CONFIG, str(e)) from None
+    if validate_only:
+        return
+    try:
+        await broker.cluster.set_topic_configs(name, new)
+    except TopicNotFound:
+        raise TopicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                         f"The topic '{name}' does not exist.") from None
+    log.info("updated topic %s configuration: %s", name, new)
+
+
+async def _alter(ctx: RequestContext, request: Struct, incremental: bool) -> list[Struct]:
+    result = INCREMENTAL_RESULT if incremental else ALTER_RESULT
+    seen = Counter((r.resource_type, r.resource_name) for r in request.resources)
+    out = []
+    for r in request.resources:
+        res = result.new(error_code=0, error_message=None, resource_type=r.resource_type,
+                         resource_name=r.resource_name)
+        try:
+            if seen[(r.resource_type, r.resource_name)] > 1:
+                raise TopicError(ErrorCode.INVALID_REQUEST,
+                                 "Each resource must appear at most once.")
+            _preprocess(r.configs, incremental)
+            if r.resource_type == TOPIC:
+                edit = _incremental(r.configs) if incremental else _replace(r.configs)
+                await _alter_topic(ctx.broker, r.resource_name, edit, request.validate_only)
+            elif r.resource_type == BROKER:
+                if r.resource_name != "":
+                    broker_id_of(ctx.broker.config, r.resource_name)
+                if r.configs:
+                    raise TopicError(ErrorCode.INVALID_REQUEST,
+                                     "Cannot update these configs dynamically: "
+                                     + ", ".join(sorted(c.name for c in r.configs)))
+            else:
+                raise TopicError(ErrorCode.INVALID_REQUEST,
+                                 f"Unknown resource type {r.resource_type}")
+        except TopicError as e:
+            res.error_code, res.error_message = int(e.error), e.message
+        out.append(res)
+    return out
+
+
+@handler(ApiKey.ALTER_CONFIGS)
+async def handle_alter_configs(ctx: RequestContext, request: Struct) -> Struct:
+    return ALTER.new(throttle_time_ms=0, responses=await _alter(ctx, request, False))
+
+
+@handler(ApiKey.INCREMENTAL_ALTER_CONFIGS)
+async def handle_incremental_alter_configs(ctx: RequestContext, request: Struct) -> Struct:
+    return INCREMENTAL.new(throttle_time_ms=0, responses=await _alter(ctx, request, True))

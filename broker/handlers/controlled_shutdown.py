@@ -1,0 +1,37 @@
+"""ControlledShutdown (API key 7), versions 0-3; broker -> controller.
+
+Only the active controller answers: it moves leadership off the broker where
+another ISR member exists and returns the partitions the broker still leads
+(replication factor > 1). Any other broker answers NOT_CONTROLLER, so the
+shutting-down broker looks the controller up again and retries.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from broker.context import RequestContext
+from broker.dispatch import handler
+from controller import NotControllerError
+from protocol.errors import ErrorCode
+from protocol.schema import Struct
+from protocol.spec import api
+
+log = logging.getLogger("pybroker.broker")
+SPEC = api(7).response
+REMAINING = SPEC.structs["RemainingPartition"]
+
+
+@handler(7)
+async def handle_controlled_shutdown(ctx: RequestContext, request: Struct) -> Struct:
+    ctl = ctx.broker.controller
+    if ctl is None or not ctl.is_active:
+        return SPEC.new(error_code=ErrorCode.NOT_CONTROLLER, remaining_partitions=[])
+    try:
+        remaining = await ctl.controlled_shutdown(request.broker_id, request.broker_epoch)
+    except NotControllerError:
+        return SPEC.new(error_code=ErrorCode.NOT_CONTROLLER, remaining_partitions=[])
+    except KeyError:
+        return SPEC.new(error_code=ErrorCode.BROKER_NOT_AVAILABLE, remaining_partitions=[])
+    return SPEC.new(error_code=0, remaining_partitions=[
+        REMAINING.new(topic_name=t, partition_index=p) for t, p in remaining])

@@ -1,0 +1,96 @@
+"""DescribeCluster (API key 60), versions 0-1 (KIP-700; v1 adds EndpointType, KIP-919).
+
+Live brokers (id, host, port, rack) and the controller id from the metadata
+cache, the cluster id from ZooKeeper's /cluster/id. A broker serves only
+EndpointType 1 (brokers): 2 (KRaft controllers) gets MISMATCHED_ENDPOINT_TYPE,
+anything else UNSUPPORTED_ENDPOINT_TYPE (INVALID_REQUEST in v0), as Kafka 3.9. Without an authorizer
+every cluster operation is allowed, so the requested authorized-operations
+bitfield holds all of the cluster's.
+
+Also home of the two helpers Metadata shares: ``cluster_id`` (cached per
+ClusterStore: /cluster/id never changes once written) and the authorized-
+operations bitfields.
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any
+
+from broker.context import RequestContext
+from broker.dispatch import handler
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
+from protocol.schema import Struct
+from protocol.spec import api
+
+SPEC = api(ApiKey.DESCRIBE_CLUSTER).response
+BROKER = SPEC.structs["DescribeClusterBroker"]
+
+ENDPOINT_BROKERS = 1
+ENDPOINT_CONTROLLERS = 2
+OPERATIONS_NOT_REQUESTED = -2147483648   # Integer.MIN_VALUE: the schema default
+
+
+def _bits(*ops: int) -> int:
+    """AclOperation codes -> Kafka's 32-bit authorized-operations field."""
+    out = 0
+    for op in ops:
+        out |= 1 << op
+    return out
+
+
+# AclOperation codes: READ 3, WRITE 4, CREATE 5, DELETE 6, ALTER 7, DESCRIBE 8,
+# CLUSTER_ACTION 9, DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11, IDEMPOTENT_WRITE 12.
+TOPIC_OPERATIONS = _bits(3, 4, 5, 6, 7, 8, 10, 11)          # = 3576
+CLUSTER_OPERATIONS = _bits(5, 7, 8, 9, 10, 11, 12)          # = 8096
+
+_CLUSTER_IDS: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
+
+
+async def cluster_id(broker: Any) -> str:
+    """The cluster id (/cluster/id), read from ZooKeeper once per ClusterStore."""
+    store = broker.cluster
+    cached = _CLUSTER_IDS.get(store)
+    if cached is None:
+        cached = str(await store.cluster_id())
+        _CLUSTER_IDS[store] = cached
+    return cached
+
+
+def controller_id(metadata: Any) -> int:
+    cid = metadata.controller_id
+    return -1 if cid is None else int(cid)
+
+
+def _endpoint_error(version: int, endpoint: int) -> Struct | None:
+    """AuthHelper.computeDescribeClusterResponse's endpoint checks."""
+    if endpoint == ENDPOINT_BROKERS:
+        return None
+    if endpoint == ENDPOINT_CONTROLLERS:
+        code = ErrorCode.MISMATCHED_ENDPOINT_TYPE
+        message = ("The request was sent to an endpoint of type BROKER, "
+                   "but we wanted an endpoint of type CONTROLLER")
+    else:
+        code, message = ErrorCode.UNSUPPORTED_ENDPOINT_TYPE, f"Unsupported endpoint type {endpoint}"
+    return SPEC.new(error_code=ErrorCode.INVALID_REQUEST if version == 0 else code,
+                    error_message=message, endpoint_type=ENDPOINT_BROKERS)
+
+
+@handler(ApiKey.DESCRIBE_CLUSTER)
+async def handle_describe_cluster(ctx: RequestContext, request: Struct) -> Struct:
+    error = _endpoint_error(ctx.version, request.endpoint_type)
+    if error is not None:
+        return error
+    metadata = ctx.broker.metadata
+    brokers = [BROKER.new(broker_id=b.id, host=b.host, port=b.port, rack=b.rack)
+               for b in sorted(metadata.brokers(), key=lambda b: b.id)]
+    # A controller id missing from the broker list is answered as -1 (as Kafka).
+    cid = controller_id(metadata)
+    if cid not in {b.broker_id for b in brokers}:
+        cid = -1
+    ops = (CLUSTER_OPERATIONS if request.include_cluster_authorized_operations
+           else OPERATIONS_NOT_REQUESTED)
+    return SPEC.new(throttle_time_ms=0, error_code=0, error_message=None,
+                    endpoint_type=ENDPOINT_BROKERS, cluster_id=await cluster_id(ctx.broker),
+                    controller_id=cid, brokers=brokers, cluster_authorized_operations=ops)

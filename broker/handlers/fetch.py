@@ -1,0 +1,339 @@
+"""Fetch (API key 1), versions 0-17, with incremental fetch sessions (KIP-227).
+
+Per request: 1. resolve topics (names, or topic ids from v13: unknown ids
+answer UNKNOWN_TOPIC_ID); 2. pick the session context (below); 3. the
+ReplicaManager reads (min_bytes / max_wait through the fetch purgatory,
+max_bytes with the "at least one batch" rule from v3; v0-2 have a hard
+per-partition limit); 4. v0-3 answers are down-converted to magic 0 (v0-1)
+or 1 (v2-3); 5. the session context decides what goes in the response.
+
+Sessions (Kafka ``FetchSession``/``FetchManager``), by (SessionId, SessionEpoch):
+
+* (any, -1)  full fetch without a session; a named session is closed first.
+* (any, 0)   full fetch; a named session is closed; a new session is created
+             holding every partition and what the response said of it
+             (SessionId 0 in the answer when the cache is full).
+* (id, n>0)  incremental: the session must exist (FETCH_SESSION_ID_NOT_FOUND)
+             at epoch n (INVALID_FETCH_SESSION_EPOCH) and use topic ids as
+             this version does (FETCH_SESSION_TOPIC_ID_ERROR). Request
+             partitions are added/updated, forgotten ones removed, all session
+             partitions are read, and only those with records, a changed HW or
+             log start offset, or an error are answered. Partitions that
+             returned records move to the end of the session (fairness).
+             The epoch then advances (wrapping to 1).
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import uuid
+import weakref
+from dataclasses import dataclass, field
+from typing import Any
+
+from broker.context import RequestContext
+from broker.dispatch import handler
+from broker.handlers.produce import LEADER_HINT_ERRORS, leader_hint, node_endpoints, refine_unknown
+from broker.replication.replica_manager import FetchPartitionRequest, FetchPartitionResult
+from protocol import legacy_records, records
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
+from protocol.schema import ZERO_UUID, Struct
+from protocol.spec import api
+
+log = logging.getLogger(__name__)
+
+SPEC = api(ApiKey.FETCH).response
+TOPIC = SPEC.structs["FetchableTopicResponse"]
+PARTITION = SPEC.structs["PartitionData"]
+EPOCH_END = SPEC.structs["EpochEndOffset"]
+LEADER = SPEC.structs["LeaderIdAndEpoch"]
+NODE = SPEC.structs["NodeEndpoint"]
+
+INVALID_SESSION_ID = 0
+INITIAL_EPOCH = 0
+FINAL_EPOCH = -1
+INT32_MAX = 0x7FFFFFFF
+
+TP = tuple[str, int]
+
+
+# -- the session cache -----------------------------------------------------------------
+
+@dataclass(slots=True)
+class CachedPartition:
+    topic_id: uuid.UUID
+    request: FetchPartitionRequest
+    high_watermark: int = -1
+    log_start_offset: int = -1
+
+    def must_respond(self, r: FetchPartitionResult) -> bool:
+        """Kafka ``maybeUpdateResponseData``: whether ``r`` goes in an incremental answer
+        (updating what the session remembers)."""
+        respond = r.size > 0 or r.diverging_epoch is not None
+        if self.high_watermark != r.high_watermark:
+            respond, self.high_watermark = True, r.high_watermark
+        if self.log_start_offset != r.log_start_offset:
+            respond, self.log_start_offset = True, r.log_start_offset
+        if r.error:
+            respond, self.high_watermark = True, -1
+        return respond
+
+
+@dataclass(slots=True)
+class FetchSession:
+    id: int
+    uses_topic_ids: bool
+    epoch: int = 1
+    partitions: dict[TP, CachedPartition] = field(default_factory=dict)  # ordered
+    last_used_ms: int = 0
+
+
+def next_epoch(epoch: int) -> int:
+    return 1 if epoch >= INT32_MAX else epoch + 1
+
+
+class FetchSessionCache:
+    """Sessions by id; full at ``max_entries`` unless one idle past ``eviction_ms`` can go."""
+
+    def __init__(self, max_entries: int = 1000, eviction_ms: int = 120_000) -> None:
+        self.max_entries = max_entries
+        self.eviction_ms = eviction_ms
+        self.sessions: dict[int, FetchSession] = {}
+
+    def get(self, session_id: int) -> FetchSession | None:
+        return self.sessions.get(session_id)
+
+    def remove(self, session_id: int) -> FetchSession | None:
+        return self.sessions.pop(session_id, None)
+
+    def create(self, now_ms: int, uses_topic_ids: bool) -> FetchSession | None:
+        if len(self.sessions) >= self.max_entries and not self._evict_one(now_ms):
+            return None
+        while True:
+            session_id = random.randint(1, INT32_MAX)
+            if session_id not in self.sessions:
+                break
+        session = FetchSession(session_id, uses_topic_ids, last_used_ms=now_ms)
+        self.sessions[session_id] = session
+        return session
+
+    def _evict_one(self, now_ms: int) -> bool:
+        oldest = min(self.sessions.values(), key=lambda s: s.last_used_ms, default=None)
+        if oldest is None or now_ms - oldest.last_used_ms < self.eviction_ms:
+            return False
+        del self.sessions[oldest.id]
+        return True
+
+
+_CACHES: weakref.WeakKeyDictionary[Any, FetchSessionCache] = weakref.WeakKeyDictionary()
+
+
+def session_cache(broker: Any) -> FetchSessionCache:
+    """The broker's session cache (an attribute ``fetch_sessions`` wins if the broker has one)."""
+    cache = getattr(broker, "fetch_sessions", None)
+    if cache is None:
+        cache = _CACHES.get(broker)
+        if cache is None:
+            cache = _CACHES[broker] = FetchSessionCache()
+    return cache
+
+
+# -- the handler ------------------------------------------------------------------------
+
+@dataclass(slots=True)
+class _Request:
+    """The request, resolved: partitions in order, with topic ids and unknown ids set aside."""
+
+    fetch: dict[TP, FetchPartitionRequest]
+    topic_ids: dict[str, uuid.UUID]
+    unknown_ids: list[tuple[uuid.UUID, int]]
+    forgotten: list[TP]
+
+
+def _resolve(ctx: RequestContext, request: Struct) -> _Request:
+    version = ctx.version
+    names = _topic_names(ctx) if version >= 13 else {}
+    out = _Request({}, {}, [], [])
+    for topic in request.topics:
+        name = topic.topic
+        if version >= 13:
+            name = names.get(topic.topic_id)
+            if name is None:
+                out.unknown_ids.extend((topic.topic_id, p.partition) for p in topic.partitions)
+                continue
+            out.topic_ids[name] = topic.topic_id
+        for p in topic.partitions:
+            out.fetch[(name, p.partition)] = FetchPartitionRequest(
+                p.fetch_offset, p.partition_max_bytes, p.current_leader_epoch, p.log_start_offset,
+                p.last_fetched_epoch)
+    for topic in request.forgotten_topics_data:
+        name = names.get(topic.topic_id) if version >= 13 else topic.topic
+        if name is not None:
+            out.forgotten.extend((name, p) for p in topic.partitions)
+    return out
+
+
+def _topic_names(ctx: RequestContext) -> dict[uuid.UUID, str]:
+    """topic id -> name, from the partitions we host, then the metadata cache."""
+    names: dict[uuid.UUID, str] = {}
+    metadata = getattr(ctx.broker, "metadata", None)
+    if metadata is not None:
+        for name in metadata.topics():
+            tid = metadata.topic_id(name)
+            if tid is not None:
+                names[tid] = name
+    for p in ctx.broker.replicas.partitions.values():
+        if p.topic_id != ZERO_UUID:
+            names[p.topic_id] = p.topic
+    return names
+
+
+@handler(ApiKey.FETCH)
+async def handle_fetch(ctx: RequestContext, request: Struct) -> Struct:
+    version = ctx.version
+    replicas = ctx.broker.replicas
+    cache = session_cache(ctx.broker)
+    replica_id = request.replica_state.replica_id if version >= 15 else request.replica_id
+    req = _resolve(ctx, request)
+    session_id, epoch = (request.session_id, request.session_epoch) if version >= 7 else (0, FINAL_EPOCH)
+    session: FetchSession | None = None
+    fetch = req.fetch
+    if epoch in (INITIAL_EPOCH, FINAL_EPOCH):
+        if session_id != INVALID_SESSION_ID:
+            cache.remove(session_id)
+    else:
+        session = cache.get(session_id)
+        error = _session_error(session, epoch, version)
+        if error:
+            return SPEC.new(error_code=error, session_id=INVALID_SESSION_ID, responses=[])
+        assert session is not None
+        for tp, preq in req.fetch.items():
+            cached = session.partitions.get(tp)
+            if cached is None:
+                session.partitions[tp] = CachedPartition(req.topic_ids.get(tp[0], ZERO_UUID), preq)
+            else:
+                cached.request = preq
+        for tp in req.forgotten:
+            session.partitions.pop(tp, None)
+        if not session.partitions:
+            cache.remove(session.id)
+            session = None
+        else:
+            session.epoch = next_epoch(session.epoch)
+            session.last_used_ms = replicas.clock()
+            fetch = {tp: c.request for tp, c in session.partitions.items()}
+    expected_epoch = session.epoch if session is not None else None
+    results = await replicas.fetch(
+        replica_id, request.max_wait_ms, request.min_bytes,
+        request.max_bytes if version >= 3 else INT32_MAX,
+        request.isolation_level if version >= 4 else 0, fetch,
+        hard_max_bytes_limit=version <= 2)
+    response_session = INVALID_SESSION_ID
+    if session is not None:
+        if session.epoch != expected_epoch:  # a concurrent duplicate moved it meanwhile
+            return SPEC.new(error_code=ErrorCode.INVALID_FETCH_SESSION_EPOCH, session_id=session.id,
+                            responses=[])
+        response_session = session.id
+        results = _incremental(session, results)
+    elif epoch == INITIAL_EPOCH and version >= 7:
+        created = cache.create(replicas.clock(), version >= 13)
+        if created is not None:
+            for tp, r in results.items():
+                created.partitions[tp] = CachedPartition(req.topic_ids.get(tp[0], ZERO_UUID), fetch[tp],
+                                                         r.high_watermark, r.log_start_offset)
+            response_session = created.id
+    topic_ids = dict(req.topic_ids)
+    if session is not None:
+        topic_ids.update({tp[0]: c.topic_id for tp, c in session.partitions.items()})
+    return _build(ctx, request, results, fetch, topic_ids, req.unknown_ids, response_session)
+
+
+def _session_error(session: FetchSession | None, epoch: int, version: int) -> int:
+    if session is None:
+        return ErrorCode.FETCH_SESSION_ID_NOT_FOUND
+    if session.epoch != epoch:
+        return ErrorCode.INVALID_FETCH_SESSION_EPOCH
+    if session.uses_topic_ids != (version >= 13):
+        return ErrorCode.FETCH_SESSION_TOPIC_ID_ERROR
+    return ErrorCode.NONE
+
+
+def _incremental(session: FetchSession, results: dict[TP, FetchPartitionResult]
+                 ) -> dict[TP, FetchPartitionResult]:
+    out: dict[TP, FetchPartitionResult] = {}
+    for tp, r in results.items():
+        cached = session.partitions.get(tp)
+        if cached is None or not cached.must_respond(r):
+            continue
+        out[tp] = r
+        if r.size > 0:  # fairness: partitions that returned data go to the back
+            session.partitions[tp] = session.partitions.pop(tp)
+    return out
+
+
+def _build(ctx: RequestContext, request: Struct, results: dict[TP, FetchPartitionResult],
+           fetch: dict[TP, FetchPartitionRequest], topic_ids: dict[str, uuid.UUID],
+           unknown_ids: list[tuple[uuid.UUID, int]], session_id: int) -> Struct:
+    version = ctx.version
+    isolation = request.isolation_level if version >= 4 else 0
+    by_topic: dict[str, list[Struct]] = {}
+    leaders: set[int] = set()
+    for tp, r in results.items():
+        part = _partition(ctx, tp, r, fetch[tp].fetch_offset, isolation, leaders)
+        by_topic.setdefault(tp[0], []).append(part)
+    topics = [TOPIC.new(topic=name, topic_id=topic_ids.get(name, ZERO_UUID), partitions=parts)
+              for name, parts in by_topic.items()]
+    unknown: dict[uuid.UUID, list[Struct]] = {}
+    for tid, index in unknown_ids:
+        unknown.setdefault(tid, []).append(PARTITION.new(
+            partition_index=index, error_code=ErrorCode.UNKNOWN_TOPIC_ID, high_watermark=-1,
+            records=b""))
+    topics += [TOPIC.new(topic_id=tid, partitions=parts) for tid, parts in unknown.items()]
+    response = SPEC.new(throttle_time_ms=0, error_code=0, session_id=session_id, responses=topics)
+    if leaders and version >= 16:
+        response.node_endpoints = node_endpoints(ctx, leaders, NODE)
+    return response
+
+
+def _partition(ctx: RequestContext, tp: TP, r: FetchPartitionResult, fetch_offset: int,
+               isolation: int, leaders: set[int]) -> Struct:
+    version = ctx.version
+    error = refine_unknown(ctx, tp[0], tp[1], r.error)
+    part = PARTITION.new(partition_index=tp[1], error_code=error, high_watermark=r.high_watermark,
+                         last_stable_offset=r.last_stable_offset, log_start_offset=r.log_start_offset,
+                         aborted_transactions=[] if isolation == 1 else None, records=r.records)
+    if r.diverging_epoch is not None:
+        part.diverging_epoch = EPOCH_END.new(epoch=r.diverging_epoch[0], end_offset=r.diverging_epoch[1])
+    if error in LEADER_HINT_ERRORS and version >= 12:
+        hint = leader_hint(ctx, tp[0], tp[1])
+        if hint is not None and hint[0] >= 0:
+            part.current_leader = LEADER.new(leader_id=hint[0], leader_epoch=hint[1])
+            leaders.add(hint[0])
+    if version <= 3 and r.size:
+        try:
+            part.records = downconvert(_bytes(r.records), 0 if version <= 1 else 1, fetch_offset)
+        except legacy_records.UnsupportedLegacyCodec:
+            part.error_code, part.records = ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, b""
+    return part
+
+
+def _bytes(data: Any) -> bytes | bytearray | memoryview:
+    return data.tobytes() if hasattr(data, "wire_size") else data
+
+
+def downconvert(data: bytes | bytearray | memoryview, magic: int, fetch_offset: int) -> bytes:
+    """Whole magic-2 batches as a magic ``magic`` message set (control batches dropped;
+    a partial trailing batch is left out, as an old client could not use it)."""
+    out = []
+    for pos, header in records.iter_batches(data):
+        if header.is_control:
+            continue
+        rows = [(rec.offset, rec.timestamp, rec.key, rec.value)
+                for rec in records.iter_records(data, pos)]
+        out.append(legacy_records.downconvert(
+            rows, magic, codec=header.compression, timestamp_type=header.timestamp_type,
+            log_append_time=header.max_timestamp if header.timestamp_type == records.LOG_APPEND_TIME else None,
+            first_offset=fetch_offset))
+    return b"".join(out)

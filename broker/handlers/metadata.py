@@ -1,0 +1,167 @@
+"""Metadata (API key 3), versions 0-12, answered from the metadata cache (what the
+controller's UpdateMetadata said), as Kafka's KafkaApis.handleTopicMetadataRequest
+with ZkMetadataCache.
+
+Version notes:
+* "all topics": a null topic list (v1+), or an empty one in v0.
+* v0 lists only live replicas/ISR members and flags a partition with a missing
+  one REPLICA_NOT_AVAILABLE; v1+ list every replica with no error.
+* a partition whose leader is not a live broker: LEADER_NOT_AVAILABLE, leader -1.
+* v10-11 must name every topic (null name or a topic id -> INVALID_REQUEST for
+  the request); v12 may ask by topic id: unknown ids -> UNKNOWN_TOPIC_ID with a
+  null name, known ids answered under their names (names are then ignored).
+* v8+: topic authorized operations only when asked (else Integer.MIN_VALUE);
+  cluster ones only in v8-10. With no authorizer every operation is allowed.
+
+Unknown topics asked by name (never for "all topics"): with
+``auto.create.topics.enable`` and the request's AllowAutoTopicCreation (v4+;
+always true before) the topic is created with num.partitions and
+default.replication.factor (the internal topics with their own settings)
+through the shared CreateTopics core, and answered LEADER_NOT_AVAILABLE this
+time, as Kafka; a creation error (e.g. INVALID_REPLICATION_FACTOR) is answered
+as is. Otherwise UNKNOWN_TOPIC_OR_PARTITION, or INVALID_TOPIC_EXCEPTION for an
+illegal name.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from broker import topic_names
+from broker.context import RequestContext
+from broker.dispatch import handler
+from broker.handlers.create_topics import TopicRequest, create_topic
+from broker.handlers.describe_cluster import CLUSTER_OPERATIONS, OPERATIONS_NOT_REQUESTED, \
+    TOPIC_OPERATIONS, cluster_id, controller_id
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
+from protocol.schema import ZERO_UUID, Struct
+from protocol.spec import api
+
+SPEC = api(ApiKey.METADATA).response
+BROKER = SPEC.structs["MetadataResponseBroker"]
+TOPIC = SPEC.structs["MetadataResponseTopic"]
+PARTITION = SPEC.structs["MetadataResponsePartition"]
+
+# Kafka's settings for the internal topics it creates on demand
+# (GroupCoordinator.groupMetadataTopicConfigs, TransactionStateManager).
+OFFSETS_TOPIC_CONFIGS = {"cleanup.policy": "compact", "compression.type": "producer",
+                         "segment.bytes": "104857600"}
+TXN_TOPIC_CONFIGS = {"cleanup.policy": "compact", "compression.type": "uncompressed",
+                     "segment.bytes": "104857600", "unclean.leader.election.enable": "false",
+                     "min.insync.replicas": "2"}
+
+
+def auto_create_request(config: Any, name: str) -> TopicRequest:
+    """What Kafka's AutoTopicCreationManager asks for, per topic name."""
+    if name == topic_names.GROUP_METADATA_TOPIC:
+        return TopicRequest(name, config.offsets_topic_num_partitions,
+                            config.offsets_topic_replication_factor,
+                            configs=dict(OFFSETS_TOPIC_CONFIGS))
+    if name == topic_names.TRANSACTION_STATE_TOPIC:
+        configs = dict(TXN_TOPIC_CONFIGS)
+        configs["min.insync.replicas"] = str(
+            getattr(config, "transaction_state_log_min_isr", 2))
+        return TopicRequest(name, getattr(config, "transaction_state_log_num_partitions", 50),
+                            getattr(config, "transaction_state_log_replication_factor", 3),
+                            configs=configs)
+    return TopicRequest(name, config.num_partitions, config.default_replication_factor)
+
+
+def _topic(error: int, name: str | None, topic_id: uuid.UUID | None,
+           partitions: list[Struct] | None = None) -> Struct:
+    return TOPIC.new(error_code=int(error), name=name, topic_id=topic_id or ZERO_UUID,
+                     is_internal=topic_names.is_internal(name), partitions=partitions or [])
+
+
+def _partition(metadata: Any, p: Any, v0: bool) -> Struct:
+    """ZkMetadataCache.getPartitionMetadata for one partition."""
+    replicas, isr = list(p.replicas), list(p.isr)
+    if v0:  # only live replicas are listed, and their absence is an error
+        replicas = [b for b in replicas if metadata.broker(b) is not None]
+        isr = [b for b in isr if metadata.broker(b) is not None]
+    error, leader = ErrorCode.NONE, p.leader
+    if p.leader < 0 or metadata.broker(p.leader) is None:
+        error, leader = ErrorCode.LEADER_NOT_AVAILABLE, -1
+    elif len(replicas) < len(p.replicas) or len(isr) < len(p.isr):
+        error = ErrorCode.REPLICA_NOT_AVAILABLE
+    return PARTITION.new(error_code=int(error), partition_index=p.partition, leader_id=leader,
+                         leader_epoch=p.leader_epoch, replica_nodes=replicas, isr_nodes=isr,
+                         offline_replicas=list(p.offline_replicas))
+
+
+def _known_topic(metadata: Any, name: str, v0: bool) -> Struct:
+    parts = sorted(metadata.partitions(name), key=lambda p: p.partition)
+    return _topic(ErrorCode.NONE, name, metadata.topic_id(name),
+                  [_partition(metadata, p, v0) for p in parts])
+
+
+async def _unknown_topic(ctx: RequestContext, name: str, auto_create: bool) -> Struct:
+    if not topic_names.is_valid(name):
+        return _topic(ErrorCode.INVALID_TOPIC_EXCEPTION, name, None)
+    if not auto_create:
+        return _topic(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name, None)
+    out = await create_topic(ctx.broker, auto_create_request(ctx.broker.config, name))
+    error = out.error
+    if error in (ErrorCode.NONE, ErrorCode.TOPIC_ALREADY_EXISTS):
+        error = ErrorCode.LEADER_NOT_AVAILABLE
+    return _topic(error, name, None)
+
+
+def _bad_request(version: int, request: Struct) -> Struct:
+    """MetadataRequest.getErrorResponse(INVALID_REQUEST): every requested topic errs
+    (a null name becomes "" where the response cannot carry null, before v12)."""
+    return SPEC.new(topics=[
+        _topic(ErrorCode.INVALID_REQUEST, t.name if t.name is not None or version >= 12
+               else "", t.topic_id) for t in request.topics])
+
+
+async def _topics(ctx: RequestContext, request: Struct) -> list[Struct]:
+    v, metadata = ctx.version, ctx.broker.metadata
+    if request.topics is None or (v == 0 and not request.topics):
+        return [_known_topic(metadata, n, v == 0) for n in sorted(metadata.topics())]
+    out: list[Struct] = []
+    ids = [t.topic_id for t in request.topics if t.topic_id != ZERO_UUID]
+    if ids:  # v12: by id; names in the request are ignored (as Kafka)
+        names = []
+        for tid in dict.fromkeys(ids):
+            name = metadata.topic_name(tid)
+            if name is not None:
+                names.append(name)
+            else:
+                out.append(_topic(ErrorCode.UNKNOWN_TOPIC_ID, None, tid))
+        return out + [_known_topic(metadata, n, False) for n in names
+                      if metadata.has_topic(n)]
+    auto_create = (ctx.broker.config.auto_create_topics_enable
+                   and (v < 4 or request.allow_auto_topic_creation))
+    for name in dict.fromkeys(t.name for t in request.topics):
+        if metadata.has_topic(name):
+            out.append(_known_topic(metadata, name, v == 0))
+        else:
+            out.append(await _unknown_topic(ctx, name, auto_create))
+    return out
+
+
+@handler(ApiKey.METADATA)
+async def handle_metadata(ctx: RequestContext, request: Struct) -> Struct:
+    v, metadata = ctx.version, ctx.broker.metadata
+    if request.topics is not None and v < 12 and any(
+            t.name is None or t.topic_id != ZERO_UUID for t in request.topics):
+        return _bad_request(v, request)
+    if request.topics is not None and any(
+            t.name is None and t.topic_id == ZERO_UUID for t in request.topics):
+        return _bad_request(v, request)
+    topics = await _topics(ctx, request)
+    if v >= 8 and request.include_topic_authorized_operations:
+        for t in topics:
+            if t.name is not None:
+                t.topic_authorized_operations = TOPIC_OPERATIONS
+    cluster_ops = OPERATIONS_NOT_REQUESTED
+    if 8 <= v <= 10 and request.include_cluster_authorized_operations:
+        cluster_ops = CLUSTER_OPERATIONS
+    brokers = [BROKER.new(node_id=b.id, host=b.host, port=b.port, rack=b.rack)
+               for b in sorted(metadata.brokers(), key=lambda b: b.id)]
+    return SPEC.new(throttle_time_ms=0, brokers=brokers, cluster_id=await cluster_id(ctx.broker),
+                    controller_id=controller_id(metadata), topics=topics,
+                    cluster_authorized_operations=cluster_ops)

@@ -1,0 +1,38 @@
+"""OffsetForLeaderEpoch (API key 23), versions 0-4.
+
+"Where does leader epoch E end?" answered from the leader-epoch cache
+(KIP-101/279): the start offset of the first epoch above E (the LEO when E is
+the latest), with the largest epoch <= E (v1+). Leader only; v2+ fences with
+CurrentLeaderEpoch (FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH). An unknown
+or future epoch answers epoch -1, offset -1 with no error, as Kafka does.
+"""
+
+from __future__ import annotations
+
+from broker.context import RequestContext
+from broker.dispatch import handler
+from broker.handlers.produce import refine_unknown
+from protocol.api_keys import ApiKey
+from protocol.schema import Struct
+from protocol.spec import api
+
+SPEC = api(ApiKey.OFFSET_FOR_LEADER_EPOCH).response
+TOPIC = SPEC.structs["OffsetForLeaderTopicResult"]
+PARTITION = SPEC.structs["EpochEndOffset"]
+
+
+@handler(ApiKey.OFFSET_FOR_LEADER_EPOCH)
+async def handle_offset_for_leader_epoch(ctx: RequestContext, request: Struct) -> Struct:
+    replicas = ctx.broker.replicas
+    topics = []
+    for topic in request.topics:
+        parts = []
+        for p in topic.partitions:
+            current = p.current_leader_epoch if ctx.version >= 2 else -1
+            error, epoch, end = replicas.last_offset_for_leader_epoch(
+                (topic.topic, p.partition), current, p.leader_epoch)
+            error = refine_unknown(ctx, topic.topic, p.partition, error)
+            parts.append(PARTITION.new(error_code=error, partition=p.partition,
+                                       leader_epoch=epoch, end_offset=end))
+        topics.append(TOPIC.new(topic=topic.topic, partitions=parts))
+    return SPEC.new(throttle_time_ms=0, topics=topics)

@@ -1,0 +1,157 @@
+"""Produce (API key 0), versions 0-11.
+
+* v0-2 carry magic 0/1 message sets: up-converted here to one magic-2 batch
+  (same codec; zstd is impossible there). v3+ must carry exactly one magic-2
+  batch per partition (INVALID_RECORD otherwise), as Kafka checks.
+* acks 0 / 1 / -1 (all); anything else is INVALID_REQUIRED_ACKS. acks=0 gets
+  no response; if one of its partitions failed, the connection is closed so
+  the client refreshes metadata (Kafka does the same).
+* Errors are per partition with nothing appended. NOT_LEADER_OR_FOLLOWER
+  carries the current leader (v10+ tagged CurrentLeader and NodeEndpoints,
+  from the metadata cache). A partition we do not host but the cluster knows
+  is NOT_LEADER_OR_FOLLOWER; one nobody knows is UNKNOWN_TOPIC_OR_PARTITION.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from broker.context import RequestContext
+from broker.dispatch import handler
+from protocol import legacy_records
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode, KafkaError
+from protocol.records import CREATE_TIME, BatchBuilder
+from protocol.schema import Struct
+from protocol.spec import api
+
+log = logging.getLogger(__name__)
+
+SPEC = api(ApiKey.PRODUCE).response
+TOPIC = SPEC.structs["TopicProduceResponse"]
+PARTITION = SPEC.structs["PartitionProduceResponse"]
+LEADER = SPEC.structs["LeaderIdAndEpoch"]
+NODE = SPEC.structs["NodeEndpoint"]
+
+LEADER_HINT_ERRORS = (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH)
+
+
+def leader_hint(ctx: RequestContext, topic: str, partition: int) -> tuple[int, int] | None:
+    """(leader id, leader epoch) of a partition from the metadata cache, None if unknown."""
+    metadata = getattr(ctx.broker, "metadata", None)
+    if metadata is None:
+        return None
+    try:
+        for meta in metadata.partitions(topic):
+            if meta.partition == partition:
+                return meta.leader, meta.leader_epoch
+    except (KeyError, LookupError):
+        return None
+    return None
+
+
+def node_endpoints(ctx: RequestContext, leader_ids: set[int], node_spec: Any) -> list[Struct]:
+    """NodeEndpoint structs for the leaders named in CurrentLeader fields (KIP-951)."""
+    metadata = getattr(ctx.broker, "metadata", None)
+    out = []
+    for broker_id in sorted(leader_ids):
+        b = metadata.broker(broker_id) if metadata is not None else None
+        if b is not None:
+            out.append(node_spec.new(node_id=b.id, host=b.host, port=b.port, rack=b.rack))
+    return out
+
+
+def refine_unknown(ctx: RequestContext, topic: str, partition: int, error: int) -> int:
+    """Not hosted here: NOT_LEADER_OR_FOLLOWER if the cluster knows the partition."""
+    if error == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION and leader_hint(ctx, topic, partition) is not None:
+        return ErrorCode.NOT_LEADER_OR_FOLLOWER
+    return error
+
+
+def upconvert(data: Any) -> bytearray:
+    """A v0-2 message set as one magic-2 batch (raises KafkaError with Kafka's codes).
+
+    The producer's codec is kept; its timestamp type is not (the topic's
+    message.timestamp.type decides, when the log appends).
+    """
+    try:
+        converted = legacy_records.upconvert(data)
+    except legacy_records.UnsupportedLegacyCodec as e:
+        raise KafkaError(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, str(e)) from None
+    except legacy_records.InvalidLegacyMessage as e:
+        raise KafkaError(ErrorCode.INVALID_RECORD, str(e)) from None
+    except (legacy_records.CorruptLegacyMessage, ValueError) as e:
+        raise KafkaError(ErrorCode.CORRUPT_MESSAGE, str(e)) from None
+    if not converted.records:
+        raise KafkaError(ErrorCode.INVALID_RECORD, "empty message set")
+    builder = BatchBuilder(codec=int(converted.codec), timestamp_type=CREATE_TIME)
+    for _offset, timestamp, key, value, _headers in converted.records:
+        builder.append(key, value, timestamp)
+    return builder.build()
+
+
+@handler(ApiKey.PRODUCE)
+async def handle_produce(ctx: RequestContext, request: Struct) -> Struct | None:
+    version = ctx.version
+    early: dict[tuple[str, int], tuple[int, str | None]] = {}
+    entries: dict[tuple[str, int], Any] = {}
+    for topic in request.topic_data:
+        for pd in topic.partition_data:
+            tp = (topic.name, pd.index)
+            data = pd.records
+            try:
+                if data is None or len(data) == 0:
+                    raise KafkaError(ErrorCode.INVALID_RECORD, "produce without records")
+                if version < 3:
+                    data = upconvert(data)
+                entries[tp] = data
+            except KafkaError as e:
+                early[tp] = (e.code, e.message)
+    results = await ctx.broker.replicas.append_records(
+        request.acks, request.timeout_ms, entries,
+        transactional_id=request.transactional_id, single_batch=version >= 3)
+    errors = {tp: (r.error, r.error_message) for tp, r in results.items() if r.error}
+    errors.update(early)
+    if request.acks == 0:
+        if errors:
+            log.info("closing connection %s: acks=0 produce failed for %s",
+                     getattr(ctx.connection, "peer", "?"),
+                     ", ".join(f"{t}-{p}: {ErrorCode.from_code(c).name}" for (t, p), (c, _) in errors.items()))
+            writer = getattr(ctx.connection, "writer", None)
+            if writer is not None:
+                writer.close()
+        return None
+    return _response(ctx, request, results, early)
+
+
+def _response(ctx: RequestContext, request: Struct, results: dict[tuple[str, int], Any],
+              early: dict[tuple[str, int], tuple[int, str | None]]) -> Struct:
+    version = ctx.version
+    leaders: set[int] = set()
+    topics = []
+    for topic in request.topic_data:
+        parts = []
+        for pd in topic.partition_data:
+            tp = (topic.name, pd.index)
+            part = PARTITION.new(index=pd.index)
+            if tp in early:
+                part.error_code, part.error_message = early[tp]
+            else:
+                r = results[tp]
+                part.error_code = refine_unknown(ctx, topic.name, pd.index, r.error)
+                part.error_message = r.error_message
+                part.base_offset = r.base_offset
+                part.log_append_time_ms = r.log_append_time
+                part.log_start_offset = r.log_start_offset
+            if part.error_code in LEADER_HINT_ERRORS and version >= 10:
+                hint = leader_hint(ctx, topic.name, pd.index)
+                if hint is not None and hint[0] >= 0:
+                    part.current_leader = LEADER.new(leader_id=hint[0], leader_epoch=hint[1])
+                    leaders.add(hint[0])
+            parts.append(part)
+        topics.append(TOPIC.new(name=topic.name, partition_responses=parts))
+    response = SPEC.new(responses=topics, throttle_time_ms=0)
+    if leaders and version >= 10:
+        response.node_endpoints = node_endpoints(ctx, leaders, NODE)
+    return response

@@ -1,0 +1,1 @@
+"""Partitions hosted by this broker: leader/follower state, purgatory, replica manager."""

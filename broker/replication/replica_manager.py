@@ -1,0 +1,474 @@
+"""ReplicaManager: the partitions this broker hosts, and the data path over them.
+
+* ``become_leader_or_follower`` / ``stop_replicas``: LeaderAndIsr and
+  StopReplica, fenced by the controller epoch and each partition's leader epoch.
+* ``append_records``: Produce. acks=0/1 answer once the leader has appended;
+  acks=all parks a DelayedProduce until the high watermark passes the batch.
+* ``fetch``: Fetch from consumers (below the HW / LSO) and followers (below
+  the LEO, updating what the leader knows of them). A fetch short of
+  ``min_bytes`` parks a DelayedFetch until data arrives or max wait passes.
+* ``fetch_offset_for_timestamp`` (ListOffsets), ``last_offset_for_leader_epoch``
+  (OffsetForLeaderEpoch), ``delete_records`` (DeleteRecords).
+
+Purgatory keys are (topic, partition). Whoever moves a partition calls
+``_partition_changed`` so waiting produces and fetches re-check.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import logging
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from broker.replication.partition import READ_COMMITTED, Partition
+from broker.replication.partition_state import NO_TOPIC_ID, PartitionState
+from broker.replication.purgatory import DelayedFetch, DelayedProduce, Purgatory, Timer
+from protocol.errors import ErrorCode, KafkaError
+from storage.log import OffsetOutOfRangeError, wall_clock_ms
+from storage.log_manager import LogManager
+from storage.segment import FileSlice
+
+log = logging.getLogger(__name__)
+
+TopicPartition = tuple[str, int]
+EPOCH_DURING_DELETE = -2
+NO_EPOCH = -1
+
+LATEST_TIMESTAMP = -1
+EARLIEST_TIMESTAMP = -2
+MAX_TIMESTAMP = -3
+EARLIEST_LOCAL_TIMESTAMP = -4
+LATEST_TIERED_TIMESTAMP = -5
+
+
+def topic_id_text(topic_id: Any) -> str:
+    """Kafka's Uuid.toString: URL-safe base64 of the 16 bytes, no padding."""
+    return base64.urlsafe_b64encode(topic_id.bytes).decode().rstrip("=")
+
+
+class SliceRecords:
+    """A fetch's records as a storage FileSlice, for the response codec and the
+    connection: ``wire_size`` bytes, read out by ``tobytes()`` only when sent."""
+
+    __slots__ = ("slice",)
+
+    def __init__(self, file_slice: FileSlice) -> None:
+        self.slice = file_slice
+
+    @property
+    def wire_size(self) -> int:
+        return self.slice.size
+
+    def tobytes(self) -> bytes:
+        return self.slice.read()
+
+    def __bytes__(self) -> bytes:
+        return self.slice.read()
+
+    def __len__(self) -> int:
+        return self.slice.size
+
+
+@dataclass(frozen=True, slots=True)
+class ProduceResult:
+    error: int = ErrorCode.NONE
+    base_offset: int = -1
+    log_append_time: int = -1
+    log_start_offset: int = -1
+    error_message: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class FetchPartitionRequest:
+    fetch_offset: int
+    max_bytes: int
+    current_leader_epoch: int = -1
+    log_start_offset: int = -1
+    last_fetched_epoch: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class FetchPartitionResult:
+    error: int = ErrorCode.NONE
+    high_watermark: int = -1
+    last_stable_offset: int = -1
+    log_start_offset: int = -1
+    records: Any = b""                        # bytes or SliceRecords
+    diverging_epoch: tuple[int, int] | None = None  # (epoch, end offset) for a follower to truncate to
+
+    @property
+    def size(self) -> int:
+        return len(self.records) if self.records is not None else 0
+
+
+class ReplicaManager:
+    def __init__(self, broker_id: int, logs: LogManager, *, clock: Callable[[], int] = wall_clock_ms,
+                 timer: Timer | None = None,
+                 min_insync_replicas: Callable[[str], int] = lambda _topic: 1,
+                 producer_id_expiration_ms: int = 86_400_000) -> None:
+        self.broker_id = broker_id
+        self.logs = logs
+        self.clock = clock
+        self.min_insync_replicas = min_insync_replicas  # topic -> min.insync.replicas (topic config)
+        self.producer_id_expiration_ms = producer_id_expiration_ms
+        self.partitions: dict[TopicPartition, Partition] = {}
+        self.controller_epoch = 0
+        self.produce_purgatory = Purgatory("Produce", timer)
+        self.fetch_purgatory = Purgatory("Fetch", timer)
+
+    def partition(self, topic: str, partition: int) -> Partition | None:
+        return self.partitions.get((topic, partition))
+
+    def leader_partitions(self) -> list[Partition]:
+        return [p for p in self.partitions.values() if p.is_leader]
+
+    # -- LeaderAndIsr / StopReplica ----------------------------------------------------
+
+    def check_controller_epoch(self, controller_epoch: int) -> int:
+        """STALE_CONTROLLER_EPOCH for a request from an older controller, else NONE."""
+        if controller_epoch < self.controller_epoch:
+            return ErrorCode.STALE_CONTROLLER_EPOCH
+        return ErrorCode.NONE
+
+    def become_leader_or_follower(self, controller_epoch: int,
+                                  states: Sequence[PartitionState]) -> dict[TopicPartition, int]:
+        """Apply a LeaderAndIsr request; error per partition.
+
+        A request from an older controller changes nothing (every partition
+        STALE_CONTROLLER_EPOCH; the handler also answers it at top level). A
+        partition state with a leader epoch not above ours is ignored with
+        STALE_CONTROLLER_EPOCH (Kafka, ZooKeeper mode), except to adopt a topic id.
+        """
+        if self.check_controller_epoch(controller_epoch):
+            log.warning("ignoring LeaderAndIsr from controller epoch %d (ours is %d)",
+                        controller_epoch, self.controller_epoch)
+            return {s.tp: ErrorCode.STALE_CONTROLLER_EPOCH for s in states}
+        self.controller_epoch = controller_epoch
+        result: dict[TopicPartition, int] = {}
+        leaders: list[Partition] = []
+        followers: list[Partition] = []
+        for state in states:
+            result[state.tp] = self._become(state, leaders, followers)
+        if leaders or followers:
+            log.info("controller epoch %d: became leader for %d and follower for %d partitions",
+                     controller_epoch, len(leaders), len(followers))
+        return result
+
+    def _become(self, state: PartitionState, leaders: list[Partition],
+                followers: list[Partition]) -> int:
+        p = self.partitions.get(state.tp)
+        if p is not None and state.topic_id != NO_TOPIC_ID and p.topic_id not in (NO_TOPIC_ID, state.topic_id):
+            log.error("%s-%d: topic id %s in the request does not match ours %s",
+                      state.topic, state.partition, state.topic_id, p.topic_id)
+            return ErrorCode.INCONSISTENT_TOPIC_ID
+        if p is not None and state.leader_epoch <= p.leader_epoch:
+            if state.leader_epoch == p.leader_epoch and p.topic_id == NO_TOPIC_ID != state.topic_id:
+                p.topic_id = state.topic_id
+                self._attach(p, state)
+                return ErrorCode.NONE
+            log.warning("%s-%d: ignoring leader epoch %d, ours is %d", state.topic, state.partition,
+                        state.leader_epoch, p.leader_epoch)
+            return ErrorCode.STALE_CONTROLLER_EPOCH
+        if self.broker_id not in state.replicas:
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        if p is None:
+            p = Partition(state.topic, state.partition, self.broker_id, self.clock)
+            self.partitions[state.tp] = p
+        try:
+            self._attach(p, state)
+        except OSError as e:
+            log.error("%s-%d: cannot open its log: %s", state.topic, state.partition, e)
+            return ErrorCode.KAFKA_STORAGE_ERROR
+        if state.leader == self.broker_id:
+            p.make_leader(state)
+            leaders.append(p)
+        else:
+            p.make_follower(state)
+            followers.append(p)
+        self._partition_changed(state.tp)
+        return ErrorCode.NONE
+
+    def _attach(self, p: Partition, state: PartitionState) -> None:
+        topic_id = topic_id_text(state.topic_id) if state.topic_id != NO_TOPIC_ID else None
+        plog = self.logs.get_or_create_log(state.topic, state.partition, topic_id=topic_id)
+        if p.log is not plog:
+            p.attach_log(plog, self.producer_id_expiration_ms)
+
+    def stop_replicas(self, controller_epoch: int,
+                      entries: Iterable[tuple[str, int, bool] | tuple[str, int, bool, int]]
+                      ) -> dict[TopicPartition, int]:
+        """StopReplica: stop hosting partitions, deleting their logs when asked.
+
+        Entries are (topic, partition, delete[, leader_epoch]); a leader epoch
+        below ours is FENCED_LEADER_EPOCH (-1 = none given, -2 = topic deletion).
+        """
+        entries = list(entries)
+        if self.check_controller_epoch(controller_epoch):
+            return {(e[0], e[1]): ErrorCode.STALE_CONTROLLER_EPOCH for e in entries}
+        self.controller_epoch = controller_epoch
+        result: dict[TopicPartition, int] = {}
+        for entry in entries:
+            topic, index, delete = entry[0], entry[1], entry[2]
+            epoch = entry[3] if len(entry) > 3 else NO_EPOCH  # type: ignore[misc]
+            tp = (topic, index)
+            p = self.partitions.get(tp)
+            if p is not None and epoch not in (NO_EPOCH, EPOCH_DURING_DELETE) and epoch < p.leader_epoch:
+                result[tp] = ErrorCode.FENCED_LEADER_EPOCH
+                continue
+            self.partitions.pop(tp, None)
+            if p is not None:
+                p.leader_id = -1
+            self._partition_changed(tp)
+            if delete:
+                try:
+                    self.logs.delete_log(topic, index)
+                except OSError as e:
+                    log.error("%s-%d: cannot delete its log: %s", topic, index, e)
+                    result[tp] = ErrorCode.KAFKA_STORAGE_ERROR
+                    continue
+            result[tp] = ErrorCode.NONE
+        if result:
+            log.info("stopped %d replicas (%d deleted)", len(result),
+                     sum(1 for e in entries if e[2]))
+        return result
+
+    def _partition_changed(self, tp: TopicPartition) -> None:
+        """Data, HW or role changed: let waiting fetches and produces re-check."""
+        self.fetch_purgatory.check_and_complete(tp)
+        self.produce_purgatory.check_and_complete(tp)
+
+    # -- Produce -------------------------------------------------------------------------
+
+    async def append_records(self, acks: int, timeout_ms: int,
+                             entries: dict[TopicPartition, Any], *,
+                             transactional_id: str | None = None,
+                             single_batch: bool = False) -> dict[TopicPartition, ProduceResult]:
+        """Append each partition's records as leader; wait for the HW with acks=all.
+
+        ``single_batch``: Produce v3+ (exactly one batch per partition).
+        ``transactional_id`` is accepted for the seam; transactions come later.
+        """
+        if acks not in (-1, 0, 1):
+            return {tp: ProduceResult(ErrorCode.INVALID_REQUIRED_ACKS) for tp in entries}
+        results: dict[TopicPartition, ProduceResult] = {}
+        pending: dict[TopicPartition, int] = {}
+        for tp, data in entries.items():
+            p = self.partitions.get(tp)
+            if p is None:
+                results[tp] = ProduceResult(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+                continue
+            try:
+                r = p.append_records_as_leader(data, required_acks=acks,
+                                               min_insync_replicas=self.min_insync_replicas(tp[0]),
+                                               single_batch=single_batch)
+            except KafkaError as e:
+                results[tp] = ProduceResult(e.code, error_message=e.message)
+                continue
+            except OSError as e:
+                log.error("%s-%d: append failed: %s", tp[0], tp[1], e)
+                results[tp] = ProduceResult(ErrorCode.KAFKA_STORAGE_ERROR, error_message=str(e))
+                continue
+            results[tp] = ProduceResult(ErrorCode.NONE, r.first_offset, r.log_append_time,
+                                        r.log_start_offset)
+            pending[tp] = r.last_offset + 1
+            if not r.duplicate:
+                self._partition_changed(tp)
+        if acks == -1 and pending:
+            errors = await self._wait_for_high_watermark(timeout_ms, pending)
+            for tp, error in errors.items():
+                if error:
+                    old = results[tp]
+                    results[tp] = ProduceResult(error, old.base_offset, old.log_append_time,
+                                                old.log_start_offset)
+        return results
+
+    async def _wait_for_high_watermark(self, timeout_ms: int,
+                                       pending: dict[TopicPartition, int]) -> dict[TopicPartition, int]:
+        future: asyncio.Future[dict[TopicPartition, int]] = asyncio.get_running_loop().create_future()
+        op = DelayedProduce(timeout_ms, pending, self._enough_replicas, future)
+        self.produce_purgatory.try_complete_else_watch(op, list(pending))
+        return await future
+
+    def _enough_replicas(self, tp: TopicPartition, required: int) -> tuple[bool, int]:
+        p = self.partitions.get(tp)
+        if p is None:
+            return True, ErrorCode.NOT_LEADER_OR_FOLLOWER
+        return p.check_enough_replicas_reach_offset(required, self.min_insync_replicas(tp[0]))
+
+    # -- Fetch ---------------------------------------------------------------------------
+
+    async def fetch(self, replica_id: int, max_wait_ms: int, min_bytes: int, max_bytes: int,
+                    isolation: int, entries: dict[TopicPartition, FetchPartitionRequest], *,
+                    hard_max_bytes_limit: bool = False) -> dict[TopicPartition, FetchPartitionResult]:
+        """Read every partition in request order; wait (purgatory) while short of ``min_bytes``.
+
+        ``max_bytes`` bounds the whole response; unless ``hard_max_bytes_limit``
+        (Fetch v0-2) the first non-empty partition returns at least one whole
+        batch even above the limits (Kafka's "at least one batch" rule).
+        """
+        if replica_id >= 0:
+            for tp, req in entries.items():
+                p = self.partitions.get(tp)
+                if p is not None and p.update_follower_fetch_state(replica_id, req.fetch_offset):
+                    self._partition_changed(tp)
+
+        def read() -> dict[TopicPartition, FetchPartitionResult]:
+            return self._read_all(replica_id, max_bytes, isolation, entries, hard_max_bytes_limit)
+
+        results = read()
+        if (max_wait_ms <= 0 or not entries or sum(r.size for r in results.values()) >= min_bytes
+                or any(r.error or r.diverging_epoch for r in results.values())):
+            return results
+
+        def probe() -> tuple[int, bool]:
+            now = read()
+            return (sum(r.size for r in now.values()),
+                    any(r.error or r.diverging_epoch for r in now.values()))
+
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        op = DelayedFetch(max_wait_ms, min_bytes, probe, read, future)
+        self.fetch_purgatory.try_complete_else_watch(op, list(entries))
+        return await future  # type: ignore[no-any-return]
+
+    def _read_all(self, replica_id: int, max_bytes: int, isolation: int,
+                  entries: dict[TopicPartition, FetchPartitionRequest],
+                  hard_max_bytes_limit: bool) -> dict[TopicPartition, FetchPartitionResult]:
+        remaining = max_bytes
+        min_one = not hard_max_bytes_limit
+        out: dict[TopicPartition, FetchPartitionResult] = {}
+        for tp, req in entries.items():
+            r = self._read_partition(tp, req, replica_id, isolation,
+                                     max(0, min(req.max_bytes, remaining)), min_one)
+            if r.size:
+                min_one = False
+                remaining = max(0, remaining - r.size)
+            out[tp] = r
+        return out
+
+    def _read_partition(self, tp: TopicPartition, req: FetchPartitionRequest, replica_id: int,
+                        isolation: int, limit: int, min_one: bool) -> FetchPartitionResult:
+        p = self.partitions.get(tp)
+        if p is None:
+            return FetchPartitionResult(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        if not p.is_leader:
+            return FetchPartitionResult(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        error = p.check_leader_epoch(req.current_leader_epoch)
+        if error:
+            return FetchPartitionResult(error)
+        hw, lso, start = p.high_watermark, p.last_stable_offset, p.log_start_offset
+        if req.last_fetched_epoch >= 0:  # a follower checking for divergence (KIP-595 style, v12+)
+            _, epoch, end = p.last_offset_for_leader_epoch(-1, req.last_fetched_epoch, False)
+            if epoch < req.last_fetched_epoch or end < req.fetch_offset:
+                return FetchPartitionResult(ErrorCode.NONE, hw, lso, start, b"", (epoch, end))
+        try:
+            rr = p.read(req.fetch_offset, limit, upper=p.fetch_upper_bound(replica_id, isolation),
+                        min_one_batch=min_one)
+        except OffsetOutOfRangeError:
+            return FetchPartitionResult(ErrorCode.OFFSET_OUT_OF_RANGE, hw, lso, start)
+        records = SliceRecords(rr.slice) if rr.slice.size else b""
+        return FetchPartitionResult(ErrorCode.NONE, hw, lso, start, records)
+
+    # -- ListOffsets / OffsetForLeaderEpoch / DeleteRecords ------------------------------
+
+    def leader_partition(self, tp: TopicPartition, current_leader_epoch: int = -1) -> Partition:
+        """The partition if we lead it at the caller's epoch; KafkaError otherwise."""
+        p = self.partitions.get(tp)
+        if p is None:
+            raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        if not p.is_leader:
+            raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        error = p.check_leader_epoch(current_leader_epoch)
+        if error:
+            raise KafkaError(error)
+        return p
+
+    def fetch_offset_for_timestamp(self, tp: TopicPartition, timestamp: int, isolation: int | None,
+                                   current_leader_epoch: int = -1) -> tuple[int, int, int]:
+        """(offset, timestamp, leader epoch) for ListOffsets; isolation None = a replica (LEO).
+
+        -1 latest (HW / LSO / LEO), -2 and -4 earliest, -3 the max timestamp,
+        -5 (no tiered storage) -1, else the first record at or after the
+        timestamp below the fetchable bound, or (-1, -1, -1) when none.
+        """
+        p = self.leader_partition(tp, current_leader_epoch)
+        plog = p.local_log()
+        if isolation is not None and p.leader_epoch_start_offset > p.high_watermark:
+            raise KafkaError(ErrorCode.OFFSET_NOT_AVAILABLE,
+                             "the new leader's high watermark has not caught up")
+        bound = (plog.log_end_offset if isolation is None
+                 else p.last_stable_offset if isolation == READ_COMMITTED else p.high_watermark)
+        cache = plog.leader_epoch_cache
+        if timestamp == LATEST_TIMESTAMP:
+            return bound, -1, p.leader_epoch
+        if timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
+            start = plog.log_start_offset
+            return start, -1, cache.epoch_for_offset(start)
+        if timestamp == MAX_TIMESTAMP:
+            ts, offset = plog.max_timestamp_and_offset()
+            if offset < 0:
+                return -1, -1, -1
+            return offset, ts, cache.epoch_for_offset(offset)
+        if timestamp == LATEST_TIERED_TIMESTAMP or timestamp < 0:
+            return -1, -1, -1
+        found = plog.offset_for_timestamp(timestamp)
+        if found is None or found[0] >= bound:
+            return -1, -1, -1
+        return found[0], found[1], cache.epoch_for_offset(found[0])
+
+    def legacy_offsets_before(self, tp: TopicPartition, timestamp: int, max_num: int,
+                              from_consumer: bool) -> list[int]:
+        """ListOffsets v0: segment base offsets (newest first) plus the end (Kafka
+        ``legacyFetchOffsetsBefore``; a segment's max timestamp stands in for its mtime)."""
+        p = self.leader_partition(tp)
+        plog = p.local_log()
+        end = p.high_watermark if from_consumer else plog.log_end_offset
+        points = [(s.base_offset, s.max_timestamp) for s in plog.segments
+                  if s.base_offset >= plog.log_start_offset or s is plog.segments[0]]
+        points[0] = (plog.log_start_offset, points[0][1])
+        if plog.active_segment.size > 0 or len(points) == 1:
+            points.append((end, self.clock()))
+        if timestamp == LATEST_TIMESTAMP:
+            candidates = points
+        elif timestamp == EARLIEST_TIMESTAMP:
+            candidates = points[:1]
+        else:
+            candidates = [pt for pt in points if pt[1] <= timestamp]
+        offsets = sorted({min(o, end) for o, _ in candidates}, reverse=True)
+        return offsets[:max(max_num, 0)]
+
+    def last_offset_for_leader_epoch(self, tp: TopicPartition, current_leader_epoch: int,
+                                     leader_epoch: int) -> tuple[int, int, int]:
+        """(error, epoch, end offset) for OffsetForLeaderEpoch (leader only)."""
+        p = self.partitions.get(tp)
+        if p is None:
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, -1, -1
+        return p.last_offset_for_leader_epoch(current_leader_epoch, leader_epoch, True)
+
+    def delete_records(self, tp: TopicPartition, offset: int) -> tuple[int, int]:
+        """(error, low watermark): move the log start up to ``offset`` (-1 = the HW)."""
+        try:
+            p = self.leader_partition(tp)
+        except KafkaError as e:
+            return e.code, -1
+        plog = p.local_log()
+        target = p.high_watermark if offset == -1 else offset
+        if target < 0 or target > p.high_watermark:
+            return ErrorCode.OFFSET_OUT_OF_RANGE, -1
+        if plog.maybe_increment_log_start_offset(target):
+            log.info("%s-%d: log start offset moved to %d by DeleteRecords", tp[0], tp[1], target)
+        return ErrorCode.NONE, plog.log_start_offset
+
+    # -- background work (the broker schedules these) ------------------------------------
+
+    def remove_expired_producers(self) -> int:
+        now = self.clock()
+        return sum(p.producers.remove_expired(now, self.producer_id_expiration_ms)
+                   for p in self.partitions.values())
+
+    def shutdown(self) -> None:
+        """Answer every parked request (they see the partitions as they are now)."""
+        self.fetch_purgatory.complete_all()
+        self.produce_purgatory.complete_all()

@@ -1,0 +1,97 @@
+"""Purgatory verbs with a fake clock: complete on check, expire on time, exactly once."""
+
+from __future__ import annotations
+
+import asyncio
+
+from broker.replication.purgatory import DelayedFetch, DelayedOperation, DelayedProduce, Purgatory
+from protocol.errors import ErrorCode
+
+from tests.unit.broker.replication.fakes import FakeClock
+
+
+class Op(DelayedOperation):
+    def __init__(self, delay_ms: int) -> None:
+        super().__init__(delay_ms)
+        self.ready = False
+        self.completions = 0
+        self.expirations = 0
+
+    def try_complete(self) -> bool:
+        return self.ready and self.force_complete()
+
+    def on_complete(self) -> None:
+        self.completions += 1
+
+    def on_expiration(self) -> None:
+        self.expirations += 1
+
+
+def test_completes_at_once_when_ready() -> None:
+    clock = FakeClock()
+    p = Purgatory("t", clock)
+    op = Op(100)
+    op.ready = True
+    assert p.try_complete_else_watch(op, ["a"])
+    assert op.completions == 1 and p.watched() == 0 and clock.pending == 0
+
+
+def test_check_and_complete_unwatches_every_key_and_cancels_timer() -> None:
+    clock = FakeClock()
+    p = Purgatory("t", clock)
+    op = Op(100)
+    assert not p.try_complete_else_watch(op, ["a", "b"])
+    assert p.watched("a") == 1 and p.watched("b") == 1 and clock.pending == 1
+    assert p.check_and_complete("a") == 0
+    op.ready = True
+    assert p.check_and_complete("b") == 1
+    assert p.watched() == 0 and clock.pending == 0
+    clock.advance(1000)
+    assert (op.completions, op.expirations) == (1, 0)
+
+
+def test_expiry_completes_once_then_on_expiration() -> None:
+    clock = FakeClock()
+    p = Purgatory("t", clock)
+    op = Op(100)
+    p.try_complete_else_watch(op, ["a"])
+    clock.advance(99)
+    assert op.completions == 0
+    clock.advance(1)
+    assert (op.completions, op.expirations, op.expired) == (1, 1, True)
+    op.ready = True
+    assert p.check_and_complete("a") == 0 and op.completions == 1
+
+
+def test_delayed_produce_times_out_pending_partitions() -> None:
+    async def main() -> None:
+        clock = FakeClock()
+        p = Purgatory("produce", clock)
+        hw = {("t", 0): 0, ("t", 1): 0}
+        fut = asyncio.get_running_loop().create_future()
+        op = DelayedProduce(500, {("t", 0): 5, ("t", 1): 3},
+                            lambda tp, req: (hw[tp] >= req, ErrorCode.NONE), fut)
+        assert not p.try_complete_else_watch(op, list(hw))
+        hw[("t", 1)] = 3
+        p.check_and_complete(("t", 1))
+        assert not fut.done()
+        clock.advance(500)
+        assert fut.result() == {("t", 0): ErrorCode.REQUEST_TIMED_OUT, ("t", 1): ErrorCode.NONE}
+    asyncio.run(main())
+
+
+def test_delayed_fetch_completes_on_min_bytes() -> None:
+    async def main() -> None:
+        clock = FakeClock()
+        p = Purgatory("fetch", clock)
+        available = [0]
+        fut = asyncio.get_running_loop().create_future()
+        op = DelayedFetch(1000, 10, lambda: (available[0], False), lambda: available[0], fut)
+        assert not p.try_complete_else_watch(op, ["k"])
+        available[0] = 5
+        p.check_and_complete("k")
+        assert not fut.done()
+        available[0] = 12
+        p.check_and_complete("k")
+        assert fut.result() == 12 and clock.pending == 0
+    asyncio.run(main())

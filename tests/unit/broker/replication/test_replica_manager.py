@@ -1,0 +1,241 @@
+"""Partition + ReplicaManager over a real PartitionLog: append, HW, purgatories, epochs."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+
+import pytest
+
+from broker.replication.partition_state import PartitionState
+from broker.replication.replica_manager import FetchPartitionRequest, ReplicaManager
+from protocol import records
+from protocol.errors import ErrorCode
+from protocol.records import build_batch
+from storage.config import LogConfig
+from storage.log_manager import LogManager
+
+from tests.unit.broker.replication.fakes import FakeBroker, FakeClock
+
+TP = ("t", 0)
+NOW = FakeClock().now_ms  # batch timestamps: recent, so producers are not expired
+
+
+def batch(n: int = 1, *, pid: int = -1, seq: int = -1, epoch: int = -1, size: int = 10) -> bytearray:
+    return build_batch([(b"k", b"x" * size, NOW + i) for i in range(n)], producer_id=pid,
+                       producer_epoch=epoch, base_sequence=seq)
+
+
+def run(coro):  # noqa: ANN001, ANN201
+    return asyncio.run(coro)
+
+
+def test_append_assigns_offsets_moves_hw_and_stamps_epoch(tmp_path: Path) -> None:
+    b = FakeBroker(tmp_path)
+    b.lead("t")
+    b.lead("t")  # leader epoch 1
+    r1 = run(b.replicas.append_records(1, 1000, {TP: batch(3)}))[TP]
+    r2 = run(b.replicas.append_records(-1, 1000, {TP: batch(2)}))[TP]
+    assert (r1.error, r1.base_offset, r2.error, r2.base_offset) == (0, 0, 0, 3)
+    p = b.replicas.partition(*TP)
+    assert p.high_watermark == p.log_end_offset == 5
+    data = p.read(0, 1 << 20, upper=None, min_one_batch=True).slice.read()
+    headers = [h for _, h in records.iter_batches(data)]
+    assert [h.base_offset for h in headers] == [0, 3]
+    assert {h.partition_leader_epoch for h in headers} == {1}
+    assert p.local_log().leader_epoch_cache.entries()[-1] == (1, 0)
+
+
+@pytest.mark.parametrize("mutate,code", [
+    (lambda d: d.__setitem__(40, d[40] ^ 1), ErrorCode.CORRUPT_MESSAGE),
+    (lambda d: d.__setitem__(16, 1), ErrorCode.INVALID_RECORD),
+    (lambda d: d.extend(b"\x00" * 5), ErrorCode.CORRUPT_MESSAGE),
+])
+def test_bad_batches_append_nothing(tmp_path: Path, mutate, code) -> None:  # noqa: ANN001
+    b = FakeBroker(tmp_path)
+    b.lead("t")
+    data = batch(2)
+    mutate(data)
+    r = run(b.replicas.append_records(1, 1000, {TP: data}))[TP]
+    assert r.error == code and r.base_offset == -1
+    assert b.replicas.partition(*TP).log_end_offset == 0
+
+
+def test_message_too_large_and_single_batch_rule(tmp_path: Path) -> None:
+    b = FakeBroker(tmp_path, config=LogConfig(max_message_bytes=200))
+    b.lead("t")
+    r = run(b.replicas.append_records(1, 1000, {TP: batch(1, size=300)}))[TP]
+    assert r.error == ErrorCode.MESSAGE_TOO_LARGE
+    two = batch(1) + batch(1)
+    r = run(b.replicas.append_records(1, 1000, {TP: two}, single_batch=True))[TP]
+    assert r.error == ErrorCode.INVALID_RECORD
+    assert b.replicas.partition(*TP).log_end_offset == 0
+    assert run(b.replicas.append_records(1, 1000, {TP: two}))[TP].error == 0
+
+
+def test_unknown_partition_follower_and_bad_acks(tmp_path: Path) -> None:
+    b = FakeBroker(tmp_path)
+    b.lead("f", replicas=(1, 2), leader=2)
+    res = run(b.replicas.append_records(1, 1000, {("nope", 0): batch(), ("f", 0): batch()}))
+    assert res[("nope", 0)].error == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    assert res[("f", 0)].error == ErrorCode.NOT_LEADER_OR_FOLLOWER
+    assert run(b.replicas.append_records(2, 1000, {TP: batch()}))[TP].error == ErrorCode.INVALID_REQUIRED_ACKS
+
+
+def test_acks_all_waits_for_follower_and_times_out(tmp_path: Path) -> None:
+    async def main() -> None:
+        b = FakeBroker(tmp_path, min_isr=2)
+        b.lead("t", replicas=(1, 2))
+        p = b.replicas.partition(*TP)
+        task = asyncio.ensure_future(b.replicas.append_records(-1, 5000, {TP: batch(2)}))
+        await asyncio.sleep(0)
+        assert not task.done() and p.high_watermark == 0 and p.log_end_offset == 2
+        # the follower fetches at 2 (its LEO): HW moves, the produce completes
+        fetched = await b.replicas.fetch(2, 0, 1, 1 << 20, 0, {TP: FetchPartitionRequest(2, 1 << 20)})
+        assert fetched[TP].high_watermark == 2
+        await asyncio.sleep(0)
+        assert task.result()[TP].error == 0
+        # no follower progress: REQUEST_TIMED_OUT after the timeout
+        task = asyncio.ensure_future(b.replicas.append_records(-1, 5000, {TP: batch(1)}))
+        await asyncio.sleep(0)
+        b.clock.advance(5000)
+        await asyncio.sleep(0)
+        assert task.result()[TP].error == ErrorCode.REQUEST_TIMED_OUT
+    run(main())
+
+
+def test_min_insync_replicas(tmp_path: Path) -> None:
+    b = FakeBroker(tmp_path, min_isr=2)
+    b.lead("t", replicas=(1, 2), isr=(1,))
+    r = run(b.replicas.append_records(-1, 1000, {TP: batch()}))[TP]
+    assert r.error == ErrorCode.NOT_ENOUGH_REPLICAS
+    assert run(b.replicas.append_records(1, 1000, {TP: batch()}))[TP].error == 0
+
+
+def test_hw_is_min_leo_over_isr_and_never_backwards(tmp_path: Path) -> None:
+    b = FakeBroker(tmp_path)
+    b.lead("t", replicas=(1, 2, 3))
+    p = b.replicas.partition(*TP)
+    run(b.replicas.append_records(1, 1000, {TP: batch(10)}))
+    assert p.high_watermark == 0
+    assert not p.update_follower_fetch_state(2, 8)
+    assert p.update_follower_fetch_state(3, 6) and p.high_watermark == 6
+    assert not p.update_follower_fetch_state(3, 4)  # a stale fetch offset
+    assert p.high_watermark == 6
+    assert p.update_follower_fetch_state(3, 10) and p.high_watermark == 8
+
+
+def test_fetch_waits_for_min_bytes_then_for_max_wait(tmp_path: Path) -> None:
+    async def main() -> None:
+        b = FakeBroker(tmp_path)
+        b.lead("t")
+        req = {TP: FetchPartitionRequest(0, 1 << 20)}
+        task = asyncio.ensure_future(b.replicas.fetch(-1, 500, 1, 1 << 20, 0, req))
+        await asyncio.sleep(0)
+        assert not task.done()
+        await b.replicas.append_records(1, 1000, {TP: batch(3)})
+        await asyncio.sleep(0)
+        res = task.result()[TP]
+        assert res.size > 0 and res.high_watermark == 3
+        task = asyncio.ensure_future(b.replicas.fetch(-1, 500, 1, 1 << 20, 0,
+                                                      {TP: FetchPartitionRequest(3, 1 << 20)}))
+        await asyncio.sleep(0)
+        b.clock.advance(500)
+        await asyncio.sleep(0)
+        assert task.result()[TP].size == 0
+    run(main())
+
+
+def test_fetch_errors_and_at_least_one_batch(tmp_path: Path) -> None:
+    async def main() -> None:
+        b = FakeBroker(tmp_path)
+        b.lead("t", partitions=2)
+        b.lead("t", partitions=2)  # epoch 1
+        for i in range(3):
+            await b.replicas.append_records(1, 1000, {("t", 0): batch(1, size=500), ("t", 1): batch(1, size=500)})
+        f = b.replicas.fetch
+        res = await f(-1, 0, 1, 100, 0, {("t", 0): FetchPartitionRequest(0, 100),
+                                          ("t", 1): FetchPartitionRequest(0, 100)})
+        one = res[("t", 0)].size
+        assert one > 500 and res[("t", 1)].size == 0  # one whole batch despite the limits
+        res = await f(-1, 0, 1, 100, 0, {TP: FetchPartitionRequest(0, 100)}, hard_max_bytes_limit=True)
+        assert res[TP].size == 100  # v0-2: a hard limit, partial batch
+        assert (await f(-1, 0, 1, 1 << 20, 0, {TP: FetchPartitionRequest(99, 100)}))[TP].error == ErrorCode.OFFSET_OUT_OF_RANGE
+        assert (await f(-1, 0, 1, 1 << 20, 0, {TP: FetchPartitionRequest(0, 100, 0)}))[TP].error == ErrorCode.FENCED_LEADER_EPOCH
+        assert (await f(-1, 0, 1, 1 << 20, 0, {TP: FetchPartitionRequest(0, 100, 5)}))[TP].error == ErrorCode.UNKNOWN_LEADER_EPOCH
+        assert (await f(-1, 0, 1, 1 << 20, 0, {("x", 0): FetchPartitionRequest(0, 100)}))[("x", 0)].error == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    run(main())
+
+
+def test_consumers_read_below_hw_followers_to_leo(tmp_path: Path) -> None:
+    async def main() -> None:
+        b = FakeBroker(tmp_path)
+        b.lead("t", replicas=(1, 2))
+        await b.replicas.append_records(1, 1000, {TP: batch(2)})
+        req = {TP: FetchPartitionRequest(0, 1 << 20)}
+        assert (await b.replicas.fetch(-1, 0, 1, 1 << 20, 0, req))[TP].size == 0
+        assert (await b.replicas.fetch(2, 0, 1, 1 << 20, 0, req))[TP].size > 0
+    run(main())
+
+
+def test_leader_and_isr_epoch_fencing_and_stop_replica(tmp_path: Path) -> None:
+    b = FakeBroker(tmp_path)
+    tid = b.lead("t")  # epoch 0, controller epoch 1
+    rm = b.replicas
+    state = PartitionState("t", 0, tid, 1, 1, 0, (1,), 0, (1,))
+    assert rm.become_leader_or_follower(1, [state]) == {TP: ErrorCode.STALE_CONTROLLER_EPOCH}
+    assert rm.become_leader_or_follower(0, [state]) == {TP: ErrorCode.STALE_CONTROLLER_EPOCH}
+    other = PartitionState("u", 0, tid, 1, 2, 0, (2,), 0, (2,))
+    assert rm.become_leader_or_follower(1, [other]) == {("u", 0): ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
+    follower = PartitionState("t", 0, tid, 2, 2, 1, (1, 2), 0, (1, 2))
+    assert rm.become_leader_or_follower(2, [follower]) == {TP: 0}
+    assert not rm.partition(*TP).is_leader
+    assert rm.stop_replicas(2, [("t", 0, False, 0)]) == {TP: ErrorCode.FENCED_LEADER_EPOCH}
+    log_dir = rm.partition(*TP).local_log().dir
+    assert rm.stop_replicas(2, [("t", 0, True)]) == {TP: 0}
+    assert rm.partition(*TP) is None and not os.path.exists(log_dir)
+
+
+def test_idempotent_dedup_survives_reopen(tmp_path: Path) -> None:
+    clock = FakeClock()
+    b = FakeBroker(tmp_path, clock=clock)
+    b.lead("t")
+    first = batch(2, pid=9, epoch=0, seq=0)
+    r = run(b.replicas.append_records(-1, 1000, {TP: first}))[TP]
+    run(b.replicas.append_records(-1, 1000, {TP: batch(1, pid=9, epoch=0, seq=2)}))
+    assert run(b.replicas.append_records(-1, 1000, {TP: first}))[TP].base_offset == r.base_offset == 0
+    b.logs.shutdown()
+    # a new broker process over the same directory
+    logs = LogManager([str(tmp_path / "logs")], clock=clock)
+    logs.startup()
+    rm = ReplicaManager(1, logs, clock=clock, timer=clock)
+    tid = b.metadata.ids["t"]
+    assert rm.become_leader_or_follower(2, [PartitionState("t", 0, tid, 2, 1, 1, (1,), 0, (1,))]) == {TP: 0}
+    p = rm.partition(*TP)
+    assert p.log_end_offset == 3
+    dup = run(rm.append_records(-1, 1000, {TP: first}))[TP]
+    assert (dup.error, dup.base_offset) == (0, 0) and p.log_end_offset == 3
+    gap = run(rm.append_records(-1, 1000, {TP: batch(1, pid=9, epoch=0, seq=9)}))[TP]
+    assert gap.error == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
+    nxt = run(rm.append_records(-1, 1000, {TP: batch(1, pid=9, epoch=0, seq=3)}))[TP]
+    assert (nxt.error, nxt.base_offset) == (0, 3)
+    old = run(rm.append_records(-1, 1000, {TP: batch(1, pid=9, epoch=-1 + 0, seq=0)}))[TP]
+    assert old.error == ErrorCode.INVALID_PRODUCER_EPOCH
+
+
+def test_list_offsets_and_delete_records(tmp_path: Path) -> None:
+    b = FakeBroker(tmp_path)
+    b.lead("t")
+    rm = b.replicas
+    for ts in (100, 300, 200):
+        run(rm.append_records(1, 1000, {TP: build_batch([(None, b"v", ts)])}))
+    assert rm.fetch_offset_for_timestamp(TP, -1, 0)[0] == 3
+    assert rm.fetch_offset_for_timestamp(TP, -2, 0)[0] == 0
+    assert rm.fetch_offset_for_timestamp(TP, -3, 0)[:2] == (1, 300)
+    assert rm.fetch_offset_for_timestamp(TP, 150, 0)[:2] == (1, 300)
+    assert rm.fetch_offset_for_timestamp(TP, 301, 0)[0] == -1
+    assert rm.delete_records(TP, 5) == (ErrorCode.OFFSET_OUT_OF_RANGE, -1)
+    assert rm.delete_records(TP, 2) == (0, 2)
+    assert rm.fetch_offset_for_timestamp(TP, -2, 0)[0] == 2
+    assert rm.legacy_offsets_before(TP, -1, 10, True)[0] == 3
