@@ -191,6 +191,10 @@ class ClusterStore:
         self._closed = True
         await self._run(self.zk.stop)
 
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
     def add_session_listener(self, fn: Callable[[str], None]) -> None:
         """fn("LOST") when the session expired; fn("RENEWED") once a new session is
         up and this broker is registered again. Runs on the event loop."""

@@ -1,0 +1,58 @@
+"""ControllerContext: the active controller's picture of the cluster.
+
+Only Controller.process (one event at a time) mutates it. Invariants:
+  * ``assignments[t][p]`` is the replica list of /brokers/topics/<t>; the first
+    replica is the preferred leader.
+  * ``states[(t, p)]`` mirrors /brokers/topics/<t>/partitions/<p>/state,
+    including its znode version (the next conditional write must match it).
+  * ``live`` holds the brokers registered under /brokers/ids, with their
+    epochs (czxid of the registration).
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+
+from controller.zkdata import BrokerInfo, LeaderIsr
+
+TopicPartition = tuple[str, int]
+
+
+@dataclass
+class ControllerContext:
+    epoch: int = 0
+    epoch_zk_version: int = -1
+    live: dict[int, BrokerInfo] = field(default_factory=dict)
+    shutting_down: set[int] = field(default_factory=set)
+    assignments: dict[str, dict[int, list[int]]] = field(default_factory=dict)
+    topic_ids: dict[str, uuid.UUID] = field(default_factory=dict)
+    states: dict[TopicPartition, LeaderIsr] = field(default_factory=dict)
+    topics_to_delete: set[str] = field(default_factory=set)
+    # (topic, partition, broker) StopReplica(delete) still unanswered, per topic
+    deletion_pending: dict[str, set[tuple[int, int]]] = field(default_factory=dict)
+
+    def is_live(self, broker_id: int) -> bool:
+        return broker_id in self.live
+
+    def replicas(self, tp: TopicPartition) -> list[int]:
+        return self.assignments.get(tp[0], {}).get(tp[1], [])
+
+    def all_partitions(self) -> list[TopicPartition]:
+        return [(t, p) for t, parts in sorted(self.assignments.items()) for p in sorted(parts)]
+
+    def partitions_of(self, topics: set[str] | list[str]) -> list[TopicPartition]:
+        return [(t, p) for t in sorted(topics) for p in sorted(self.assignments.get(t, {}))]
+
+    def partitions_on(self, broker_id: int) -> list[TopicPartition]:
+        return [tp for tp in self.all_partitions() if broker_id in self.replicas(tp)]
+
+    def offline_replicas(self, tp: TopicPartition) -> list[int]:
+        return [b for b in self.replicas(tp) if b not in self.live]
+
+    def remove_topic(self, topic: str) -> None:
+        for p in self.assignments.pop(topic, {}):
+            self.states.pop((topic, p), None)
+        self.topic_ids.pop(topic, None)
+        self.topics_to_delete.discard(topic)
+        self.deletion_pending.pop(topic, None)

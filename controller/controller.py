@@ -1,0 +1,417 @@
+"""The controller: runs in every broker, active only while it holds /controller.
+
+Events (controller/events.py) arrive on one queue; ``process`` handles them one
+at a time. Each handler follows the same steps and never awaits in the middle
+of changing ControllerContext:
+  1. compute the new leaders/ISRs from the context,
+  2. write them to ZooKeeper with versioned, epoch-fenced updates,
+  3. apply what was written to the context and queue the requests
+     (LeaderAndIsr, UpdateMetadata, StopReplica) on the channel.
+A fenced write (ControllerMovedError) makes us resign.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Callable
+
+from controller import deletion
+from controller import events as ev
+from controller.channel import BrokerTransport, ControllerChannel, RequestBatch
+from controller.context import ControllerContext, TopicPartition
+from controller.election import try_elect
+from controller.errors import ControllerMovedError, NotControllerError, ZkError
+from controller.event_manager import EventManager
+from controller.partition_state_machine import (PartitionState, PartitionStates,
+                                                controlled_shutdown_leader, initial_leader,
+                                                offline_leader, without_replicas)
+from controller.replica_state_machine import ReplicaState, ReplicaStates
+from controller.zk import ClusterStore
+from controller import zkdata as zd
+from controller.zkdata import NO_LEADER, LeaderIsr
+
+log = logging.getLogger("pybroker.controller")
+
+_P = PartitionState
+
+
+class Controller:
+    """``Controller(broker_id, store, transport)``; ``await start()`` after the
+    broker registered itself; ``await stop()`` at shutdown."""
+
+    def __init__(self, broker_id: int, store: ClusterStore, transport: BrokerTransport, *,
+                 unclean_leader_election: bool = False, request_timeout: float = 30.0) -> None:
+        self.broker_id = broker_id
+        self.store = store
+        self.transport = transport
+        self.unclean = unclean_leader_election
+        self.request_timeout = request_timeout
+        self.ctx = ControllerContext()
+        self.partition_states = PartitionStates()
+        self.replica_states = ReplicaStates()
+        self.channel = ControllerChannel(broker_id, transport, request_timeout)
+        self.events = EventManager(self.process)
+        self.active_controller_id: int | None = None
+        self._active = False
+        self._topic_watches: dict[str, Callable[[], None]] = {}
+        self._cancel: list[Callable[[], None]] = []
+
+    # -- facade --------------------------------------------------------------------------
+
+    @property
+    def is_active(self) -> bool:
+        return self._active
+
+    @property
+    def epoch(self) -> int:
+        return self.ctx.epoch if self._active else -1
+
+    async def start(self) -> None:
+        self.events.start()
+        put = self.events.put
+        self.store.add_session_listener(
+            lambda what: put(ev.SessionExpired() if what == "LOST" else ev.SessionRenewed()))
+        self._cancel += [
+            self.store.watch_data(zd.CONTROLLER, lambda _d: put(ev.ControllerChange())),
+            self.store.watch_children(zd.BROKER_IDS, lambda _c: put(ev.BrokerChange())),
+            self.store.watch_children(zd.TOPICS, lambda _c: put(ev.TopicChange())),
+            self.store.watch_children(zd.DELETE_TOPICS, lambda _c: put(ev.TopicDeletion())),
+        ]
+        put(ev.Startup())
+
+    async def stop(self) -> None:
+        for cancel in self._cancel + list(self._topic_watches.values()):
+            cancel()
+        await self.events.stop()
+        if self._active:
+            self._resign()
+            if not self.store.closed:
+                try:
+                    await self.store.resign_controller(self.broker_id)
+                except ZkError as e:
+                    log.warning("could not delete /controller: %s", e)
+
+    async def controlled_shutdown(self, broker_id: int, broker_epoch: int = -1
+                                  ) -> list[tuple[str, int]]:
+        """Handle a ControlledShutdown request: -> partitions the broker still leads.
+        Raises NotControllerError when this broker is not the controller."""
+        if not self._active:
+            raise NotControllerError()
+        fut: asyncio.Future[list[tuple[str, int]]] = asyncio.get_running_loop().create_future()
+        self.events.put(ev.ControlledShutdown(broker_id, broker_epoch, fut))
+        return await fut
+
+    async def idle(self) -> None:
+        """Wait until queued events are processed (tests, orderly shutdown)."""
+        await self.events.idle()
+
+    # -- the event loop ------------------------------------------------------------------
+
+    async def process(self, event: ev.Event) -> None:
+        if self.store.closed:
+            return
+        try:
+            await self._dispatch(event)
+        except ControllerMovedError:
+            log.warning("broker %d: controller moved while handling %s; resigning",
+                        self.broker_id, type(event).__name__)
+            self._resign()
+            await self._elect()
+
+    async def _dispatch(self, event: ev.Event) -> None:
+        match event:
+            case ev.Startup() | ev.SessionRenewed():
+                await self._elect()
+            case ev.ControllerChange():
+                await self._controller_change()
+            case ev.SessionExpired():
+                self._resign()
+            case ev.ControlledShutdown():
+                await self._controlled_shutdown(event)
+            case _ if not self._active:
+                return
+            case ev.BrokerChange():
+                await self._broker_change()
+            case ev.TopicChange():
+                await self._topic_change()
+            case ev.PartitionModifications(topic=t):
+                await self._partition_modifications(t)
+            case ev.TopicDeletion():
+                await self._topic_deletion()
+            case ev.StopReplicaResult():
+                await self._stop_replica_result(event)
+
+    # -- election ------------------------------------------------------------------------
+
+    async def _controller_change(self) -> None:
+        active = await self.store.controller_id()
+        if self._active and active != self.broker_id:
+            log.info("broker %d: controller moved to %s", self.broker_id, active)
+            self._resign()
+        self.active_controller_id = active
+        if active is None:
+            await self._elect()
+
+    async def _elect(self) -> None:
+        if self._active:
+            return
+        active, won = await try_elect(self.store, self.broker_id)
+        self.active_controller_id = active
+        if won is not None:
+            self.ctx = ControllerContext(epoch=won[0], epoch_zk_version=won[1])
+            self._active = True
+            await self._on_failover()
+
+    def _resign(self) -> None:
+        if not self._active:
+            return
+        log.info("broker %d resigned as controller (epoch %d)", self.broker_id, self.ctx.epoch)
+        self._active = False
+        self.channel.shutdown()
+        self.partition_states.clear()
+        self.replica_states.clear()
+        self.ctx = ControllerContext()
+
+    def _batch(self) -> RequestBatch:
+        return RequestBatch(self.ctx, self.broker_id)
+
+    async def _on_failover(self) -> None:
+        """Load everything, then tell every broker everything (Kafka's onControllerFailover)."""
+        ctx = self.ctx
+        for b in await self.store.live_brokers():
+            ctx.live[b.id] = b
+            self.channel.add_broker(b)
+        topics = await self.store.read_topics()
+        self._load_topics(topics)
+        ctx.states.update(await self.store.partition_states(ctx.all_partitions()))
+        batch = self._batch()
+        batch.full = True
+        batch.add_update_metadata(ctx.live, ctx.all_partitions())
+        await self._bring_partitions_online(ctx.all_partitions(), batch, resend_all=True)
+        batch.send(self.channel)
+        await self._topic_deletion()
+        log.info("controller %d: %d live brokers, %d topics, %d partitions", self.broker_id,
+                 len(ctx.live), len(ctx.assignments), len(ctx.states))
+
+    def _load_topics(self, topics: dict[str, zd.TopicAssignment]) -> None:
+        for t, a in topics.items():
+            self.ctx.assignments[t] = dict(a.partitions)
+            if a.topic_id is not None:
+                self.ctx.topic_ids[t] = a.topic_id
+            if t not in self._topic_watches:
+                self._topic_watches[t] = self.store.watch_data(
+                    zd.topic_path(t), lambda _d, t=t: self.events.put(ev.PartitionModifications(t)))
+
+    # -- partitions online ---------------------------------------------------------------
+
+    async def _bring_partitions_online(self, parts: list[TopicPartition], batch: RequestBatch,
+                                       resend_all: bool = False) -> None:
+        """Give every partition in ``parts`` a state znode and a live leader where
+        possible: New -> initialise; leaderless or dead leader -> offline election.
+        LeaderAndIsr to the live replicas of every partition changed (or all of
+        them with ``resend_all``)."""
+        ctx = self.ctx
+        live = set(ctx.live)
+        to_create: dict[TopicPartition, LeaderIsr] = {}
+        to_update: dict[TopicPartition, LeaderIsr] = {}
+        for tp in parts:
+            if tp[0] in ctx.topics_to_delete:
+                continue
+            s = ctx.states.get(tp)
+            replicas = ctx.replicas(tp)
+            if s is None:
+                init = initial_leader(replicas, live)
+                if init is None:
+                    log.error("partition %s-%d has no live replica; left offline", *tp)
+                    self._set_partition_state(tp, _P.NEW)
+                    continue
+                to_create[tp] = LeaderIsr(init[0], 0, tuple(init[1]), ctx.epoch)
+            elif s.leader not in live or s.leader in ctx.shutting_down:
+                chosen = offline_leader(replicas, s.isr, live - ctx.shutting_down, self.unclean)
+                if chosen is None:
+                    self._set_partition_state(tp, _P.OFFLINE)
+                    if s.leader != NO_LEADER:
+                        leader, isr = without_replicas(s.leader, s.isr, {s.leader})
+                        to_update[tp] = s.new_leader(leader, isr)
+                    continue
+                to_update[tp] = s.new_leader(*chosen)
+            elif resend_all:
+                self._set_partition_state(tp, _P.ONLINE)
+                for b in replicas:
+                    self.replica_states.online_or_offline((tp[0], tp[1], b), b in live)
+                batch.add_leader_and_isr(replicas, tp)
+        created = await self.store.create_partition_states(to_create, ctx.epoch,
+                                                           ctx.epoch_zk_version)
+        updated, failed = await self.store.update_partition_states(to_update, ctx.epoch,
+                                                                   ctx.epoch_zk_version)
+        for tp in failed:
+            log.warning("partition state of %s-%d changed under the controller", *tp)
+        for tp, s in {**created, **updated}.items():
+            ctx.states[tp] = s
+            self._set_partition_state(tp, _P.ONLINE if s.leader != NO_LEADER else _P.OFFLINE)
+            for b in ctx.replicas(tp):
+                self.replica_states.online_or_offline((tp[0], tp[1], b), b in ctx.live)
+            batch.add_leader_and_isr(ctx.replicas(tp), tp, is_new=tp in created)
+        if created:
+            log.info("controller %d: initialised %d new partitions", self.broker_id, len(created))
+
+    def _set_partition_state(self, tp: TopicPartition, target: PartitionState) -> None:
+        if target is _P.NEW and self.partition_states.get(tp) is _P.NEW:
+            return
+        if self.partition_states.get(tp) is _P.NON_EXISTENT and target is not _P.NEW:
+            self.partition_states.move(tp, _P.NEW)
+        self.partition_states.move(tp, target)
+
+    # -- brokers -------------------------------------------------------------------------
+
+    async def _broker_change(self) -> None:
+        ctx = self.ctx
+        current = {b.id: b for b in await self.store.live_brokers()}
+        bounced = {i for i, b in current.items() if i in ctx.live and ctx.live[i].epoch != b.epoch}
+        dead = (set(ctx.live) - set(current)) | bounced
+        new = (set(current) - set(ctx.live)) | bounced
+        if not dead and not new:
+            return
+        log.info("controller %d: brokers joined %s, left %s", self.broker_id,
+                 sorted(new), sorted(dead))
+        # Kafka's order: bounced brokers count as dead first, then as new.
+        affected = [tp for tp in ctx.all_partitions() if set(ctx.replicas(tp)) & (dead | new)]
+        batch = self._batch()
+        for b in dead:
+            ctx.live.pop(b, None)
+            ctx.shutting_down.discard(b)
+            self.channel.remove_broker(b)
+        if dead:
+            await self._bring_partitions_online(affected, batch)   # leaders off dead brokers
+            await self._remove_from_isr(affected, dead, batch)
+        for b in new:
+            ctx.live[b] = current[b]
+            self.channel.add_broker(current[b])
+        if new:
+            await self._bring_partitions_online(affected, batch)   # leaderless ones may recover
+        for tp in affected:  # the new brokers learn their replicas
+            news = [b for b in ctx.replicas(tp) if b in new]
+            if news and tp in ctx.states and tp[0] not in ctx.topics_to_delete:
+                batch.add_leader_and_isr(news, tp)
+        batch.add_update_metadata(ctx.live, affected)
+        batch.update_metadata_brokers.update(ctx.live)
+        if new:   # new brokers get the whole picture
+            batch.add_update_metadata(new, ctx.all_partitions())
+        batch.send(self.channel)
+        if new and ctx.topics_to_delete:
+            await self._resume_deletion(new)
+
+    async def _remove_from_isr(self, parts: list[TopicPartition], gone: set[int],
+                               batch: RequestBatch) -> None:
+        """OfflineReplica: drop ``gone`` brokers from the ISR of partitions whose
+        leader survives (leaders were re-elected first)."""
+        ctx = self.ctx
+        changes: dict[TopicPartition, LeaderIsr] = {}
+        for tp in parts:
+            s = ctx.states.get(tp)
+            if s is None or s.leader == NO_LEADER or not set(s.isr) & gone:
+                continue
+            leader, isr = without_replicas(s.leader, s.isr, gone)
+            if tuple(isr) != s.isr or leader != s.leader:
+                changes[tp] = s.new_leader(leader, isr)
+        updated, _failed = await self.store.update_partition_states(changes, ctx.epoch,
+                                                                    ctx.epoch_zk_version)
+        for tp, s in updated.items():
+            ctx.states[tp] = s
+            batch.add_leader_and_isr([b for b in ctx.replicas(tp) if b not in gone], tp)
+
+    # -- controlled shutdown -------------------------------------------------------------
+
+    async def _controlled_shutdown(self, e: ev.ControlledShutdown) -> None:
+        if not self._active:
+            e.result.set_exception(NotControllerError())
+            return
+        ctx = self.ctx
+        if e.broker_id not in ctx.live:
+            e.result.set_exception(KeyError(f"broker {e.broker_id} is not live"))
+            return
+        ctx.shutting_down.add(e.broker_id)
+        live = set(ctx.live)
+        moves: dict[TopicPartition, LeaderIsr] = {}
+        followers: list[TopicPartition] = []
+        for tp in ctx.partitions_on(e.broker_id):
+            s = ctx.states.get(tp)
+            if s is None or len(ctx.replicas(tp)) < 2:
+                continue
+            if s.leader == e.broker_id:
+                chosen = controlled_shutdown_leader(ctx.replicas(tp), s.isr, live,
+                                                    ctx.shutting_down)
+                if chosen is not None:
+                    moves[tp] = s.new_leader(*chosen)
+            else:
+                followers.append(tp)
+        batch = self._batch()
+        updated, _ = await self.store.update_partition_states(moves, ctx.epoch,
+                                                              ctx.epoch_zk_version)
+        for tp, s in updated.items():
+            ctx.states[tp] = s
+            batch.add_leader_and_isr([b for b in ctx.replicas(tp) if b not in ctx.shutting_down],
+                                     tp)
+        for tp in followers:
+            batch.add_stop_replica(e.broker_id, tp, delete=False)
+        await self._remove_from_isr(followers, {e.broker_id}, batch)
+        batch.send(self.channel)
+        remaining = [tp for tp in ctx.partitions_on(e.broker_id)
+                     if len(ctx.replicas(tp)) > 1 and tp in ctx.states
+                     and ctx.states[tp].leader == e.broker_id]
+        log.info("controlled shutdown of broker %d: %d partitions moved, %d remain",
+                 e.broker_id, len(updated), len(remaining))
+        e.result.set_result(remaining)
+
+    # -- topics --------------------------------------------------------------------------
+
+    async def _topic_change(self) -> None:
+        ctx = self.ctx
+        names = set((await self.store.read_topics()).keys())
+        new = names - set(ctx.assignments)
+        for t in set(ctx.assignments) - names:  # deleted behind our back
+            ctx.remove_topic(t)
+            self._drop_topic_watch(t)
+        if not new:
+            return
+        topics = await self.store.read_topics(sorted(new))
+        self._load_topics(topics)
+        await self._new_partitions(ctx.partitions_of(list(topics)))
+
+    async def _partition_modifications(self, topic: str) -> None:
+        ctx = self.ctx
+        if topic not in ctx.assignments or topic in ctx.topics_to_delete:
+            return
+        a = (await self.store.read_topics([topic])).get(topic)
+        if a is None:
+            return
+        added = sorted(set(a.partitions) - set(ctx.assignments[topic]))
+        if not added:
+            return
+        for p in added:
+            ctx.assignments[topic][p] = list(a.partitions[p])
+        await self._new_partitions([(topic, p) for p in added])
+
+    async def _new_partitions(self, parts: list[TopicPartition]) -> None:
+        batch = self._batch()
+        for tp in parts:
+            self.partition_states.move(tp, _P.NEW)
+            for b in self.ctx.replicas(tp):
+                self.replica_states.move((tp[0], tp[1], b), ReplicaState.NEW)
+        await self._bring_partitions_online(parts, batch)
+        batch.send(self.channel)
+
+    def _drop_topic_watch(self, topic: str) -> None:
+        cancel = self._topic_watches.pop(topic, None)
+        if cancel:
+            cancel()
+
+    async def _topic_deletion(self) -> None:
+        await deletion.start_deletion(self)
+
+    async def _resume_deletion(self, brokers: set[int]) -> None:
+        deletion.resume_deletion(self, brokers)
+
+    async def _stop_replica_result(self, e: ev.StopReplicaResult) -> None:
+        await deletion.stop_replica_result(self, e)
