@@ -58,9 +58,7 @@ async def handle_leader_and_isr(ctx: RequestContext, request: Struct) -> Struct:
         return _response(states, {}, ctx.version, ErrorCode.STALE_CONTROLLER_EPOCH)
     cache.note_controller(request.controller_id, request.controller_epoch)
     # a new topic's creation configs must be known before its logs are created
-    ensure_configs = getattr(ctx.broker, "ensure_topic_configs", None)
-    if ensure_configs is not None:
-        await ensure_configs({s.topic for s in states})
+    await ctx.broker.ensure_topic_configs({s.topic for s in states})
     errors = ctx.broker.replicas.become_leader_or_follower(request.controller_epoch, states)
     cache.apply_leader_and_isr([s for s in states if not errors.get(s.tp)])
     return _response(states, errors, ctx.version)

@@ -70,7 +70,12 @@ def ctx_for(version: int, key: int, broker: Any) -> Any:
 
 
 def make_broker() -> Any:
-    return SimpleNamespace(metadata=MetadataCache(), replicas=FakeReplicas(), controller=None)
+    async def ensure_topic_configs(topics: set[str]) -> None:
+        loaded.update(topics)
+
+    loaded: set[str] = set()
+    return SimpleNamespace(metadata=MetadataCache(), replicas=FakeReplicas(), controller=None,
+                           ensure_topic_configs=ensure_topic_configs, configs_loaded=loaded)
 
 
 @pytest.mark.parametrize("version", range(0, 9))
@@ -110,6 +115,7 @@ def test_leader_and_isr_every_version(version: int) -> None:
     errs = resp.partition_errors if version < 5 else resp.topics[0].partition_errors
     assert [e.error_code for e in errs] == [0, 0]
     assert broker.metadata.partition("t", 0).leader == 1
+    assert broker.configs_loaded == {"t"}  # topic configs read before logs are created
     codec.encode(resp, version)  # the answer encodes at the request's version
 
 
