@@ -23,7 +23,7 @@ PYTEST_ARGS ?=
 DATA_DIR := data
 JAVA_CLIENT_INSTALLER := tests/oracle/install_java_client.py
 
-.PHONY: help install run test bench clean distclean
+.PHONY: help install run test bench clean distclean kcat
 
 help:
 	@echo "make run        install, then start ZooKeeper + one broker (data under $(DATA_DIR)/)"
@@ -56,12 +56,30 @@ run: $(STAMP)
 	@echo "Starting ZooKeeper (127.0.0.1:2181) and broker 0 (127.0.0.1:9092); data under $(DATA_DIR)/. Ctrl-C stops both."
 	$(PY) -m broker.local_run --zookeeper-config config/zookeeper.properties --server-config config/server.properties
 
-test: $(STAMP)
+test: $(STAMP) kcat
 	@if [ -f $(JAVA_CLIENT_INSTALLER) ]; then \
 		echo "$(PY) $(JAVA_CLIENT_INSTALLER)"; \
 		$(PY) $(JAVA_CLIENT_INSTALLER); \
 	fi
 	$(PY) -m pytest -q tests $(PYTEST_ARGS)
+
+# kcat (old librdkafka 2.0.2 on Debian 12) for tests/integration/clients/test_kcat.py.
+# Installed with apt-get when we are root and have apt; otherwise a note (that test
+# then skips). The other clients the integration tests need install themselves on
+# first use into .cache/: the Java jars (above), aiokafka 0.12's own venv and
+# kafka-python's sdist for its integration suite (pytest fixtures).
+kcat:
+	@if command -v kcat >/dev/null 2>&1 || command -v kafkacat >/dev/null 2>&1; then exit 0; fi; \
+	if [ "$$(id -u)" = 0 ]; then SUDO=; \
+	elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then SUDO="sudo -n"; \
+	else echo "note: kcat missing and no root/sudo for apt-get; its integration test will skip"; exit 0; fi; \
+	if ! command -v apt-get >/dev/null 2>&1; then \
+		echo "note: kcat missing and no apt-get; its integration test will skip"; exit 0; fi; \
+	echo "$$SUDO apt-get install -y kcat"; \
+	export DEBIAN_FRONTEND=noninteractive; \
+	$$SUDO apt-get install -y -q kcat >/dev/null 2>&1 || \
+		{ $$SUDO apt-get update -q >/dev/null && $$SUDO apt-get install -y -q kcat >/dev/null; } || \
+		echo "note: could not install kcat; its integration test will skip"
 
 # Every bench/*.py except private helpers (_*.py); each prints its figures and the command
 # that reproduces them. A failing benchmark fails the target.
