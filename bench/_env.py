@@ -6,56 +6,22 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
-import socket
-import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from broker.zookeeper_runner import start_zookeeper  # noqa: E402
-from tests.integration.cluster import BrokerProcess, Cluster, free_port  # noqa: E402
-
-
-def _ruok(port: int) -> bool:
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=0.5) as s:
-            s.sendall(b"ruok")
-            return s.recv(4) == b"imok"
-    except OSError:
-        return False
+from tests.integration.cluster import BrokerProcess, Cluster  # noqa: E402
+from tests.integration.zookeeper import zookeeper_server  # noqa: E402
 
 
 @contextlib.contextmanager
 def zookeeper(work: Path) -> Iterator[str]:
-    port = free_port()
-    (work / "zk").mkdir(parents=True, exist_ok=True)
-    out = open(work / "zk" / "zk.out", "wb")
-    proc = start_zookeeper({"dataDir": str(work / "zk" / "data"), "clientPort": str(port),
-                            "clientPortAddress": "127.0.0.1", "tickTime": "500",
-                            "maxClientCnxns": "0", "admin.enableServer": "false",
-                            "4lw.commands.whitelist": "ruok", "minSessionTimeout": "1000"},
-                           work / "zk", log_level="WARN", stdout=out, stderr=subprocess.STDOUT)
-    try:
-        deadline = time.monotonic() + 30
-        while not _ruok(port):
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError("ZooKeeper did not start:\n" + (work / "zk" / "zk.out").read_text())
-            time.sleep(0.1)
-        yield f"127.0.0.1:{port}"
-    finally:
-        os.kill(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            os.kill(proc.pid, signal.SIGKILL)
-            proc.wait()
-        out.close()
+    with zookeeper_server(work / "zk") as connect:
+        yield connect
 
 
 @contextlib.contextmanager

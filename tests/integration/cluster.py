@@ -39,6 +39,7 @@ from protocol.api_keys import ApiKey
 from protocol.headers import RequestHeader, decode_response, encode_request_header
 from protocol.schema import Struct
 from protocol.spec import api
+from tests.integration.zookeeper import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 SERVER_PROPERTIES = REPO / "config" / "server.properties"
@@ -62,12 +63,6 @@ CLEAN_SHUTDOWN_SKIP_LINE = "recovery skipped: clean shutdown"
 
 class BrokerStartError(RuntimeError):
     pass
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind((HOST, 0))
-        return int(s.getsockname()[1])
 
 
 # --------------------------------------------------------------------------------------
