@@ -23,12 +23,14 @@ PYTEST_ARGS ?=
 DATA_DIR := data
 JAVA_CLIENT_INSTALLER := tests/oracle/install_java_client.py
 
-.PHONY: help install run test bench clean distclean kcat
+.PHONY: help install run test bench clean distclean kcat fault bench-replication
 
 help:
 	@echo "make run        install, then start ZooKeeper + one broker (data under $(DATA_DIR)/)"
 	@echo "make test       install what the tests need, then run pytest over tests/"
 	@echo "make bench      run each bench/*.py and print its figures"
+	@echo "make fault      the long replication fault campaign (FAULT_MINUTES=10)"
+	@echo "make bench-replication  the replication benchmarks (bench/replication.py)"
 	@echo "make install    create $(VENV) and pip install -e '.[test]'"
 	@echo "make clean      remove caches and build artefacts"
 	@echo "make distclean  clean + remove $(VENV), .cache/ and $(DATA_DIR)/"
@@ -90,6 +92,19 @@ bench: $(STAMP)
 		echo "== $(PY) $$f"; \
 		$(PY) "$$f"; \
 	done
+
+# The long replication fault campaign (tests/fault/campaign.py): random SIGKILL / SIGSTOP /
+# SIGTERM faults on three brokers under an idempotent acks=all load for FAULT_MINUTES, then the
+# checker. Not part of `make test` (its short versions are tests/fault/test_failover.py).
+FAULT_MINUTES ?= 10
+FAULT_ARGS ?=
+fault: $(STAMP)
+	$(PY) tests/fault/campaign.py --minutes $(FAULT_MINUTES) $(FAULT_ARGS)
+
+# Replication benchmarks alone (bench/replication.py; `make bench` runs it too).
+BENCH_REPLICATION_ARGS ?=
+bench-replication: $(STAMP)
+	$(PY) bench/replication.py $(BENCH_REPLICATION_ARGS)
 
 # --- housekeeping -------------------------------------------------------------------
 

@@ -25,18 +25,23 @@ import socket
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from broker import topic_config
+from broker import coordinator, topic_config
 from broker.client_admin import BrokerPool
 from broker.config import BrokerConfig, ConfigError
 from broker.listeners import Endpoint, parse_listeners
 from broker.metadata_cache import MetadataCache
 from broker.producer_ids import ProducerIdManager
+from broker.replication.alter_partition_manager import AlterPartitionManager, metadata_controller
+from broker.replication.fetcher import ReplicaFetcherManager
+from broker.replication.leader_endpoint import metadata_resolver, remote_endpoint_factory
+from broker.replication.partition_state import PartitionState
 from broker.replication.replica_manager import ReplicaManager
 from broker.server import KafkaServer
 from controller import ClusterStore, Controller
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.spec import api
+from storage.cleaner import CleanerConfig, LogCleaner
 from storage.config import LogConfig
 from storage.log_manager import LogManager, read_meta_properties
 
@@ -67,6 +72,8 @@ class Broker:
         self.replicas: ReplicaManager | None = None
         self.producer_ids: ProducerIdManager | None = None
         self.controller: Controller | None = None
+        self.cleaner: LogCleaner | None = None
+        self.group_coordinator: coordinator.GroupCoordinator | None = None
         self.pool = BrokerPool(client_id="pybroker-controller",
                                timeout=config.request_timeout_ms / 1000)
         self.servers: list[KafkaServer] = []
@@ -90,10 +97,19 @@ class Broker:
         else:
             log.info("loaded %d logs after an unclean shutdown (recovered past the "
                      "recovery points)", len(self.logs.logs))
+        timeout_s = self.config.request_timeout_ms / 1000
         self.replicas = ReplicaManager(
             self.broker_id, self.logs, min_insync_replicas=self.min_insync_replicas,
-            producer_id_expiration_ms=self.config.producer_id_expiration_ms)
+            producer_id_expiration_ms=self.config.producer_id_expiration_ms,
+            fetchers=ReplicaFetcherManager(self.broker_id, remote_endpoint_factory(
+                self.broker_id, metadata_resolver(self.metadata), timeout=timeout_s)),
+            alter_partitions=AlterPartitionManager(
+                self.broker_id, lambda: self.broker_epoch, self.pool,
+                metadata_controller(self.metadata)),
+            replica_lag_time_max_ms=self.config.replica_lag_time_max_ms)
         self.producer_ids = ProducerIdManager(self.broker_id, self.cluster)
+        self.group_coordinator = coordinator.build(self)
+        self.group_coordinator.start()
         for endpoint in self.listeners:
             server = KafkaServer(self, endpoint)
             await server.start()
@@ -108,14 +124,21 @@ class Broker:
         self.controller = Controller(
             self.broker_id, self.cluster, self.pool,
             unclean_leader_election=self.config.unclean_leader_election_enable,
-            request_timeout=self.config.request_timeout_ms / 1000)
+            request_timeout=timeout_s,
+            auto_leader_rebalance=self.config.auto_leader_rebalance_enable,
+            leader_imbalance_check_interval_s=self.config.leader_imbalance_check_interval_seconds,
+            leader_imbalance_per_broker_percentage=(
+                self.config.leader_imbalance_per_broker_percentage))
         await self.controller.start()
+        self._every(self.config.replica_lag_time_max_ms / 2000, self.replicas.maybe_shrink_isr)
         self._every(HW_CHECKPOINT_INTERVAL_S, self._checkpoint_high_watermarks)
         self._every(self.config.log_flush_offset_checkpoint_interval_ms / 1000,
                     self._checkpoint_recovery_points)
         self._every(self.config.log_retention_check_interval_ms / 1000, self._retention)
         self._every(FLUSH_CHECK_INTERVAL_S, self._flush)
         self._every(PRODUCER_EXPIRY_CHECK_INTERVAL_S, self._expire_producers)
+        if self.config.log_cleaner_enable:
+            self._tasks.append(asyncio.create_task(self._run_cleaner(), name="log-cleaner"))
         log.info("[KafkaServer id=%d] started (cluster %s)", self.broker_id, self.cluster_id)
 
     async def _settle_broker_id(self) -> int:
@@ -173,6 +196,27 @@ class Broker:
             log.info("applied config change for topic %s", topic)
         self._spawn(reload())
 
+    # -- leadership changes (called by the LeaderAndIsr / StopReplica handlers) ------------
+
+    def on_leader_and_isr(self, states: list[PartitionState], errors: dict[Any, int]) -> None:
+        """Route __consumer_offsets leadership to the group coordinator."""
+        if self.group_coordinator is None:
+            return
+        for s in states:
+            if s.topic != coordinator.OFFSETS_TOPIC or errors.get(s.tp):
+                continue
+            if s.leader == self.broker_id:
+                self.group_coordinator.on_become_leader(s.partition, s.leader_epoch)
+            else:
+                self.group_coordinator.on_resign(s.partition, s.leader_epoch)
+
+    def on_stop_replica(self, partitions: list[tuple[str, int]]) -> None:
+        if self.group_coordinator is None:
+            return
+        for topic, partition in partitions:
+            if topic == coordinator.OFFSETS_TOPIC:
+                self.group_coordinator.on_resign(partition, None)
+
     # -- periodic work -------------------------------------------------------------------
 
     def _every(self, seconds: float, fn: Callable[[], Any]) -> None:
@@ -214,6 +258,27 @@ class Broker:
         assert self.logs is not None
         self.logs.flush_dirty_logs()
 
+    async def _run_cleaner(self) -> None:
+        """Compact cleanup.policy=compact logs in a worker thread, one log per
+        clean; the cleaner swaps segments under each PartitionLog's lock."""
+        assert self.logs is not None
+        cfg = self.config
+        cleaner = LogCleaner(self.logs, CleanerConfig(
+            enable=True, dedupe_buffer_size=cfg.log_cleaner_dedupe_buffer_size,
+            dedupe_buffer_load_factor=cfg.log_cleaner_io_buffer_load_factor,
+            backoff_ms=cfg.log_cleaner_backoff_ms), lock_for=lambda plog: plog.lock)
+        self.cleaner = cleaner
+        while True:
+            try:
+                stats = await asyncio.to_thread(cleaner.clean_once)
+            except Exception:
+                log.exception("log cleaner failed; backing off")
+                stats = None
+            if stats is None:
+                await asyncio.sleep(cfg.log_cleaner_backoff_ms / 1000)
+            else:
+                log.info("cleaned %s: %s", stats.topic_partition, stats)
+
     def _expire_producers(self) -> None:
         assert self.replicas is not None
         self.replicas.remove_expired_producers()
@@ -229,6 +294,10 @@ class Broker:
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self.replicas is not None:
+            await self.replicas.stop_replication()
+        if self.group_coordinator is not None:
+            await self.group_coordinator.shutdown()
         if self.controller is not None:
             await self.controller.stop()
         await self.cluster.close()

@@ -5,6 +5,8 @@
     pybroker topics ...            (Kafka's kafka-topics, over the Kafka protocol)
     pybroker console-producer ...
     pybroker console-consumer ...
+    pybroker reassign-partitions ...
+    pybroker leader-election ...
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ TOOLS = {
     "topics": "broker.tools.topics",
     "console-producer": "broker.tools.console_producer",
     "console-consumer": "broker.tools.console_consumer",
+    "reassign-partitions": "broker.tools.reassign_partitions",
+    "leader-election": "broker.tools.leader_election",
 }
 
 

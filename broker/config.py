@@ -89,6 +89,18 @@ class BrokerConfig:
     offsets_topic_num_partitions: int = field(default=50, metadata=_valid(_positive))
     offsets_topic_replication_factor: int = field(default=3, metadata=_valid(_positive))
     group_initial_rebalance_delay_ms: int = field(default=3000, metadata=_valid(_non_negative))
+    group_min_session_timeout_ms: int = field(default=6000, metadata=_valid(_non_negative))
+    group_max_session_timeout_ms: int = field(default=1_800_000, metadata=_valid(_positive))
+    group_max_size: int = field(default=2_147_483_647, metadata=_valid(_positive))
+    offsets_retention_minutes: int = field(default=10_080, metadata=_valid(_positive))
+    offsets_retention_check_interval_ms: int = field(default=600_000, metadata=_valid(_positive))
+    offset_metadata_max_bytes: int = field(default=4096, metadata=_valid(_non_negative))
+    offsets_commit_timeout_ms: int = field(default=5000, metadata=_valid(_positive))
+    # ---- controller: preferred-leader balancing
+    auto_leader_rebalance_enable: bool = True
+    leader_imbalance_check_interval_seconds: int = field(default=300, metadata=_valid(_positive))
+    leader_imbalance_per_broker_percentage: int = field(default=10,
+                                                        metadata=_valid(_non_negative))
     # ---- log
     log_dirs: str | None = None
     log_dir: str = "/tmp/kafka-logs"
@@ -110,6 +122,11 @@ class BrokerConfig:
     log_cleanup_policy: str = field(default="delete", metadata=_valid(_one_of("delete", "compact", "delete,compact", "compact,delete")))
     compression_type: str = field(default="producer", metadata=_valid(
         _one_of("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd")))
+    # ---- log cleaner (compaction of cleanup.policy=compact topics)
+    log_cleaner_enable: bool = True
+    log_cleaner_dedupe_buffer_size: int = field(default=128 * MiB, metadata=_valid(_positive))
+    log_cleaner_io_buffer_load_factor: float = 0.9
+    log_cleaner_backoff_ms: int = field(default=15_000, metadata=_valid(_positive))
     # ---- producers
     transactional_id_expiration_ms: int = 604_800_000
     producer_id_expiration_ms: int = 86_400_000
@@ -180,6 +197,12 @@ def _parse_value(key: str, raw: str, f: dataclasses.Field[Any]) -> Any:
         if not _INT_RE.match(text):
             raise ConfigError(f"Invalid value {raw!r} for configuration {key}: not a number")
         value: Any = int(text)
+    elif typ.startswith("float"):
+        try:
+            value = float(text)
+        except ValueError:
+            raise ConfigError(f"Invalid value {raw!r} for configuration {key}: "
+                              "not a number") from None
     elif typ.startswith("bool"):
         if text.lower() not in ("true", "false"):
             raise ConfigError(f"Invalid value {raw!r} for configuration {key}: "

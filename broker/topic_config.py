@@ -392,7 +392,9 @@ def describe(broker: BrokerConfig, overrides: Mapping[str, str]) -> list[ConfigE
 _STORAGE_KEYS = ("segment.bytes", "segment.ms", "segment.jitter.ms", "index.interval.bytes",
                  "segment.index.bytes", "retention.ms", "retention.bytes", "flush.messages",
                  "flush.ms", "file.delete.delay.ms", "max.message.bytes",
-                 "message.timestamp.type", "preallocate")
+                 "message.timestamp.type", "preallocate", "cleanup.policy",
+                 "delete.retention.ms", "min.cleanable.dirty.ratio", "min.compaction.lag.ms",
+                 "max.compaction.lag.ms")
 
 
 def log_config(broker: BrokerConfig, overrides: Mapping[str, str] | None = None,
@@ -402,3 +404,48 @@ def log_config(broker: BrokerConfig, overrides: Mapping[str, str] | None = None,
     (e.g. flush_on_roll)."""
     values = effective(broker, overrides or {})
     return LogConfig.from_properties({k: values[k].strip() for k in _STORAGE_KEYS}, base=base)
+
+
+# ---- dynamic broker keys -----------------------------------------------------------------
+
+# Kafka 3.9's DynamicBrokerConfig.AllDynamicConfigs minus the log synonyms (added
+# below): the broker keys a DescribeConfigs BROKER answer marks ReadOnly=false.
+_DYNAMIC_BROKER_KEYS = frozenset({
+    # DynamicListenerConfig (listener, SSL and SASL keys) and SocketServer
+    "listeners", "advertised.listeners", "listener.security.protocol.map",
+    "principal.builder.class", "ssl.protocol", "ssl.provider", "ssl.cipher.suites",
+    "ssl.enabled.protocols", "ssl.keystore.type", "ssl.keystore.location",
+    "ssl.keystore.password", "ssl.key.password", "ssl.truststore.type",
+    "ssl.truststore.location", "ssl.truststore.password", "ssl.keymanager.algorithm",
+    "ssl.trustmanager.algorithm", "ssl.endpoint.identification.algorithm",
+    "ssl.secure.random.implementation", "ssl.client.auth", "ssl.engine.factory.class",
+    "ssl.keystore.certificate.chain", "ssl.keystore.key", "ssl.truststore.certificates",
+    "sasl.mechanism.inter.broker.protocol", "sasl.jaas.config", "sasl.enabled.mechanisms",
+    "sasl.kerberos.service.name", "sasl.kerberos.kinit.cmd",
+    "sasl.kerberos.ticket.renew.window.factor", "sasl.kerberos.ticket.renew.jitter",
+    "sasl.kerberos.min.time.before.relogin", "sasl.kerberos.principal.to.local.rules",
+    "sasl.login.refresh.window.factor", "sasl.login.refresh.window.jitter",
+    "sasl.login.refresh.min.period.seconds", "sasl.login.refresh.buffer.seconds",
+    "max.connections.per.ip", "max.connections.per.ip.overrides", "max.connections",
+    "max.connection.creation.rate", "num.network.threads",
+    # LogCleaner
+    "log.cleaner.threads", "log.cleaner.dedupe.buffer.size",
+    "log.cleaner.io.buffer.load.factor", "log.cleaner.io.buffer.size", "message.max.bytes",
+    "log.cleaner.io.max.bytes.per.second", "log.cleaner.backoff.ms",
+    # DynamicThreadPool, metric reporters, producer state, remote log
+    "num.io.threads", "num.replica.fetchers", "num.recovery.threads.per.data.dir",
+    "background.threads", "metric.reporters", "producer.id.expiration.ms",
+    "transaction.partition.verification.enable",
+    "remote.log.index.file.cache.total.size.bytes", "remote.fetch.max.wait.ms",
+    "remote.log.manager.copy.max.bytes.per.second",
+    "remote.log.manager.fetch.max.bytes.per.second",
+})
+
+
+def dynamic_broker_keys() -> frozenset[str]:
+    """Broker keys Kafka 3.9 (ZooKeeper mode) can update without a restart: the
+    fixed set above plus DynamicLogConfig's, i.e. the first broker synonym of
+    every topic key but message.format.version."""
+    log_keys = {k.synonyms[0].key for k in TOPIC_KEYS.values()
+                if k.synonyms and k.name != "message.format.version"}
+    return _DYNAMIC_BROKER_KEYS | log_keys

@@ -9,13 +9,15 @@ from controller.channel import BrokerTransport
 from controller.controller import Controller
 from controller.errors import (BadVersionError, ControllerMovedError, InvalidPartitions,
                                InvalidReplicationFactor, NodeExistsError, NoNodeError,
-                               NotControllerError, TopicAlreadyExists, TopicNotFound, ZkError)
+                               NotControllerError, StaleBrokerEpochError, TopicAlreadyExists,
+                               TopicNotFound, ZkError)
 from controller.zk import ClusterStore
 from controller.zkdata import BrokerInfo, Endpoint, LeaderIsr, TopicAssignment
 
 __all__ = [
     "BadVersionError", "BrokerInfo", "BrokerTransport", "ClusterStore", "Controller",
     "ControllerMovedError", "Endpoint", "InvalidPartitions", "InvalidReplicationFactor",
-    "LeaderIsr", "NoNodeError", "NodeExistsError", "NotControllerError", "TopicAlreadyExists",
+    "LeaderIsr", "NoNodeError", "NodeExistsError", "NotControllerError", "StaleBrokerEpochError",
+    "TopicAlreadyExists",
     "TopicAssignment", "TopicNotFound", "ZkError", "assign_replicas",
 ]

@@ -100,9 +100,12 @@ class ControllerChannel:
                 header = RequestHeader(p.api_key, VERSIONS[p.api_key], next(self._correlation),
                                        f"controller-{self.controller_id}")
                 try:
-                    resp = await asyncio.wait_for(
-                        self.transport.send(info.id, ep.host, ep.port, header, p.body),
-                        self.request_timeout)
+                    # asyncio.timeout, not wait_for: Python 3.11's wait_for can swallow a
+                    # cancel that races with the send completing, leaving this task
+                    # alive after remove_broker/shutdown cancelled it.
+                    async with asyncio.timeout(self.request_timeout):
+                        resp = await self.transport.send(info.id, ep.host, ep.port, header,
+                                                         p.body)
                     break
                 except asyncio.CancelledError:
                     if p.callback:

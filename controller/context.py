@@ -7,6 +7,10 @@ Only Controller.process (one event at a time) mutates it. Invariants:
     including its znode version (the next conditional write must match it).
   * ``live`` holds the brokers registered under /brokers/ids, with their
     epochs (czxid of the registration).
+  * ``reassigning[tp]`` = (adding, removing) while a reassignment runs; then
+    ``assignments`` holds the full set RS = target + (origin - target), and
+    adding = target - origin, removing = origin - target (KIP-455), exactly
+    as the topic znode's adding_replicas / removing_replicas say.
 """
 
 from __future__ import annotations
@@ -31,6 +35,8 @@ class ControllerContext:
     topics_to_delete: set[str] = field(default_factory=set)
     # (topic, partition, broker) StopReplica(delete) still unanswered, per topic
     deletion_pending: dict[str, set[tuple[int, int]]] = field(default_factory=dict)
+    reassigning: dict[TopicPartition, tuple[list[int], list[int]]] = field(default_factory=dict)
+    zk_reassigning: set[TopicPartition] = field(default_factory=set)  # from the znode API
 
     def is_live(self, broker_id: int) -> bool:
         return broker_id in self.live
@@ -50,9 +56,16 @@ class ControllerContext:
     def offline_replicas(self, tp: TopicPartition) -> list[int]:
         return [b for b in self.replicas(tp) if b not in self.live]
 
+    def target_replicas(self, tp: TopicPartition) -> list[int]:
+        """The replicas a partition will have once its reassignment (if any) is done."""
+        removing = self.reassigning.get(tp, ([], []))[1]
+        return [r for r in self.replicas(tp) if r not in removing]
+
     def remove_topic(self, topic: str) -> None:
         for p in self.assignments.pop(topic, {}):
             self.states.pop((topic, p), None)
+            self.reassigning.pop((topic, p), None)
+            self.zk_reassigning.discard((topic, p))
         self.topic_ids.pop(topic, None)
         self.topics_to_delete.discard(topic)
         self.deletion_pending.pop(topic, None)

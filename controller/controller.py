@@ -8,20 +8,30 @@ of changing ControllerContext:
   3. apply what was written to the context and queue the requests
      (LeaderAndIsr, UpdateMetadata, StopReplica) on the channel.
 A fenced write (ControllerMovedError) makes us resign.
+
+Besides elections on broker changes, topics and deletion (deletion.py), the
+queue carries requests answered through futures: AlterPartition
+(alter_partition.py), ElectLeaders and the periodic leader-imbalance check
+(leader_election.py), reassignments from AlterPartitionReassignments or
+/admin/reassign_partitions (reassignment.py), and ControlledShutdown.
+ZooKeeper writes go out as pipelined, chunked, fenced transactions
+(ClusterStore), and each event sends at most one LeaderAndIsr and one
+UpdateMetadata per broker (channel.RequestBatch).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Callable
+from typing import Any, Callable
 
-from controller import deletion
+from controller import alter_partition, deletion, leader_election, reassignment
 from controller import events as ev
 from controller.channel import BrokerTransport, ControllerChannel, RequestBatch
 from controller.context import ControllerContext, TopicPartition
 from controller.election import try_elect
-from controller.errors import ControllerMovedError, NotControllerError, ZkError
+from controller.errors import (ControllerMovedError, NotControllerError, StaleBrokerEpochError,
+                               ZkError)
 from controller.event_manager import EventManager
 from controller.partition_state_machine import (PartitionState, PartitionStates,
                                                 controlled_shutdown_leader, initial_leader,
@@ -41,12 +51,23 @@ class Controller:
     broker registered itself; ``await stop()`` at shutdown."""
 
     def __init__(self, broker_id: int, store: ClusterStore, transport: BrokerTransport, *,
-                 unclean_leader_election: bool = False, request_timeout: float = 30.0) -> None:
+                 unclean_leader_election: bool = False, request_timeout: float = 30.0,
+                 auto_leader_rebalance: bool = True,
+                 leader_imbalance_check_interval_s: float = 300.0,
+                 leader_imbalance_per_broker_percentage: int = 10) -> None:
+        """The keyword arguments are the broker configs unclean.leader.election.enable
+        (default for topics without an override), request.timeout.ms (in seconds),
+        auto.leader.rebalance.enable, leader.imbalance.check.interval.seconds and
+        leader.imbalance.per.broker.percentage (Kafka's defaults)."""
         self.broker_id = broker_id
         self.store = store
         self.transport = transport
         self.unclean = unclean_leader_election
         self.request_timeout = request_timeout
+        self.auto_rebalance = auto_leader_rebalance
+        self.imbalance_interval = leader_imbalance_check_interval_s
+        self.imbalance_percentage = leader_imbalance_per_broker_percentage
+        self._rebalance_timer: asyncio.TimerHandle | None = None
         self.ctx = ControllerContext()
         self.partition_states = PartitionStates()
         self.replica_states = ReplicaStates()
@@ -77,6 +98,8 @@ class Controller:
             self.store.watch_children(zd.BROKER_IDS, lambda _c: put(ev.BrokerChange())),
             self.store.watch_children(zd.TOPICS, lambda _c: put(ev.TopicChange())),
             self.store.watch_children(zd.DELETE_TOPICS, lambda _c: put(ev.TopicDeletion())),
+            self.store.watch_data(zd.REASSIGN_PARTITIONS, lambda d: None if d is None
+                                  else put(ev.ZkPartitionReassignment())),
         ]
         put(ev.Startup())
 
@@ -102,6 +125,38 @@ class Controller:
         self.events.put(ev.ControlledShutdown(broker_id, broker_epoch, fut))
         return await fut
 
+    async def alter_partition(self, request: Any, version: int) -> Any:
+        """Handle an AlterPartition request body: -> the response body."""
+        return await self._ask(lambda f: ev.AlterPartitionReceived(request, version, f))
+
+    async def elect_leaders(self, partitions: list[tuple[str, int]] | None, election_type: int
+                            ) -> dict[tuple[str, int], tuple[int, str | None]]:
+        """ElectLeaders (0 preferred, 1 unclean; None = every partition):
+        -> tp -> (error code, message)."""
+        parts = None if partitions is None else tuple(partitions)
+        return await self._ask(lambda f: ev.ElectLeaders(parts, election_type, f))  # type: ignore[no-any-return]
+
+    async def alter_reassignments(self, targets: dict[tuple[str, int], list[int] | None]
+                                  ) -> dict[tuple[str, int], tuple[int, str | None]]:
+        """AlterPartitionReassignments (None cancels): -> tp -> (error code, message)."""
+        items = tuple((tp, None if r is None else tuple(r)) for tp, r in targets.items())
+        return await self._ask(lambda f: ev.ApiPartitionReassignment(items, f))  # type: ignore[no-any-return]
+
+    async def list_reassignments(self, partitions: list[tuple[str, int]] | None
+                                 ) -> dict[tuple[str, int], tuple[list[int], list[int], list[int]]]:
+        """Ongoing reassignments: tp -> (replicas, adding, removing)."""
+        parts = None if partitions is None else tuple(partitions)
+        return await self._ask(lambda f: ev.ListPartitionReassignments(parts, f))  # type: ignore[no-any-return]
+
+    async def _ask(self, make: Callable[[asyncio.Future[Any]], ev.Event]) -> Any:
+        """Queue a request event and wait for its answer. Raises NotControllerError
+        when this broker is not (or stops being) the controller."""
+        if not self._active:
+            raise NotControllerError()
+        fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self.events.put(make(fut))
+        return await fut
+
     async def idle(self) -> None:
         """Wait until queued events are processed (tests, orderly shutdown)."""
         await self.events.idle()
@@ -110,14 +165,20 @@ class Controller:
 
     async def process(self, event: ev.Event) -> None:
         if self.store.closed:
+            _answer(event, NotControllerError())
             return
         try:
             await self._dispatch(event)
         except ControllerMovedError:
             log.warning("broker %d: controller moved while handling %s; resigning",
                         self.broker_id, type(event).__name__)
+            _answer(event, NotControllerError())
             self._resign()
             await self._elect()
+        except BaseException as e:
+            _answer(event, e)
+            raise
+        _answer(event, NotControllerError())   # a request event nobody answered
 
     async def _dispatch(self, event: ev.Event) -> None:
         match event:
@@ -131,6 +192,22 @@ class Controller:
                 await self._controlled_shutdown(event)
             case _ if not self._active:
                 return
+            case ev.AlterPartitionReceived(request=req, version=v, result=fut):
+                fut.set_result(await alter_partition.process(self, req, v))
+            case ev.ElectLeaders(partitions=parts, election_type=kind, result=fut):
+                res = await leader_election.elect(self, None if parts is None else list(parts),
+                                                  kind)
+                if fut is not None:
+                    fut.set_result(res)
+            case ev.AutoLeaderRebalance():
+                await self._auto_rebalance()
+            case ev.ApiPartitionReassignment(targets=targets, result=fut):
+                fut.set_result(await reassignment.api_reassign(
+                    self, {tp: None if r is None else list(r) for tp, r in targets}))
+            case ev.ListPartitionReassignments(partitions=parts, result=fut):
+                fut.set_result(reassignment.ongoing(self, None if parts is None else list(parts)))
+            case ev.ZkPartitionReassignment():
+                await reassignment.zk_reassign(self)
             case ev.BrokerChange():
                 await self._broker_change()
             case ev.TopicChange():
@@ -168,6 +245,9 @@ class Controller:
             return
         log.info("broker %d resigned as controller (epoch %d)", self.broker_id, self.ctx.epoch)
         self._active = False
+        if self._rebalance_timer is not None:
+            self._rebalance_timer.cancel()
+            self._rebalance_timer = None
         self.channel.shutdown()
         self.partition_states.clear()
         self.replica_states.clear()
@@ -189,14 +269,36 @@ class Controller:
         batch.full = True
         batch.add_update_metadata(ctx.live, ctx.all_partitions())
         await self._bring_partitions_online(ctx.all_partitions(), batch, resend_all=True)
+        # replicas on brokers that died while nobody was controller go Offline: out of
+        # the ISRs (Kafka's replicaStateMachine.startup)
+        gone = {b for s in ctx.states.values() for b in s.isr} - set(ctx.live)
+        if gone:
+            await self._remove_from_isr(ctx.all_partitions(), gone, batch)
         batch.send(self.channel)
         await self._topic_deletion()
+        await reassignment.resume(self)
+        self._schedule_rebalance()
         log.info("controller %d: %d live brokers, %d topics, %d partitions", self.broker_id,
                  len(ctx.live), len(ctx.assignments), len(ctx.states))
+
+    def _schedule_rebalance(self) -> None:
+        if not self.auto_rebalance or not self._active:
+            return
+        self._rebalance_timer = asyncio.get_running_loop().call_later(
+            self.imbalance_interval, self.events.put, ev.AutoLeaderRebalance())
+
+    async def _auto_rebalance(self) -> None:
+        try:
+            await leader_election.auto_rebalance(self, self.imbalance_percentage)
+        finally:
+            self._schedule_rebalance()
 
     def _load_topics(self, topics: dict[str, zd.TopicAssignment]) -> None:
         for t, a in topics.items():
             self.ctx.assignments[t] = dict(a.partitions)
+            for p in set(a.adding) | set(a.removing):
+                self.ctx.reassigning[(t, p)] = (list(a.adding.get(p, [])),
+                                                list(a.removing.get(p, [])))
             if a.topic_id is not None:
                 self.ctx.topic_ids[t] = a.topic_id
             if t not in self._topic_watches:
@@ -215,6 +317,7 @@ class Controller:
         live = set(ctx.live)
         to_create: dict[TopicPartition, LeaderIsr] = {}
         to_update: dict[TopicPartition, LeaderIsr] = {}
+        unclean = await self._unclean_topics(parts)
         for tp in parts:
             if tp[0] in ctx.topics_to_delete:
                 continue
@@ -228,7 +331,8 @@ class Controller:
                     continue
                 to_create[tp] = LeaderIsr(init[0], 0, tuple(init[1]), ctx.epoch)
             elif s.leader not in live or s.leader in ctx.shutting_down:
-                chosen = offline_leader(replicas, s.isr, live - ctx.shutting_down, self.unclean)
+                chosen = offline_leader(replicas, s.isr, live - ctx.shutting_down,
+                                        tp[0] in unclean)
                 if chosen is None:
                     self._set_partition_state(tp, _P.OFFLINE)
                     if s.leader != NO_LEADER:
@@ -255,6 +359,23 @@ class Controller:
             batch.add_leader_and_isr(ctx.replicas(tp), tp, is_new=tp in created)
         if created:
             log.info("controller %d: initialised %d new partitions", self.broker_id, len(created))
+
+    async def _unclean_topics(self, parts: list[TopicPartition]) -> set[str]:
+        """Topics among ``parts`` that may elect a leader from outside the ISR: only
+        asked of topics with a partition that needs a new leader and has no live ISR
+        member (Kafka reads the topic config only then); the topic's
+        unclean.leader.election.enable overrides the broker default either way."""
+        ctx = self.ctx
+        live = set(ctx.live) - ctx.shutting_down
+        stuck = {tp[0] for tp in parts
+                 if (s := ctx.states.get(tp)) is not None and s.leader not in live
+                 and not any(r in live for r in s.isr)}
+        out = set()
+        for t in sorted(stuck):
+            raw = (await self.store.topic_configs(t)).get("unclean.leader.election.enable")
+            if (raw.strip().lower() == "true") if raw is not None else self.unclean:
+                out.add(t)
+        return out
 
     def _set_partition_state(self, tp: TopicPartition, target: PartitionState) -> None:
         if target is _P.NEW and self.partition_states.get(tp) is _P.NEW:
@@ -330,6 +451,11 @@ class Controller:
         ctx = self.ctx
         if e.broker_id not in ctx.live:
             e.result.set_exception(KeyError(f"broker {e.broker_id} is not live"))
+            return
+        if e.broker_epoch != -1 and e.broker_epoch < ctx.live[e.broker_id].epoch:
+            e.result.set_exception(StaleBrokerEpochError(
+                f"broker {e.broker_id}: epoch {e.broker_epoch} is older than "
+                f"{ctx.live[e.broker_id].epoch}"))
             return
         ctx.shutting_down.add(e.broker_id)
         live = set(ctx.live)
@@ -415,3 +541,11 @@ class Controller:
 
     async def _stop_replica_result(self, e: ev.StopReplicaResult) -> None:
         await deletion.stop_replica_result(self, e)
+
+
+def _answer(event: ev.Event, outcome: BaseException) -> None:
+    """Fail a request event's future if it is still unanswered (the requester gets
+    NOT_CONTROLLER or the error instead of waiting for ever)."""
+    fut = getattr(event, "result", None)
+    if isinstance(fut, asyncio.Future) and not fut.done():
+        fut.set_exception(outcome if isinstance(outcome, Exception) else NotControllerError())

@@ -48,3 +48,7 @@ class InvalidReplicationFactor(ValueError):
 
 class InvalidPartitions(ValueError):
     """The partition count is not positive (or does not grow)."""
+
+
+class StaleBrokerEpochError(Exception):
+    """A broker's request carries an older broker epoch than its registration."""

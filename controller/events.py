@@ -9,6 +9,10 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
+from typing import Any
+
+TopicPartition = tuple[str, int]
+ErrorResult = tuple[int, str | None]          # (error code, message)
 
 
 @dataclass(frozen=True)
@@ -70,6 +74,51 @@ class SessionRenewed:
     """A new session is up and this broker is registered again: re-elect."""
 
 
+@dataclass(frozen=True)
+class AlterPartitionReceived:
+    """An AlterPartition request (the decoded body and its version) from a partition
+    leader; the future gets the response body."""
+    request: Any
+    version: int
+    result: asyncio.Future[Any] = field(compare=False)
+
+
+@dataclass(frozen=True)
+class ElectLeaders:
+    """ElectLeaders (admin) or the auto-rebalance task: ``partitions`` None = all;
+    election_type 0 preferred, 1 unclean. The future gets per-partition results."""
+    partitions: tuple[TopicPartition, ...] | None
+    election_type: int
+    result: asyncio.Future[dict[TopicPartition, ErrorResult]] | None = field(compare=False)
+
+
+@dataclass(frozen=True)
+class AutoLeaderRebalance:
+    """leader.imbalance.check.interval.seconds elapsed (auto.leader.rebalance.enable)."""
+
+
+@dataclass(frozen=True)
+class ApiPartitionReassignment:
+    """AlterPartitionReassignments: target replicas per partition, None = cancel."""
+    targets: tuple[tuple[TopicPartition, tuple[int, ...] | None], ...]
+    result: asyncio.Future[dict[TopicPartition, ErrorResult]] = field(compare=False)
+
+
+@dataclass(frozen=True)
+class ListPartitionReassignments:
+    """ListPartitionReassignments: ``partitions`` None = every ongoing one. The future
+    gets tp -> (replicas, adding, removing)."""
+    partitions: tuple[TopicPartition, ...] | None
+    result: asyncio.Future[dict[TopicPartition, tuple[list[int], list[int], list[int]]]] = \
+        field(compare=False)
+
+
+@dataclass(frozen=True)
+class ZkPartitionReassignment:
+    """/admin/reassign_partitions was created or changed (the pre-KIP-455 API)."""
+
+
 Event = (Startup | ControllerChange | BrokerChange | TopicChange | PartitionModifications
          | TopicDeletion | StopReplicaResult | ControlledShutdown | SessionExpired
-         | SessionRenewed)
+         | SessionRenewed | AlterPartitionReceived | ElectLeaders | AutoLeaderRebalance
+         | ApiPartitionReassignment | ListPartitionReassignments | ZkPartitionReassignment)

@@ -1,7 +1,7 @@
 """ClusterStore: the async view of ZooKeeper shared by a broker and its controller.
 
-This is the only module that imports kazoo. ``KazooZk`` adapts kazoo to the
-``ZkClient`` seam (controller/zkclient.py); ``ClusterStore`` runs every blocking
+``KazooZk`` (controller/kazoo_zk.py, the only module importing kazoo) adapts
+kazoo to the ``ZkClient`` seam (controller/zkclient.py); ``ClusterStore`` runs every blocking
 call in a worker thread (``asyncio.to_thread``) and hands watch callbacks to the
 event loop with ``loop.call_soon_threadsafe`` -- a callback never touches state
 itself. Layout and JSON: controller/zkdata.py.
@@ -20,130 +20,19 @@ import logging
 import uuid
 from typing import Any, Callable, Iterable, Sequence
 
-from kazoo import exceptions as kx
-from kazoo.client import KazooClient
-from kazoo.recipe.watchers import ChildrenWatch, DataWatch
-
 from controller import zkdata as zd
 from controller.errors import (BadVersionError, ControllerMovedError, NodeExistsError,
-                               NoNodeError, NotEmptyError, TopicAlreadyExists, TopicNotFound,
-                               ZkError)
+                               NoNodeError, TopicAlreadyExists, TopicNotFound, ZkError)
+from controller.kazoo_zk import KazooZk
 from controller.zkclient import (CONNECTED, LOST, CheckOp, CreateOp, DeleteOp, Op, SetOp, Stat,
                                  ZkClient)
 
 log = logging.getLogger("pybroker.zk")
 
 TopicPartition = tuple[str, int]
-
-
-# --- kazoo adaptor ----------------------------------------------------------------------
-
-def _translate(e: Exception) -> Exception:
-    if isinstance(e, kx.NoNodeError):
-        return NoNodeError(str(e))
-    if isinstance(e, kx.NodeExistsError):
-        return NodeExistsError(str(e))
-    if isinstance(e, kx.BadVersionError):
-        return BadVersionError(str(e))
-    if isinstance(e, kx.NotEmptyError):
-        return NotEmptyError(str(e))
-    return ZkError(f"{type(e).__name__}: {e}")
-
-
-def _stat(s: Any) -> Stat:
-    return Stat(s.version, s.czxid, s.ephemeralOwner)
-
-
-class KazooZk:
-    """ZkClient over kazoo. ``hosts`` may carry a chroot ("h:2181/pybroker"): kazoo
-    prefixes every path with it; the chroot node itself is created on start."""
-
-    def __init__(self, hosts: str, session_timeout_ms: int = 18000) -> None:
-        self._hosts = hosts
-        self._kz = KazooClient(hosts=hosts, timeout=session_timeout_ms / 1000.0)
-
-    def start(self, timeout: float) -> None:
-        host_part, slash, chroot = self._hosts.partition("/")
-        if slash and chroot.strip("/"):
-            # kazoo does not create the chroot; Kafka does (createChrootIfNecessary).
-            boot = KazooClient(hosts=host_part)
-            boot.start(timeout=timeout)
-            try:
-                boot.ensure_path("/" + chroot.strip("/"))
-            finally:
-                boot.stop()
-                boot.close()
-        self._kz.start(timeout=timeout)
-
-    def stop(self) -> None:
-        self._kz.stop()
-        self._kz.close()
-
-    def session_id(self) -> int:
-        sid = self._kz.client_id
-        return int(sid[0]) if sid else 0
-
-    def _call(self, fn: Callable[..., Any], *args: Any, **kw: Any) -> Any:
-        try:
-            return fn(*args, **kw)
-        except kx.KazooException as e:
-            raise _translate(e) from e
-
-    def create(self, path: str, data: bytes = b"", *, ephemeral: bool = False,
-               sequence: bool = False, makepath: bool = False) -> str:
-        return str(self._call(self._kz.create, path, data, ephemeral=ephemeral,
-                              sequence=sequence, makepath=makepath))
-
-    def ensure_path(self, path: str) -> None:
-        self._call(self._kz.ensure_path, path)
-
-    def get(self, path: str) -> tuple[bytes, Stat]:
-        data, st = self._call(self._kz.get, path)
-        return data or b"", _stat(st)
-
-    def exists(self, path: str) -> Stat | None:
-        st = self._call(self._kz.exists, path)
-        return None if st is None else _stat(st)
-
-    def children(self, path: str) -> list[str]:
-        return list(self._call(self._kz.get_children, path))
-
-    def set(self, path: str, data: bytes, version: int = -1) -> Stat:
-        return _stat(self._call(self._kz.set, path, data, version))
-
-    def delete(self, path: str, version: int = -1, recursive: bool = False) -> None:
-        self._call(self._kz.delete, path, version, recursive)
-
-    def multi(self, ops: list[Op]) -> list[Any]:
-        tx = self._kz.transaction()
-        for op in ops:
-            if isinstance(op, CreateOp):
-                tx.create(op.path, op.data, ephemeral=op.ephemeral)
-            elif isinstance(op, SetOp):
-                tx.set_data(op.path, op.data, op.version)
-            elif isinstance(op, CheckOp):
-                tx.check(op.path, op.version)
-            else:
-                tx.delete(op.path, op.version)
-        results = self._call(tx.commit)
-        for r in results:
-            if isinstance(r, Exception) and not isinstance(r, kx.RolledBackError):
-                raise _translate(r)
-        if any(isinstance(r, Exception) for r in results):
-            raise ZkError("transaction rolled back")
-        return [_stat(r) if hasattr(r, "czxid") else r for r in results]
-
-    def watch_children(self, path: str, fn: Callable[[list[str]], bool | None]) -> None:
-        ChildrenWatch(self._kz, path, fn)
-
-    def watch_data(self, path: str,
-                   fn: Callable[[bytes | None, Stat | None], bool | None]) -> None:
-        def wrapped(data: bytes | None, st: Any) -> bool | None:
-            return fn(data, None if st is None else _stat(st))
-        DataWatch(self._kz, path, wrapped)
-
-    def add_listener(self, fn: Callable[[str], None]) -> None:
-        self._kz.add_listener(lambda state: fn(str(state)))
+# Partition-state writes packed into one ZooKeeper transaction: each op is ~150
+# bytes, far below jute.maxbuffer (1 MiB) even at this size.
+CHUNK = 200
 
 
 # --- the async store --------------------------------------------------------------------
@@ -338,13 +227,10 @@ class ClusterStore:
 
     async def live_brokers(self) -> list[zd.BrokerInfo]:
         def read() -> list[zd.BrokerInfo]:
-            out = []
-            for child in self.zk.children(zd.BROKER_IDS):
-                try:
-                    data, st = self.zk.get(f"{zd.BROKER_IDS}/{child}")
-                except NoNodeError:
-                    continue
-                out.append(zd.decode_broker(int(child), data, st.czxid))
+            kids = self.zk.children(zd.BROKER_IDS)
+            got = self.zk.get_many([f"{zd.BROKER_IDS}/{c}" for c in kids])
+            out = [zd.decode_broker(int(c), r[0], r[1].czxid)
+                   for c, r in zip(kids, got) if not isinstance(r, Exception)]
             return sorted(out, key=lambda b: b.id)
         return list(await self._run(read))
 
@@ -433,13 +319,9 @@ class ClusterStore:
         """Topic znodes (all topics when names is None); missing topics are left out."""
         def read() -> dict[str, zd.TopicAssignment]:
             wanted = self.zk.children(zd.TOPICS) if names is None else list(names)
-            out = {}
-            for t in wanted:
-                try:
-                    out[t] = zd.decode_topic(self.zk.get(zd.topic_path(t))[0])
-                except NoNodeError:
-                    continue
-            return out
+            got = self.zk.get_many([zd.topic_path(t) for t in wanted])
+            return {t: zd.decode_topic(r[0]) for t, r in zip(wanted, got)
+                    if not isinstance(r, Exception)}
         return dict(await self._run(read))
 
     async def topic_assignments(self) -> dict[str, dict[int, list[int]]]:
@@ -550,41 +432,75 @@ class ClusterStore:
                 raise ControllerMovedError("controller epoch moved on") from None
             raise
 
+    def _check_fenced(self, epoch_zk_version: int, results: list[Any]) -> None:
+        """After a pipelined batch of fenced transactions: if any failed on a bad
+        version, find out whether it was the epoch check (we are fenced)."""
+        if any(isinstance(r, BadVersionError) for r in results):
+            st = self.zk.exists(zd.CONTROLLER_EPOCH)
+            if st is None or st.version != epoch_zk_version:
+                raise ControllerMovedError("controller epoch moved on")
+
+    def _fenced_many(self, epoch_zk_version: int, txns: list[list[Op]]) -> list[Any]:
+        """Many fenced transactions, pipelined (one round trip): -> per transaction
+        its results (without the epoch check's) or the error."""
+        check = CheckOp(zd.CONTROLLER_EPOCH, epoch_zk_version)
+        results = self.zk.multi_many([[check, *ops] for ops in txns]) if txns else []
+        self._check_fenced(epoch_zk_version, results)
+        return [r if isinstance(r, Exception) else r[1:] for r in results]
+
+    def _fenced_chunked(self, epoch_zk_version: int, ops: list[Op]) -> list[Any]:
+        """One op per partition, packed CHUNK to a fenced transaction and the
+        transactions pipelined: kazoo's cost is per request, so this is several
+        times faster than one transaction per partition. A chunk that fails (one
+        of its partitions changed under us) is redone one transaction per
+        partition, so only the partitions at fault fail. -> per op its result or
+        its error."""
+        chunks = [ops[i:i + CHUNK] for i in range(0, len(ops), CHUNK)]
+        out: list[Any] = []
+        for chunk, r in zip(chunks, self._fenced_many(epoch_zk_version, chunks)):
+            if isinstance(r, Exception):
+                out += self._fenced_many(epoch_zk_version, [[op] for op in chunk])
+            else:
+                out += [[x] for x in r]
+        return out
+
     async def partition_states(self, parts: Iterable[TopicPartition]
                                ) -> dict[TopicPartition, zd.LeaderIsr]:
+        """State znodes of ``parts`` (missing ones left out), read pipelined."""
+        wanted = list(parts)
+
         def read() -> dict[TopicPartition, zd.LeaderIsr]:
-            out = {}
-            for t, p in parts:
-                try:
-                    data, st = self.zk.get(zd.partition_state_path(t, p))
-                except NoNodeError:
-                    continue
-                out[(t, p)] = zd.decode_partition_state(data, st.version)
-            return out
+            got = self.zk.get_many([zd.partition_state_path(t, p) for t, p in wanted])
+            return {tp: zd.decode_partition_state(r[0], r[1].version)
+                    for tp, r in zip(wanted, got) if not isinstance(r, Exception)}
         return dict(await self._run(read))
 
     async def create_partition_states(self, states: dict[TopicPartition, zd.LeaderIsr],
                                       controller_epoch: int, epoch_zk_version: int
                                       ) -> dict[TopicPartition, zd.LeaderIsr]:
         """Create state znodes (fenced), one transaction per partition so one existing
-        znode does not fail the others. -> the states created (zk_version 0)."""
+        znode does not fail the others; three pipelined round trips in all (the
+        partitions/ parents, the partitions/<p> parents, the states). -> the states
+        created (zk_version 0)."""
+        if not states:
+            return {}
+        items = list(states.items())
+
         def write() -> dict[TopicPartition, zd.LeaderIsr]:
-            done = {}
-            for (t, p), s in states.items():
-                for parent in (zd.partitions_path(t), f"{zd.partitions_path(t)}/{p}"):
-                    try:
-                        self.zk.create(parent, b"")
-                    except NodeExistsError:
-                        pass
-                try:
-                    self._fenced(epoch_zk_version, [CreateOp(
-                        zd.partition_state_path(t, p),
-                        zd.encode_partition_state(s, controller_epoch))])
-                except NodeExistsError:
-                    continue
-                done[(t, p)] = zd.LeaderIsr(s.leader, s.leader_epoch, s.isr, controller_epoch,
-                                            0, s.leader_recovery_state)
-            return done
+            topics = sorted({t for (t, _p), _s in items})
+            self.zk.multi_many([[CreateOp(zd.partitions_path(t))] for t in topics])
+            dirs = [CreateOp(f"{zd.partitions_path(t)}/{p}") for (t, p), _s in items]
+            chunks = [dirs[i:i + CHUNK] for i in range(0, len(dirs), CHUNK)]
+            for chunk, r in zip(chunks, self.zk.multi_many(chunks)):
+                if isinstance(r, Exception):     # some exist already: one by one
+                    self.zk.multi_many([[op] for op in chunk])
+            results = self._fenced_chunked(epoch_zk_version, [
+                CreateOp(zd.partition_state_path(t, p),
+                         zd.encode_partition_state(s, controller_epoch))
+                for (t, p), s in items])
+            return {tp: zd.LeaderIsr(s.leader, s.leader_epoch, s.isr, controller_epoch, 0,
+                                     s.leader_recovery_state)
+                    for (tp, s), r in zip(items, results) if not isinstance(r, Exception)}
         return dict(await self._run(write))
 
     async def update_partition_states(self, states: dict[TopicPartition, zd.LeaderIsr],
@@ -592,22 +508,86 @@ class ClusterStore:
                                       ) -> tuple[dict[TopicPartition, zd.LeaderIsr],
                                                  list[TopicPartition]]:
         """Versioned, fenced updates (each state's zk_version is the version it was
-        read at). -> (written states with their new versions, partitions whose
-        znode changed under us and must be re-read)."""
+        read at), pipelined. -> (written states with their new versions, partitions
+        whose znode changed under us and must be re-read)."""
+        if not states:
+            return {}, []
+        items = list(states.items())
+
         def write() -> tuple[dict[TopicPartition, zd.LeaderIsr], list[TopicPartition]]:
+            results = self._fenced_chunked(epoch_zk_version, [
+                SetOp(zd.partition_state_path(t, p),
+                      zd.encode_partition_state(s, controller_epoch), s.zk_version)
+                for (t, p), s in items])
             done, failed = {}, []
-            for (t, p), s in states.items():
-                try:
-                    st = self._fenced(epoch_zk_version, [SetOp(
-                        zd.partition_state_path(t, p),
-                        zd.encode_partition_state(s, controller_epoch), s.zk_version)])[0]
-                except (BadVersionError, NoNodeError):
-                    failed.append((t, p))
+            for (tp, s), r in zip(items, results):
+                if isinstance(r, Exception):
+                    failed.append(tp)
                     continue
-                done[(t, p)] = zd.LeaderIsr(s.leader, s.leader_epoch, s.isr, controller_epoch,
-                                            st.version, s.leader_recovery_state)
+                done[tp] = zd.LeaderIsr(s.leader, s.leader_epoch, s.isr, controller_epoch,
+                                        r[0].version, s.leader_recovery_state)
             return done, failed
         return await self._run(write)  # type: ignore[no-any-return]
+
+    # -- reassignment (controller only, fenced) ------------------------------------------
+
+    async def read_reassignment(self) -> dict[TopicPartition, list[int]]:
+        """/admin/reassign_partitions (empty when absent)."""
+        def read() -> dict[TopicPartition, list[int]]:
+            try:
+                return zd.decode_reassignment(self.zk.get(zd.REASSIGN_PARTITIONS)[0])
+            except NoNodeError:
+                return {}
+        return dict(await self._run(read))
+
+    async def remove_from_reassignment(self, done: set[TopicPartition],
+                                       epoch_zk_version: int) -> None:
+        """Drop ``done`` partitions from /admin/reassign_partitions; delete the znode
+        when nothing is left (Kafka's maybeRemoveFromZkReassignment)."""
+        def write() -> None:
+            while True:
+                try:
+                    data, st = self.zk.get(zd.REASSIGN_PARTITIONS)
+                except NoNodeError:
+                    return
+                left = {tp: r for tp, r in zd.decode_reassignment(data).items()
+                        if tp not in done}
+                op: Op = (SetOp(zd.REASSIGN_PARTITIONS, zd.encode_reassignment(left), st.version)
+                          if left else DeleteOp(zd.REASSIGN_PARTITIONS, st.version))
+                try:
+                    self._fenced(epoch_zk_version, [op])
+                    return
+                except (BadVersionError, NoNodeError):
+                    continue
+        await self._run(write)
+
+    async def update_topic_replicas(self, topic: str,
+                                    changes: dict[int, tuple[list[int], list[int], list[int]]],
+                                    epoch_zk_version: int) -> None:
+        """Set partitions' (replicas, adding, removing) in /brokers/topics/<t>:
+        read-modify-write against the znode version (so partitions added meanwhile
+        are kept), fenced by the controller epoch."""
+        def write() -> None:
+            while True:
+                try:
+                    data, st = self.zk.get(zd.topic_path(topic))
+                except NoNodeError:
+                    raise TopicNotFound(topic) from None
+                a = zd.decode_topic(data)
+                for p, (rs, adding, removing) in changes.items():
+                    a.partitions[p] = list(rs)
+                    for m, v in ((a.adding, adding), (a.removing, removing)):
+                        if v:
+                            m[p] = list(v)
+                        else:
+                            m.pop(p, None)
+                try:
+                    self._fenced(epoch_zk_version, [
+                        SetOp(zd.topic_path(topic), zd.encode_topic(a), st.version)])
+                    return
+                except BadVersionError:
+                    continue
+        await self._run(write)
 
     async def delete_topic_znodes(self, topic: str, epoch_zk_version: int) -> None:
         """Last step of a deletion (fenced): the topic's znodes, its config and the

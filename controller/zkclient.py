@@ -85,3 +85,13 @@ class ZkClient(Protocol):
     def add_listener(self, fn: Callable[[str], None]) -> None:
         """fn(state) on every session state change: CONNECTED, SUSPENDED, LOST."""
         ...
+
+    def get_many(self, paths: list[str]) -> list[tuple[bytes, Stat] | Exception]:
+        """Read many znodes in one pipelined batch; -> per path (data, stat) or the
+        error (NoNodeError ...), in order."""
+        ...
+
+    def multi_many(self, txns: list[list[Op]]) -> list[list[Any] | Exception]:
+        """Commit many independent transactions in one pipelined batch; -> per
+        transaction its results (as ``multi``) or the error, in order."""
+        ...

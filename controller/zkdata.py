@@ -18,6 +18,9 @@
     /config/topics/<t>                  {"version":1,"config":{"k":"v"}}
     /config/changes/config_change_<10-digit seq>  {"version":2,"entity_path":"topics/<t>"}
     /admin/delete_topics/<t>            empty
+    /admin/reassign_partitions          {"version":1,"partitions":[{"topic":"t","partition":0,
+                                         "replicas":[1,2]}]}  (the pre-KIP-455 reassignment API;
+                                         the controller removes entries as they complete)
     /latest_producer_id_block           {"version":1,"broker":N,"block_start":"<first>","block_end":"<last>"}
 """
 
@@ -40,6 +43,7 @@ CONFIG_TOPICS = "/config/topics"
 CONFIG_CHANGES = "/config/changes"
 CONFIG_CHANGE_PREFIX = "config_change_"
 DELETE_TOPICS = "/admin/delete_topics"
+REASSIGN_PARTITIONS = "/admin/reassign_partitions"
 PRODUCER_ID_BLOCK = "/latest_producer_id_block"
 ISR_CHANGE = "/isr_change_notification"
 
@@ -311,3 +315,16 @@ def decode_producer_id_block(data: bytes | None) -> tuple[int, int] | None:
     if obj is None:
         return None
     return int(obj["block_start"]), int(obj["block_end"])
+
+
+# --- partition reassignment -------------------------------------------------------------
+
+def encode_reassignment(targets: dict[tuple[str, int], list[int]]) -> bytes:
+    return _dumps({"version": 1, "partitions": [
+        {"topic": t, "partition": p, "replicas": list(r)} for (t, p), r in sorted(targets.items())]})
+
+
+def decode_reassignment(data: bytes | None) -> dict[tuple[str, int], list[int]]:
+    obj = _loads(data) or {}
+    return {(str(e["topic"]), int(e["partition"])): [int(b) for b in e["replicas"]]
+            for e in obj.get("partitions") or []}

@@ -32,6 +32,23 @@ class LogConfig:
     preallocate: bool = False                    # log.preallocate: real blocks (fallocate), not sparse
     flush_on_roll: bool = False                  # ours: fsync a segment when it is rolled (Kafka does
                                                  # this on a background thread; the broker may too)
+    # Compaction (storage/cleaner.py). Cleaned segments are grouped up to segment_bytes of log
+    # and segment_index_bytes of each index, as Kafka's cleaner groups them.
+    cleanup_policy: str = "delete"               # log.cleanup.policy / cleanup.policy: "delete",
+                                                 # "compact" or "compact,delete"
+    min_cleanable_dirty_ratio: float = 0.5       # log.cleaner.min.cleanable.ratio / min.cleanable.dirty.ratio
+    delete_retention_ms: int = 86_400_000        # log.cleaner.delete.retention.ms / delete.retention.ms
+    min_compaction_lag_ms: int = 0               # log.cleaner.min.compaction.lag.ms / min.compaction.lag.ms
+    max_compaction_lag_ms: int = LONG_MAX        # log.cleaner.max.compaction.lag.ms / max.compaction.lag.ms
+
+    @property
+    def compact(self) -> bool:
+        return "compact" in self.cleanup_policy.split(",")
+
+    @property
+    def delete(self) -> bool:
+        """Retention by time and size applies (Kafka: "delete" in cleanup.policy)."""
+        return "delete" in self.cleanup_policy.split(",")
 
     @property
     def log_append_time(self) -> bool:
@@ -52,6 +69,10 @@ class LogConfig:
             name, scale = spec
             if name in ("message_timestamp_type",):
                 values[name] = raw.strip()
+            elif name == "cleanup_policy":
+                values[name] = ",".join(p.strip().lower() for p in raw.split(",") if p.strip())
+            elif name == "min_cleanable_dirty_ratio":
+                values[name] = float(raw)
             elif name == "preallocate":
                 values[name] = raw.strip().lower() == "true"
             else:
@@ -82,6 +103,15 @@ _KEYS: dict[str, tuple[str, int]] = {
     "log.message.timestamp.type": ("message_timestamp_type", 1),
     "message.timestamp.type": ("message_timestamp_type", 1),
     "log.preallocate": ("preallocate", 1), "preallocate": ("preallocate", 1),
+    "log.cleanup.policy": ("cleanup_policy", 1), "cleanup.policy": ("cleanup_policy", 1),
+    "log.cleaner.min.cleanable.ratio": ("min_cleanable_dirty_ratio", 1),
+    "min.cleanable.dirty.ratio": ("min_cleanable_dirty_ratio", 1),
+    "log.cleaner.delete.retention.ms": ("delete_retention_ms", 1),
+    "delete.retention.ms": ("delete_retention_ms", 1),
+    "log.cleaner.min.compaction.lag.ms": ("min_compaction_lag_ms", 1),
+    "min.compaction.lag.ms": ("min_compaction_lag_ms", 1),
+    "log.cleaner.max.compaction.lag.ms": ("max_compaction_lag_ms", 1),
+    "max.compaction.lag.ms": ("max_compaction_lag_ms", 1),
 }
 
 _PRIORITY = {"log.retention.minutes": 1, "log.retention.ms": 2, "log.roll.ms": 2}

@@ -8,17 +8,25 @@ Offsets, from low to high::
 Segments are kept sorted by base offset in ``segments`` with their bases in
 ``_bases`` for ``bisect``; the last one is the only active (writable) one.
 Time comes from a clock seam (``clock() -> ms``) so roll/retention/flush by
-time are testable without sleeping. Single-threaded: the broker serialises
-calls per partition.
+time are testable without sleeping.
+
+Threads: the broker calls a log from its event loop only, but the log cleaner
+(storage/cleaner.py) runs in a worker thread and swaps cleaned segments in.
+So every public method that reads or changes the segment list holds
+``self.lock`` (an RLock; uncontended it costs well under a microsecond), and
+the cleaner takes the same lock for its swap (``LogCleaner(lock_for=...)``).
 """
 
 from __future__ import annotations
 
 import bisect
+import functools
 import os
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from protocol import records
 from protocol.records import BatchHeader
@@ -69,11 +77,21 @@ class ReadResult:
     position: int
 
 
+def _locked(method: Callable[..., Any]) -> Callable[..., Any]:
+    """Run ``method`` holding the log's lock (see the module docstring)."""
+    @functools.wraps(method)
+    def wrapper(self: PartitionLog, *args: Any, **kwargs: Any) -> Any:
+        with self.lock:
+            return method(self, *args, **kwargs)
+    return wrapper
+
+
 class PartitionLog:
     def __init__(self, dir_path: str, config: LogConfig, segments: list[LogSegment], *,
                  log_start_offset: int, recovery_point: int, clock: Clock,
                  epoch_cache: LeaderEpochCache) -> None:
         self.dir = dir_path
+        self.lock = threading.RLock()
         try:
             self.topic, self.partition = filenames.parse_partition_dir(os.path.basename(dir_path))
         except ValueError:
@@ -137,6 +155,7 @@ class PartitionLog:
 
     # -- append -----------------------------------------------------------------------
 
+    @_locked
     def append(self, data: bytes | bytearray | memoryview, *, leader_epoch: int | None = None,
                assign_offsets: bool = True) -> AppendInfo:
         """Append whole batches (already validated by ``records.validate``).
@@ -207,6 +226,7 @@ class PartitionLog:
 
     # -- roll and flush ---------------------------------------------------------------
 
+    @_locked
     def roll(self, expected_next_offset: int | None = None) -> LogSegment:
         """Seal the active segment and start one at max(expected, log end offset)."""
         old = self.active_segment
@@ -226,6 +246,7 @@ class PartitionLog:
         self._bases.append(new_base)
         return segment
 
+    @_locked
     def flush(self, offset: int | None = None) -> None:
         """fsync segments holding offsets in [recovery_point, offset); advance the recovery point."""
         offset = self.log_end_offset if offset is None else min(offset, self.log_end_offset)
@@ -239,6 +260,7 @@ class PartitionLog:
         self._unflushed_messages = 0
         self._last_flush_ms = self.clock()
 
+    @_locked
     def maybe_flush(self) -> bool:
         """Flush policy: log.flush.interval.messages / .ms (defaults: never, page cache)."""
         cfg = self.config
@@ -251,6 +273,7 @@ class PartitionLog:
 
     # -- read -----------------------------------------------------------------------
 
+    @_locked
     def read(self, offset: int, max_bytes: int, max_offset: int | None = None,
              min_one_batch: bool = True) -> ReadResult:
         """Bytes of whole batches from the one holding ``offset``, below ``max_offset``.
@@ -292,6 +315,7 @@ class PartitionLog:
 
     # -- timestamps -----------------------------------------------------------------
 
+    @_locked
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
         """(offset, timestamp) of the first record at or after ``timestamp`` (ListOffsets)."""
         start = self.log_start_offset
@@ -303,6 +327,7 @@ class PartitionLog:
                 return found
         return None
 
+    @_locked
     def max_timestamp_and_offset(self) -> tuple[int, int]:
         """(max timestamp, its offset) over the log; (-1, -1) when empty (ListOffsets -3)."""
         best = (-1, -1)
@@ -313,6 +338,7 @@ class PartitionLog:
 
     # -- truncation -------------------------------------------------------------------
 
+    @_locked
     def truncate_to(self, offset: int) -> bool:
         """Follower truncation: remove offsets >= ``offset``; False if nothing to do."""
         if offset < 0:
@@ -333,6 +359,7 @@ class PartitionLog:
         self.high_watermark = min(self.high_watermark, offset)
         return True
 
+    @_locked
     def truncate_fully_and_start_at(self, offset: int) -> None:
         """Delete every segment and restart empty at ``offset``."""
         for segment in self.segments:
@@ -344,6 +371,7 @@ class PartitionLog:
 
     # -- retention ------------------------------------------------------------------
 
+    @_locked
     def maybe_increment_log_start_offset(self, offset: int) -> bool:
         """DeleteRecords: move the log start up to ``offset`` (<= high watermark)."""
         if offset > self.high_watermark:
@@ -355,14 +383,20 @@ class PartitionLog:
         self.leader_epoch_cache.truncate_from_start(offset)
         return True
 
+    @_locked
     def delete_old_segments(self) -> int:
         """Apply log start offset, retention.bytes and retention.ms; segments deleted.
+
+        Retention by size and time applies only when cleanup.policy holds
+        "delete" (Kafka); the log start offset always does.
 
         A segment goes only when the high watermark has passed all of it and it
         is not the empty active segment (Kafka ``deletableSegments``).
         """
         deleted = self._delete_while(
             lambda seg, nxt: nxt is not None and nxt.base_offset <= self.log_start_offset)
+        if not self.config.delete:  # cleanup.policy=compact: only the log start offset applies
+            return deleted
         if self.config.retention_bytes >= 0:
             excess = [self.size_in_bytes - self.config.retention_bytes]
 
@@ -401,13 +435,33 @@ class PartitionLog:
         self.recovery_point = max(self.recovery_point, self.log_start_offset)
         return doomed
 
+    # -- compaction -----------------------------------------------------------------
+
+    @_locked
+    def replace_segments(self, old: list[LogSegment], new: list[LogSegment]) -> None:
+        """Put the cleaner's ``new`` segments where the run ``old`` was (in memory only).
+
+        ``old`` is a contiguous run of sealed segments (never the active one);
+        ``new`` covers no offset outside it, sorted by base offset, the first
+        at ``old[0]``'s base. The files were swapped by the cleaner already.
+        """
+        i = next((j for j, s in enumerate(self.segments) if s is old[0]), -1)
+        if (i < 0 or i + len(old) >= len(self.segments)
+                or any(a is not b for a, b in zip(self.segments[i:i + len(old)], old))
+                or not new or new[0].base_offset != old[0].base_offset):
+            raise ValueError(f"cannot replace {old} in {self.dir}")
+        self.segments[i:i + len(old)] = new
+        self._bases[i:i + len(old)] = [s.base_offset for s in new]
+
     # -- lifecycle and metadata -----------------------------------------------------
 
+    @_locked
     def close(self) -> None:
         """Seal the active segment (trimming files) and release every file."""
         for segment in self.segments:
             segment.close()
 
+    @_locked
     def delete_files(self) -> None:
         for segment in self.segments:
             segment.delete()

@@ -9,6 +9,7 @@ Per log dir::
     log-start-offset-checkpoint          topic partition log-start-offset
     <topic>-<partition>/                 one PartitionLog
     <topic>-<partition>.<uuid>-delete/   a deleted log awaiting removal
+    <topic>-<partition>.<uuid>-future/   a log being moved here (``move_log``)
 
 Startup (numbered as it happens): 1. check/write meta.properties; 2. note the
 clean-shutdown marker; 3. remove ``-delete`` dirs; 4. read the three
@@ -54,6 +55,8 @@ class LogManager:
     def startup(self, broker_id: int | None = None, cluster_id: str | None = None) -> None:
         for log_dir in self.log_dirs:
             os.makedirs(log_dir, exist_ok=True)
+        self._settle_future_dirs()
+        for log_dir in self.log_dirs:
             if broker_id is not None:
                 ensure_meta_properties(log_dir, broker_id, cluster_id)
             marker = os.path.join(log_dir, filenames.CLEAN_SHUTDOWN)
@@ -145,6 +148,71 @@ class LogManager:
     def dir_of(self, topic: str, partition: int) -> str | None:
         return self._dir_of.get((topic, partition))
 
+    # -- replica moves between log dirs (AlterReplicaLogDirs) -------------------------
+
+    def move_log(self, topic: str, partition: int, target_dir: str) -> bool:
+        """Move a log to another of our log dirs, as Kafka's future-replica swap;
+        -> False when it is already there. Raises KeyError (no such log) and
+        ValueError (``target_dir`` is not one of ``log_dirs``).
+
+        The log is paused (its lock held) throughout, so appends and reads wait:
+        1. flush and close the log's files;
+        2. copy its directory to ``<target>/<topic>-<p>.<uuid>-future``, fsync'd;
+        3. rename the old directory to ``<topic>-<p>.<uuid>-delete``;
+        4. rename the future directory to ``<target>/<topic>-<p>`` (the swap);
+        5. reopen the same PartitionLog object there (every holder keeps it),
+           remove the old copy and rewrite the checkpoints of both dirs.
+        A crash after 2 leaves a future dir beside the live one (dropped at
+        start-up); after 3 only the future dir (promoted at start-up)."""
+        tp = (topic, partition)
+        log = self.logs[tp]
+        target = os.path.abspath(target_dir)
+        if target not in self.log_dirs:
+            raise ValueError(f"Log dir {target_dir} is not found in the config.")
+        source = self._dir_of[tp]
+        if source == target:
+            return False
+        name = filenames.partition_dir_name(topic, partition)
+        tag = uuid.uuid4().hex
+        future = os.path.join(target, f"{name}.{tag}{filenames.FUTURE_DIR_SUFFIX}")
+        with log.lock:
+            log.flush()
+            log.close()
+            shutil.copytree(log.dir, future)
+            for f in os.listdir(future):
+                _fsync_file(os.path.join(future, f))
+            checkpoints.fsync_dir(target)
+            doomed = f"{log.dir}.{tag}{filenames.DELETE_DIR_SUFFIX}"
+            os.replace(log.dir, doomed)
+            checkpoints.fsync_dir(source)
+            final = os.path.join(target, name)
+            os.replace(future, final)
+            checkpoints.fsync_dir(target)
+            _reopen_in_place(log, final)
+            self._dir_of[tp] = target
+        shutil.rmtree(doomed, ignore_errors=True)
+        self.checkpoint_all()
+        return True
+
+    def _settle_future_dirs(self) -> None:
+        """Finish or drop replica moves a crash interrupted (see ``move_log``): a
+        ``<tp>.<uuid>-future`` dir is dropped when the partition has a live dir
+        anywhere, else renamed to ``<tp>`` (its old dir was already retired)."""
+        live = {name for d in self.log_dirs for name in os.listdir(d)
+                if os.path.isdir(os.path.join(d, name))}
+        for log_dir in self.log_dirs:
+            for name in sorted(os.listdir(log_dir)):
+                if not name.endswith(filenames.FUTURE_DIR_SUFFIX):
+                    continue
+                path = os.path.join(log_dir, name)
+                base = name[:-len(filenames.FUTURE_DIR_SUFFIX)].rsplit(".", 1)[0]
+                if base in live:
+                    shutil.rmtree(path, ignore_errors=True)
+                else:
+                    os.replace(path, os.path.join(log_dir, base))
+                    live.add(base)
+                checkpoints.fsync_dir(log_dir)
+
     # -- periodic work (the broker schedules these) -----------------------------------
 
     def flush_dirty_logs(self) -> int:
@@ -181,6 +249,28 @@ class LogManager:
         self._write(filenames.LOG_START_CHECKPOINT,
                     lambda log: log.log_start_offset
                     if log.log_start_offset > log.segments[0].base_offset else None)
+
+
+def _fsync_file(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _reopen_in_place(log: PartitionLog, path: str) -> None:
+    """Open the (closed) log's files again from ``path`` into the same object,
+    keeping its lock and its in-memory offsets (high watermark, log start,
+    recovery point)."""
+    hw, start, recovery_point = log.high_watermark, log.log_start_offset, log.recovery_point
+    fresh = PartitionLog.open(path, log.config, recovery_point=recovery_point,
+                              log_start_offset=start, clean_shutdown=True, clock=log.clock)
+    lock = log.lock
+    log.__dict__.update(fresh.__dict__)
+    log.lock = lock
+    log.recovery_point = recovery_point
+    log.update_high_watermark(hw)
 
 
 def read_meta_properties(log_dir: str) -> dict[str, str]:

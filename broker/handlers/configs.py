@@ -9,8 +9,10 @@ DescribeConfigs
   effective value, source and synonyms from broker.topic_config; an illegal
   name -> INVALID_TOPIC_EXCEPTION, a topic the metadata cache lacks ->
   UNKNOWN_TOPIC_OR_PARTITION.
-* BROKER "<this broker's id>": every server.properties key we know, read-only
-  (no dynamic broker configs); BROKER "": the cluster-wide dynamic defaults,
+* BROKER "<this broker's id>": every server.properties key we know; ReadOnly
+  false for the keys Kafka 3.9 can reconfigure dynamically (listeners,
+  advertised.listeners, log.* synonyms of topic keys, ...), though none is
+  stored dynamically here; BROKER "": the cluster-wide dynamic defaults,
   which are none. Another id -> INVALID_REQUEST.
 * BROKER_LOGGER "<id>": the root logger's level.
 * v0 has IsDefault (source DEFAULT_CONFIG) instead of ConfigSource; synonyms
@@ -27,6 +29,10 @@ Alter (both APIs)
   writes /config/topics/<t> plus a /config/changes notification, on which every
   broker applies the new LogConfig to its live partition logs.
 * BROKER: nothing is dynamic here: any key -> INVALID_REQUEST.
+
+ACLs (broker/acl): DESCRIBE_CONFIGS / ALTER_CONFIGS on the topic (else
+TOPIC_AUTHORIZATION_FAILED) or on the cluster for BROKER and BROKER_LOGGER
+(else CLUSTER_AUTHORIZATION_FAILED).
 """
 
 from __future__ import annotations
@@ -38,6 +44,8 @@ from collections.abc import Callable
 from typing import Any
 
 from broker import topic_config, topic_names
+from broker.acl.acl_model import AclOperation, ResourceType
+from broker.acl.authorizer import allowed, allowed_cluster
 from broker.config import BrokerConfig, key_of
 from broker.context import RequestContext
 from broker.dispatch import handler
@@ -64,6 +72,19 @@ INCREMENTAL = api(ApiKey.INCREMENTAL_ALTER_CONFIGS).response
 INCREMENTAL_RESULT = INCREMENTAL.structs["AlterConfigsResourceResponse"]
 
 
+# ---- ACLs --------------------------------------------------------------------------------
+
+def _authorize(ctx: RequestContext, op: AclOperation, rtype: int, name: str) -> None:
+    """ACL check (broker/acl): a TOPIC needs ``op`` on the topic, BROKER and
+    BROKER_LOGGER need it on the cluster (ConfigHelper / ConfigAdminManager)."""
+    if rtype == TOPIC:
+        if not allowed(ctx, op, ResourceType.TOPIC, name):
+            raise TopicError(ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Authorization failed.")
+    elif rtype in (BROKER, BROKER_LOGGER):
+        if not allowed_cluster(ctx, op):
+            raise TopicError(ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Authorization failed.")
+
+
 # ---- DescribeConfigs ---------------------------------------------------------------------
 
 def _type_of(f: dataclasses.Field[Any]) -> ConfigType:
@@ -77,8 +98,11 @@ def _type_of(f: dataclasses.Field[Any]) -> ConfigType:
 
 def broker_rows(config: BrokerConfig) -> list[ConfigEntry]:
     """Every BrokerConfig key: STATIC_BROKER_CONFIG when it differs from Kafka's
-    default, else DEFAULT_CONFIG; all read-only."""
+    default, else DEFAULT_CONFIG; read-only unless Kafka 3.9 can update the key
+    dynamically (DynamicBrokerConfig.AllDynamicConfigs, e.g. listeners,
+    advertised.listeners, message.max.bytes, log.retention.ms)."""
     rows = []
+    dynamic = topic_config.dynamic_broker_keys()
     for f in sorted(dataclasses.fields(config), key=lambda f: f.name):
         value, default = getattr(config, f.name), f.default
         text = None if value is None else topic_config.to_text(value)
@@ -91,7 +115,7 @@ def broker_rows(config: BrokerConfig) -> list[ConfigEntry]:
             synonyms.append(SynonymValue(key_of(f.name), default_text, ConfigSource.DEFAULT_CONFIG))
         source = synonyms[0].source if synonyms else ConfigSource.DEFAULT_CONFIG
         rows.append(ConfigEntry(key_of(f.name), text, source, _type_of(f), tuple(synonyms),
-                                "", read_only=True))
+                                "", read_only=key_of(f.name) not in dynamic))
     return rows
 
 
@@ -147,6 +171,7 @@ async def handle_describe_configs(ctx: RequestContext, request: Struct) -> Struc
         res = DESCRIBE_RESULT.new(error_code=0, error_message=None,
                                   resource_type=r.resource_type, resource_name=r.resource_name)
         try:
+            _authorize(ctx, AclOperation.DESCRIBE_CONFIGS, r.resource_type, r.resource_name)
             rows = await _describe_rows(ctx.broker, r.resource_type, r.resource_name)
             wanted = set(r.configuration_keys or ())
             res.configs = [_row(ctx.version, e, request.include_synonyms,
@@ -241,6 +266,7 @@ async def _alter(ctx: RequestContext, request: Struct, incremental: bool) -> lis
             if seen[(r.resource_type, r.resource_name)] > 1:
                 raise TopicError(ErrorCode.INVALID_REQUEST,
                                  "Each resource must appear at most once.")
+            _authorize(ctx, AclOperation.ALTER_CONFIGS, r.resource_type, r.resource_name)
             _preprocess(r.configs, incremental)
             if r.resource_type == TOPIC:
                 edit = _incremental(r.configs) if incremental else _replace(r.configs)

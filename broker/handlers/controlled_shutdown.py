@@ -1,9 +1,12 @@
 """ControlledShutdown (API key 7), versions 0-3; broker -> controller.
 
 Only the active controller answers: it moves leadership off the broker where
-another ISR member exists and returns the partitions the broker still leads
-(replication factor > 1). Any other broker answers NOT_CONTROLLER, so the
-shutting-down broker looks the controller up again and retries.
+another ISR member exists (the broker also leaves the ISR of the partitions it
+follows, which get StopReplica) and returns the partitions the broker still
+leads (replication factor > 1). Any other broker answers NOT_CONTROLLER, so
+the shutting-down broker looks the controller up again and retries. A broker
+not registered: BROKER_NOT_AVAILABLE; an older broker epoch than its
+registration (v2+; -1 skips the check): STALE_BROKER_EPOCH.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ import logging
 
 from broker.context import RequestContext
 from broker.dispatch import handler
-from controller import NotControllerError
+from controller import NotControllerError, StaleBrokerEpochError
 from protocol.errors import ErrorCode
 from protocol.schema import Struct
 from protocol.spec import api
@@ -28,9 +31,12 @@ async def handle_controlled_shutdown(ctx: RequestContext, request: Struct) -> St
     if ctl is None or not ctl.is_active:
         return SPEC.new(error_code=ErrorCode.NOT_CONTROLLER, remaining_partitions=[])
     try:
-        remaining = await ctl.controlled_shutdown(request.broker_id, request.broker_epoch)
+        epoch = request.broker_epoch if ctx.version >= 2 else -1
+        remaining = await ctl.controlled_shutdown(request.broker_id, epoch)
     except NotControllerError:
         return SPEC.new(error_code=ErrorCode.NOT_CONTROLLER, remaining_partitions=[])
+    except StaleBrokerEpochError:
+        return SPEC.new(error_code=ErrorCode.STALE_BROKER_EPOCH, remaining_partitions=[])
     except KeyError:
         return SPEC.new(error_code=ErrorCode.BROKER_NOT_AVAILABLE, remaining_partitions=[])
     return SPEC.new(error_code=0, remaining_partitions=[

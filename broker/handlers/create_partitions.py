@@ -24,6 +24,8 @@ import logging
 from collections import Counter
 from typing import Any
 
+from broker.acl.acl_model import AclOperation, ResourceType
+from broker.acl.authorizer import allowed
 from broker.context import RequestContext
 from broker.dispatch import handler
 from broker.handlers.create_topics import TopicError, has_leaders, wait_until
@@ -121,6 +123,8 @@ async def handle_create_partitions(ctx: RequestContext, request: Struct) -> Stru
         try:
             if counts[t.name] > 1:
                 raise TopicError(ErrorCode.INVALID_REQUEST, "Duplicate topic in request.")
+            if not allowed(ctx, AclOperation.ALTER, ResourceType.TOPIC, t.name):  # ACL
+                raise TopicError(ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Authorization failed.")
             if t.name in deleting:
                 raise TopicError(ErrorCode.INVALID_TOPIC_EXCEPTION,
                                  "The topic is queued for deletion.")

@@ -38,6 +38,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from broker import topic_config, topic_names
+from broker.acl.acl_model import AclOperation, ResourceType
+from broker.acl.authorizer import allowed, allowed_cluster
 from broker.context import RequestContext
 from broker.dispatch import handler
 from controller import InvalidPartitions, InvalidReplicationFactor, TopicAlreadyExists, \
@@ -239,10 +241,15 @@ async def handle_create_topics(ctx: RequestContext, request: Struct) -> Struct:
     broker = ctx.broker
     counts = Counter(t.name for t in request.topics)
     outcomes: list[Outcome] = []
+    cluster_create = allowed_cluster(ctx, AclOperation.CREATE, log_denied=False)  # ACL
     for t in request.topics:
         if counts[t.name] > 1:
             outcomes.append(Outcome(t.name, ErrorCode.INVALID_REQUEST,
                                     "Found multiple entries for this topic."))
+        elif not (cluster_create or allowed(ctx, AclOperation.CREATE, ResourceType.TOPIC,
+                                            t.name)):
+            outcomes.append(Outcome(t.name, ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                                    "Authorization failed."))
         elif t.name == topic_names.CLUSTER_METADATA_TOPIC:
             outcomes.append(Outcome(t.name, ErrorCode.INVALID_REQUEST,
                                     f"Creation of internal topic {t.name} is prohibited."))

@@ -11,7 +11,8 @@ Deletion is asynchronous in ZooKeeper mode: ClusterStore.delete_topic writes
 does the rest (StopReplica, files, znodes, UpdateMetadata). As Kafka's
 DelayedDeleteTopics, the answer waits up to TimeoutMs for the topic to leave
 the metadata cache; topics still there get REQUEST_TIMED_OUT (every one when
-TimeoutMs <= 0).
+TimeoutMs <= 0). ACLs (broker/acl): DELETE on the topic, else
+TOPIC_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
+from broker.acl.acl_model import AclOperation, ResourceType
+from broker.acl.authorizer import allowed
 from broker.context import RequestContext
 from broker.dispatch import handler
 from broker.handlers.create_topics import wait_until
@@ -91,6 +94,10 @@ async def handle_delete_topics(ctx: RequestContext, request: Struct) -> Struct:
                                    "Topic name and topic ID can not both be specified.")
                           for n, i in wanted])
     items = [_resolve(broker.metadata, n, i) for n, i in wanted]
+    for d in items:  # ACL: DELETE on the topic, checked before its existence
+        if d.name is not None and d.error != ErrorCode.UNKNOWN_TOPIC_ID \
+                and not allowed(ctx, AclOperation.DELETE, ResourceType.TOPIC, d.name):
+            d.error, d.message = ErrorCode.TOPIC_AUTHORIZATION_FAILED, None
     pending: dict[str, Deletion] = {}
     for d in items:
         if d.error == ErrorCode.NONE and d.name not in pending:

@@ -21,6 +21,9 @@ Sessions (Kafka ``FetchSession``/``FetchManager``), by (SessionId, SessionEpoch)
              log start offset, or an error are answered. Partitions that
              returned records move to the end of the session (fairness).
              The epoch then advances (wrapping to 1).
+
+ACLs (broker/acl): a consumer needs READ on each topic, a follower
+CLUSTER_ACTION on the cluster; denied partitions answer TOPIC_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
@@ -32,6 +35,8 @@ import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
+from broker.acl.acl_model import AclOperation, ResourceType
+from broker.acl.authorizer import allowed, allowed_cluster
 from broker.context import RequestContext
 from broker.dispatch import handler
 from broker.handlers.produce import LEADER_HINT_ERRORS, leader_hint, node_endpoints, refine_unknown
@@ -225,11 +230,17 @@ async def handle_fetch(ctx: RequestContext, request: Struct) -> Struct:
             session.last_used_ms = replicas.clock()
             fetch = {tp: c.request for tp, c in session.partitions.items()}
     expected_epoch = session.epoch if session is not None else None
-    results = await replicas.fetch(
-        replica_id, request.max_wait_ms, request.min_bytes,
-        request.max_bytes if version >= 3 else INT32_MAX,
-        request.isolation_level if version >= 4 else 0, fetch,
-        hard_max_bytes_limit=version <= 2)
+    denied = _unauthorized(ctx, replica_id, fetch)  # ACL: READ topic / CLUSTER_ACTION
+    allowed_fetch = {tp: f for tp, f in fetch.items() if tp not in denied}
+    results: dict[TP, FetchPartitionResult] = {}
+    if allowed_fetch or not denied:
+        results = await replicas.fetch(
+            replica_id, request.max_wait_ms, request.min_bytes,
+            request.max_bytes if version >= 3 else INT32_MAX,
+            request.isolation_level if version >= 4 else 0, allowed_fetch,
+            hard_max_bytes_limit=version <= 2)
+    for tp in denied:
+        results[tp] = FetchPartitionResult(error=ErrorCode.TOPIC_AUTHORIZATION_FAILED)
     response_session = INVALID_SESSION_ID
     if session is not None:
         if session.epoch != expected_epoch:  # a concurrent duplicate moved it meanwhile
@@ -248,6 +259,17 @@ async def handle_fetch(ctx: RequestContext, request: Struct) -> Struct:
     if session is not None:
         topic_ids.update({tp[0]: c.topic_id for tp, c in session.partitions.items()})
     return _build(ctx, request, results, fetch, topic_ids, req.unknown_ids, response_session)
+
+
+def _unauthorized(ctx: RequestContext, replica_id: int,
+                  fetch: dict[TP, FetchPartitionRequest]) -> set[TP]:
+    """Partitions the caller may not read (KafkaApis.handleFetchRequest): a
+    follower (replica id >= 0) needs CLUSTER_ACTION on the cluster for all of
+    them, a consumer READ on each topic."""
+    if replica_id >= 0:
+        return set() if allowed_cluster(ctx, AclOperation.CLUSTER_ACTION) else set(fetch)
+    readable = {t: allowed(ctx, AclOperation.READ, ResourceType.TOPIC, t) for t, _ in fetch}
+    return {tp for tp in fetch if not readable[tp[0]]}
 
 
 def _session_error(session: FetchSession | None, epoch: int, version: int) -> int:

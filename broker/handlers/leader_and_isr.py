@@ -61,4 +61,5 @@ async def handle_leader_and_isr(ctx: RequestContext, request: Struct) -> Struct:
     await ctx.broker.ensure_topic_configs({s.topic for s in states})
     errors = ctx.broker.replicas.become_leader_or_follower(request.controller_epoch, states)
     cache.apply_leader_and_isr([s for s in states if not errors.get(s.tp)])
+    ctx.broker.on_leader_and_isr(states, errors)
     return _response(states, errors, ctx.version)

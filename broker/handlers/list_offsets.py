@@ -6,11 +6,14 @@ read_committed, the LEO for replicas), -2 earliest, -3 max timestamp (v7+),
 else the first offset whose record timestamp is at or after it (-1 when
 none). v0 answers Kafka's old "offsets before" list (OldStyleOffsets) of up
 to MaxNumOffsets segment boundaries. v4+ checks CurrentLeaderEpoch and
-returns the leader epoch of the offset.
+returns the leader epoch of the offset. ACLs (broker/acl): a topic needs
+DESCRIBE, else TOPIC_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
 
+from broker.acl.acl_model import AclOperation, ResourceType
+from broker.acl.authorizer import allowed
 from broker.context import RequestContext
 from broker.dispatch import handler
 from broker.handlers.produce import refine_unknown
@@ -35,10 +38,13 @@ async def handle_list_offsets(ctx: RequestContext, request: Struct) -> Struct:
     topics = []
     for topic in request.topics:
         parts = []
+        describable = allowed(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, topic.name)  # ACL
         for p in topic.partitions:
             tp = (topic.name, p.partition_index)
             out = PARTITION.new(partition_index=p.partition_index)
             try:
+                if not describable:
+                    raise KafkaError(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
                 if version == 0:
                     out.old_style_offsets = replicas.legacy_offsets_before(
                         tp, p.timestamp, p.max_num_offsets, from_client)

@@ -12,6 +12,9 @@ Version notes:
   null name, known ids answered under their names (names are then ignored).
 * v8+: topic authorized operations only when asked (else Integer.MIN_VALUE);
   cluster ones only in v8-10. With no authorizer every operation is allowed.
+* ACLs (broker/acl): a topic needs DESCRIBE (else TOPIC_AUTHORIZATION_FAILED
+  when named, left out of "all topics"); auto-creation needs CREATE on the
+  cluster or the topic (else TOPIC_AUTHORIZATION_FAILED).
 
 Unknown topics asked by name (never for "all topics"): with
 ``auto.create.topics.enable`` and the request's AllowAutoTopicCreation (v4+;
@@ -29,6 +32,8 @@ import uuid
 from typing import Any
 
 from broker import topic_names
+from broker.acl.acl_model import CLUSTER_NAME, AclOperation, ResourceType
+from broker.acl.authorizer import allowed, allowed_cluster, authorized_operations
 from broker.context import RequestContext
 from broker.dispatch import handler
 from broker.handlers.create_topics import TopicRequest, create_topic
@@ -102,11 +107,19 @@ async def _unknown_topic(ctx: RequestContext, name: str, auto_create: bool) -> S
         return _topic(ErrorCode.INVALID_TOPIC_EXCEPTION, name, None)
     if not auto_create:
         return _topic(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name, None)
+    # ACL: auto-creation needs CREATE on the cluster or on the topic
+    if not (allowed_cluster(ctx, AclOperation.CREATE)
+            or allowed(ctx, AclOperation.CREATE, ResourceType.TOPIC, name)):
+        return _topic(ErrorCode.TOPIC_AUTHORIZATION_FAILED, name, None)
     out = await create_topic(ctx.broker, auto_create_request(ctx.broker.config, name))
     error = out.error
     if error in (ErrorCode.NONE, ErrorCode.TOPIC_ALREADY_EXISTS):
         error = ErrorCode.LEADER_NOT_AVAILABLE
     return _topic(error, name, None)
+
+
+def _describable(ctx: RequestContext, name: str, log_denied: bool = True) -> bool:
+    return allowed(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, name, log_denied)
 
 
 def _bad_request(version: int, request: Struct) -> Struct:
@@ -120,14 +133,17 @@ def _bad_request(version: int, request: Struct) -> Struct:
 async def _topics(ctx: RequestContext, request: Struct) -> list[Struct]:
     v, metadata = ctx.version, ctx.broker.metadata
     if request.topics is None or (v == 0 and not request.topics):
-        return [_known_topic(metadata, n, v == 0) for n in sorted(metadata.topics())]
+        return [_known_topic(metadata, n, v == 0) for n in sorted(metadata.topics())
+                if _describable(ctx, n, log_denied=False)]  # ACL: unauthorized topics unlisted
     out: list[Struct] = []
     ids = [t.topic_id for t in request.topics if t.topic_id != ZERO_UUID]
     if ids:  # v12: by id; names in the request are ignored (as Kafka)
         names = []
         for tid in dict.fromkeys(ids):
             name = metadata.topic_name(tid)
-            if name is not None:
+            if name is not None and not _describable(ctx, name):  # ACL: DESCRIBE topic
+                out.append(_topic(ErrorCode.TOPIC_AUTHORIZATION_FAILED, None, tid))
+            elif name is not None:
                 names.append(name)
             else:
                 out.append(_topic(ErrorCode.UNKNOWN_TOPIC_ID, None, tid))
@@ -136,7 +152,9 @@ async def _topics(ctx: RequestContext, request: Struct) -> list[Struct]:
     auto_create = (ctx.broker.config.auto_create_topics_enable
                    and (v < 4 or request.allow_auto_topic_creation))
     for name in dict.fromkeys(t.name for t in request.topics):
-        if metadata.has_topic(name):
+        if not _describable(ctx, name):  # ACL: DESCRIBE topic, existence not disclosed
+            out.append(_topic(ErrorCode.TOPIC_AUTHORIZATION_FAILED, name, None))
+        elif metadata.has_topic(name):
             out.append(_known_topic(metadata, name, v == 0))
         else:
             out.append(await _unknown_topic(ctx, name, auto_create))
@@ -155,11 +173,14 @@ async def handle_metadata(ctx: RequestContext, request: Struct) -> Struct:
     topics = await _topics(ctx, request)
     if v >= 8 and request.include_topic_authorized_operations:
         for t in topics:
-            if t.name is not None:
-                t.topic_authorized_operations = TOPIC_OPERATIONS
+            if t.name is not None and t.error_code != ErrorCode.TOPIC_AUTHORIZATION_FAILED:
+                t.topic_authorized_operations = authorized_operations(
+                    ctx, ResourceType.TOPIC, t.name, TOPIC_OPERATIONS)
     cluster_ops = OPERATIONS_NOT_REQUESTED
     if 8 <= v <= 10 and request.include_cluster_authorized_operations:
-        cluster_ops = CLUSTER_OPERATIONS
+        cluster_ops = (authorized_operations(ctx, ResourceType.CLUSTER, CLUSTER_NAME,
+                                             CLUSTER_OPERATIONS)
+                       if allowed_cluster(ctx, AclOperation.DESCRIBE) else 0)
     brokers = [BROKER.new(node_id=b.id, host=b.host, port=b.port, rack=b.rack)
                for b in sorted(metadata.brokers(), key=lambda b: b.id)]
     return SPEC.new(throttle_time_ms=0, brokers=brokers, cluster_id=await cluster_id(ctx.broker),

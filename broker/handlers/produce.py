@@ -10,6 +10,8 @@
   carries the current leader (v10+ tagged CurrentLeader and NodeEndpoints,
   from the metadata cache). A partition we do not host but the cluster knows
   is NOT_LEADER_OR_FOLLOWER; one nobody knows is UNKNOWN_TOPIC_OR_PARTITION.
+* ACLs (broker/acl): a topic needs WRITE, else TOPIC_AUTHORIZATION_FAILED for
+  each of its partitions, nothing appended.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from broker.acl.acl_model import AclOperation, ResourceType
+from broker.acl.authorizer import allowed
 from broker.context import RequestContext
 from broker.dispatch import handler
 from protocol import legacy_records
@@ -97,9 +101,13 @@ async def handle_produce(ctx: RequestContext, request: Struct) -> Struct | None:
     early: dict[tuple[str, int], tuple[int, str | None]] = {}
     entries: dict[tuple[str, int], Any] = {}
     for topic in request.topic_data:
+        writable = allowed(ctx, AclOperation.WRITE, ResourceType.TOPIC, topic.name)  # ACL
         for pd in topic.partition_data:
             tp = (topic.name, pd.index)
             data = pd.records
+            if not writable:
+                early[tp] = (ErrorCode.TOPIC_AUTHORIZATION_FAILED, None)
+                continue
             try:
                 if data is None or len(data) == 0:
                     raise KafkaError(ErrorCode.INVALID_RECORD, "produce without records")

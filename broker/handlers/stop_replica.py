@@ -45,6 +45,7 @@ async def handle_stop_replica(ctx: RequestContext, request: Struct) -> Struct:
         return SPEC.new(error_code=ErrorCode.STALE_CONTROLLER_EPOCH, partition_errors=[])
     ctx.broker.metadata.note_controller(request.controller_id, request.controller_epoch)
     errors = ctx.broker.replicas.stop_replicas(request.controller_epoch, todo)
+    ctx.broker.on_stop_replica([(t, p) for t, p, _d, _e in todo if not errors.get((t, p))])
     return SPEC.new(error_code=0, partition_errors=[
         PART_ERR.new(topic_name=t, partition_index=p, error_code=errors.get((t, p), 0))
         for t, p, _d, _e in todo])

@@ -9,19 +9,32 @@ State, all written on the event loop only:
   partition's high watermark (one copy; the log manager checkpoints it).
 * per follower (leader only): its log end offset as its last fetch offset
   said, and when it last caught up — the inputs of the ``maybe_*`` steps.
+* ISR changes in flight (leader only, issue 4): the leader proposes an ISR
+  through AlterPartition (``isr_sink``, the ReplicaManager's seam to the
+  AlterPartitionManager) and applies it only from the controller's answer or
+  a later LeaderAndIsr. While one is pending the HW is computed over the
+  *maximal* ISR (committed ISR plus proposed additions; a proposed removal
+  still counts), as Kafka's PendingExpandIsr/PendingShrinkIsr: so the HW
+  never advances on a shrink the controller has not committed.
 * idempotent producer state (broker.producer_state), rebuilt from the log
   when the log is attached.
 
-Invariant: leader HW = min LEO over the ISR, never moving backwards
+Invariant: leader HW = min LEO over the maximal ISR, never moving backwards
 (``maybe_increment_high_watermark``). With RF 1 the ISR is the leader alone,
 so every append moves the HW to the LEO.
+
+Followers (issue 4) truncate by leader epoch (``truncate_to`` from the
+fetcher after OffsetForLeaderEpoch / DivergingEpoch, KIP-101/279), never by
+their own high watermark: truncating to the HW is what lost acknowledged
+records (and let replicas diverge) in Kafka before KIP-101, because a
+follower's HW lags the leader's by a fetch round trip.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from broker.producer_state import ProducerStateManager
 from broker.replication.partition_state import NO_TOPIC_ID, PartitionState
@@ -46,6 +59,44 @@ class FollowerState:
     log_end_offset: int = -1         # -1: not fetched since this broker became leader
     last_caught_up_ms: int = 0
     last_fetch_ms: int = 0
+    last_fetch_leader_leo: int = -1  # the leader's LEO when this follower last fetched
+
+
+@dataclass(frozen=True, slots=True)
+class PendingIsrChange:
+    """An AlterPartition in flight: ``proposed`` asked for, ``committed`` still in force.
+
+    ``maximal`` (committed | proposed) is what the HW is computed over until
+    the controller answers: an addition counts at once (the follower is
+    already caught up to the HW), a removal only once committed.
+    """
+
+    proposed: frozenset[int]
+    committed: frozenset[int]
+    leader_epoch: int
+    partition_epoch: int
+    sent_ms: int = field(default=0, compare=False)
+
+    @property
+    def maximal(self) -> frozenset[int]:
+        return self.committed | self.proposed
+
+    @property
+    def is_shrink(self) -> bool:
+        return not self.proposed >= self.committed
+
+
+# The ReplicaManager's seam to the AlterPartitionManager: submit this change for p.
+IsrSink = Callable[["Partition", PendingIsrChange], None]
+
+# AlterPartition errors after which the leader goes back to its committed ISR
+# and may propose again (Kafka: the request was surely not applied).
+REVERT_ERRORS = frozenset({ErrorCode.OPERATION_NOT_ATTEMPTED, ErrorCode.INELIGIBLE_REPLICA})
+# Errors that say our view is stale: keep the change pending (no new proposal,
+# HW over the maximal ISR) until a LeaderAndIsr brings the newer state.
+FENCED_ERRORS = frozenset({ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.INVALID_UPDATE_VERSION,
+                           ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.UNKNOWN_TOPIC_ID,
+                           ErrorCode.NEW_LEADER_ELECTED})
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +125,9 @@ class Partition:
         self.replicas: tuple[int, ...] = ()
         self.followers: dict[int, FollowerState] = {}
         self.producers = ProducerStateManager()
+        self.pending_isr: PendingIsrChange | None = None
+        self.isr_sink: IsrSink | None = None   # None: ISR changes are never proposed
+        self.producer_expiration_ms: int | None = None
 
     def __repr__(self) -> str:
         return (f"Partition({self.topic}-{self.partition}, leader={self.leader_id}, "
@@ -88,6 +142,12 @@ class Partition:
     def attach_log(self, plog: PartitionLog, producer_expiration_ms: int | None = None) -> None:
         """Adopt the log and rebuild producer state from its batch headers."""
         self.log = plog
+        self.producer_expiration_ms = producer_expiration_ms
+        self._rebuild_producers()
+
+    def _rebuild_producers(self) -> None:
+        producer_expiration_ms = self.producer_expiration_ms
+        self.producers = ProducerStateManager()
         now = self.clock()
         headers = self._headers_since(now - producer_expiration_ms
                                       if producer_expiration_ms is not None else None)
@@ -139,6 +199,7 @@ class Partition:
     # -- role changes (LeaderAndIsr) ----------------------------------------------------
 
     def _apply(self, state: PartitionState) -> None:
+        self.pending_isr = None          # the controller's word replaces any proposal
         self.controller_epoch = state.controller_epoch
         self.leader_id = state.leader
         self.leader_epoch = state.leader_epoch
@@ -177,6 +238,11 @@ class Partition:
         self.followers = {}
         self.leader_epoch_start_offset = -1
         return changed
+
+    @property
+    def latest_epoch(self) -> int:
+        """Latest leader epoch in our log (the follower's LastFetchedEpoch)."""
+        return self.log.leader_epoch_cache.latest_epoch if self.log is not None else -1
 
     # -- leader epochs -----------------------------------------------------------------
 
@@ -251,29 +317,90 @@ class Partition:
             offset += header.last_offset_delta + 1
 
     def append_records_as_follower(self, data: bytes | bytearray | memoryview) -> int:
-        """Issue 4's seam: append the leader's batches as they are; returns the new LEO."""
+        """Append the leader's batches as they are (offsets and leader epochs kept;
+        the leader-epoch cache follows the batches' epochs); returns the new LEO.
+
+        ``data`` is a fetch response's records: a partial trailing batch is
+        dropped, and so are batches wholly below our LEO (a fetch may start
+        inside the batch holding the fetch offset)."""
         plog = self.local_log()
-        headers = records.validate(data, from_client=False)
-        plog.append(data, assign_offsets=False)
+        leo = plog.log_end_offset
+        start, end = -1, 0
+        for pos, header in records.iter_batches(data):
+            if header.base_offset + header.last_offset_delta < leo:
+                continue
+            if start < 0:
+                start = pos
+                if header.base_offset < leo:  # straddles our LEO: the leader's copy wins
+                    self.truncate_to(header.base_offset)
+            end = pos + header.size
+        if start < 0:
+            return plog.log_end_offset
+        whole = memoryview(data)[start:end]
+        headers = records.validate(whole, from_client=False)
+        plog.append(whole, assign_offsets=False)
         for header in headers:
             if header.has_producer_id:
                 self.producers.update(header, header.base_offset, header.max_timestamp)
         return plog.log_end_offset
 
+    def update_follower_high_watermark(self, leader_high_watermark: int) -> bool:
+        """Follower: HW = min(leader's HW, our LEO), only ever moving up (the
+        truncation path is the one way down); True if it moved."""
+        plog = self.local_log()
+        new_hw = min(leader_high_watermark, plog.log_end_offset)
+        if new_hw <= plog.high_watermark:
+            return False
+        plog.update_high_watermark(new_hw)
+        return True
+
+    def maybe_increment_follower_log_start_offset(self, leader_log_start_offset: int) -> bool:
+        """Follower: follow the leader's log start (DeleteRecords, retention) up to our HW."""
+        plog = self.local_log()
+        target = min(leader_log_start_offset, plog.high_watermark)
+        return target > plog.log_start_offset and plog.maybe_increment_log_start_offset(target)
+
+    def truncate_to(self, offset: int) -> bool:
+        """Follower: drop offsets >= ``offset`` (the leader-epoch cache and the HW
+        follow) and rebuild producer state; True if anything was removed.
+
+        Only the fetcher calls this, with an offset from the leader's epoch
+        answer (KIP-101/279) — never the follower's own HW."""
+        plog = self.local_log()
+        if not plog.truncate_to(offset):
+            return False
+        log.info("%s-%d: truncated to offset %d (leader epoch %d)", self.topic, self.partition,
+                 offset, self.leader_epoch)
+        self._rebuild_producers()
+        return True
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """Follower below the leader's log start: restart our log empty at ``offset``."""
+        self.local_log().truncate_fully_and_start_at(offset)
+        log.info("%s-%d: log restarted at offset %d (below the leader's log start)",
+                 self.topic, self.partition, offset)
+        self.producers = ProducerStateManager()
+
     # -- high watermark and followers (the maybe_* steps) ------------------------------
 
-    def maybe_increment_high_watermark(self) -> bool:
-        """Move the HW up to min LEO over the ISR; True if it moved.
+    @property
+    def maximal_isr(self) -> frozenset[int]:
+        """The ISR the HW is computed over: committed, plus a pending expansion."""
+        return self.pending_isr.maximal if self.pending_isr is not None else self.isr
 
-        Invariant: HW <= LEO of every ISR member, and it never decreases (a
-        follower that has not fetched since we became leader counts as -1
-        and holds the HW where it is).
+    def maybe_increment_high_watermark(self) -> bool:
+        """Move the HW up to min LEO over the maximal ISR; True if it moved.
+
+        Invariant: HW <= LEO of every maximal-ISR member, and it never
+        decreases (a follower that has not fetched since we became leader
+        counts as -1 and holds the HW where it is). A follower whose removal
+        is pending still holds it: HW never advances on an uncommitted shrink.
         """
         if not self.is_leader:
             return False
         plog = self.local_log()
         new_hw = plog.log_end_offset
-        for replica in self.isr:
+        for replica in self.maximal_isr:
             if replica == self.local_broker_id:
                 continue
             state = self.followers.get(replica)
@@ -283,32 +410,133 @@ class Partition:
         plog.update_high_watermark(new_hw)
         return True
 
+    def diverging_epoch(self, last_fetched_epoch: int, fetch_offset: int) -> tuple[int, int] | None:
+        """(epoch, end offset) when a follower's log diverges from ours (Fetch v12+):
+        its last fetched epoch ends earlier here, or is unknown; else None."""
+        if last_fetched_epoch < 0:
+            return None
+        _, epoch, end = self.last_offset_for_leader_epoch(-1, last_fetched_epoch, False)
+        if epoch < last_fetched_epoch or end < fetch_offset:
+            return epoch, end
+        return None
+
     def update_follower_fetch_state(self, replica_id: int, fetch_offset: int) -> bool:
         """A follower fetched at ``fetch_offset`` (= its LEO); True if the HW moved.
 
-        Issue 4 adds ``maybe_expand_isr`` here (a follower reaching the HW
-        rejoins the ISR through AlterPartition).
+        Caught-up time (Kafka ``Replica.updateFetchState``): the follower is
+        caught up *now* when it reached our LEO, or caught up *as of its
+        previous fetch* when it reached the LEO we had then — so a follower
+        that keeps up under steady load is never taken for lagging. Then
+        ``maybe_expand_isr`` (a follower reaching the HW rejoins the ISR
+        through AlterPartition) and the HW step.
         """
         state = self.followers.get(replica_id)
         if state is None or not self.is_leader:
             return False
         now = self.clock()
+        leo = self.log_end_offset
+        if fetch_offset >= leo:
+            state.last_caught_up_ms = max(state.last_caught_up_ms, now)
+        elif fetch_offset >= state.last_fetch_leader_leo >= 0:
+            state.last_caught_up_ms = max(state.last_caught_up_ms, state.last_fetch_ms)
         state.log_end_offset = fetch_offset
         state.last_fetch_ms = now
-        if fetch_offset >= self.log_end_offset:
-            state.last_caught_up_ms = now
+        state.last_fetch_leader_leo = leo
+        self.maybe_expand_isr(replica_id)
         return self.maybe_increment_high_watermark()
 
+    def maybe_expand_isr(self, replica_id: int) -> bool:
+        """Propose ``replica_id`` for the ISR once its LEO reached our HW and the
+        start of our leader epoch; True if an AlterPartition was submitted.
+
+        One ISR change in flight at a time; nothing without an ``isr_sink``.
+        """
+        state = self.followers.get(replica_id)
+        if (state is None or not self.is_leader or self.isr_sink is None
+                or self.pending_isr is not None or replica_id in self.isr
+                or replica_id not in self.replicas):
+            return False
+        if (state.log_end_offset < self.high_watermark
+                or state.log_end_offset < self.leader_epoch_start_offset):
+            return False
+        log.info("%s-%d: expanding ISR %s with %d (its LEO %d, HW %d)", self.topic, self.partition,
+                 sorted(self.isr), replica_id, state.log_end_offset, self.high_watermark)
+        self._propose(self.isr | {replica_id})
+        return True
+
     def out_of_sync_replicas(self, max_lag_ms: int) -> set[int]:
-        """ISR followers that have not caught up within ``max_lag_ms`` (issue 4's shrink input)."""
+        """ISR followers that have not caught up within ``max_lag_ms`` (the shrink input)."""
         now = self.clock()
         return {r for r, s in self.followers.items()
                 if r in self.isr and now - s.last_caught_up_ms > max_lag_ms}
 
+    def maybe_shrink_isr(self, max_lag_ms: int) -> bool:
+        """Propose an ISR without the followers that have not caught up to our
+        LEO within ``max_lag_ms`` (replica.lag.time.max.ms); True if submitted.
+
+        The HW keeps counting them until the controller commits the shrink.
+        The leader itself always stays; one ISR change in flight at a time.
+        """
+        if not self.is_leader or self.isr_sink is None or self.pending_isr is not None:
+            return False
+        lagging = self.out_of_sync_replicas(max_lag_ms)
+        lagging.discard(self.local_broker_id)
+        if not lagging:
+            return False
+        log.info("%s-%d: shrinking ISR %s by %s (no catch-up within %d ms; LEO %d, HW %d)",
+                 self.topic, self.partition, sorted(self.isr), sorted(lagging), max_lag_ms,
+                 self.log_end_offset, self.high_watermark)
+        self._propose(self.isr - lagging)
+        return True
+
+    def _propose(self, new_isr: frozenset[int]) -> None:
+        assert self.isr_sink is not None
+        change = PendingIsrChange(frozenset(new_isr), self.isr, self.leader_epoch,
+                                  self.partition_epoch, self.clock())
+        self.pending_isr = change
+        self.isr_sink(self, change)
+
+    def on_alter_partition_answer(self, change: PendingIsrChange, error: int, leader_epoch: int = -1,
+                                  isr: tuple[int, ...] = (), partition_epoch: int = -1) -> bool:
+        """Apply the controller's answer to ``change``; True if the HW moved.
+
+        Fencing: an answer to a change that is no longer pending (a
+        LeaderAndIsr replaced it, or the leader epoch moved on), or that is
+        older than our partition epoch, changes nothing. REVERT_ERRORS go back
+        to the committed ISR; FENCED_ERRORS leave the change pending until a
+        LeaderAndIsr arrives (the controller knows a newer state than ours).
+        """
+        if self.pending_isr is not change or not self.is_leader:
+            return False
+        if error:
+            if error in REVERT_ERRORS:
+                log.info("%s-%d: AlterPartition %s not applied (%s); back to ISR %s", self.topic,
+                         self.partition, sorted(change.proposed), ErrorCode.from_code(error).name,
+                         sorted(self.isr))
+                self.pending_isr = None
+            else:
+                log.warning("%s-%d: AlterPartition %s rejected: %s; awaiting LeaderAndIsr",
+                            self.topic, self.partition, sorted(change.proposed),
+                            ErrorCode.from_code(error).name)
+            return False
+        if leader_epoch != self.leader_epoch or partition_epoch < self.partition_epoch:
+            log.info("%s-%d: ignoring AlterPartition answer (epoch %d/%d, ours %d/%d)", self.topic,
+                     self.partition, leader_epoch, partition_epoch, self.leader_epoch,
+                     self.partition_epoch)
+            return False
+        self.pending_isr = None
+        self.isr = frozenset(isr)
+        self.partition_epoch = partition_epoch
+        log.info("%s-%d: ISR is now %s (partition epoch %d)", self.topic, self.partition,
+                 sorted(self.isr), partition_epoch)
+        return self.maybe_increment_high_watermark()
+
     def check_enough_replicas_reach_offset(self, required_offset: int,
                                            min_insync_replicas: int) -> tuple[bool, int]:
         """DelayedProduce's question: (done, error) for an acks=all append ending before
-        ``required_offset`` (Kafka ``checkEnoughReplicasReachOffset``)."""
+        ``required_offset`` (Kafka ``checkEnoughReplicasReachOffset``): done once the
+        HW passed it; NOT_ENOUGH_REPLICAS_AFTER_APPEND if the committed ISR is then
+        smaller than min.insync.replicas (it shrank while the produce waited)."""
         if not self.is_leader:
             return True, ErrorCode.NOT_LEADER_OR_FOLLOWER
         if self.high_watermark < required_offset:

@@ -12,6 +12,17 @@
 
 Purgatory keys are (topic, partition). Whoever moves a partition calls
 ``_partition_changed`` so waiting produces and fetches re-check.
+
+Replication (issue 4) through two seams, no-ops by default (RF 1 needs neither):
+
+* ``fetchers`` (broker.replication.fetcher.ReplicaFetcherManager): on
+  LeaderAndIsr, partitions we now lead leave it; partitions whose leader or
+  epoch changed are (re)added, to truncate by leader epoch and fetch.
+* ``alter_partitions`` (broker.replication.alter_partition_manager): ISR
+  changes proposed by ``Partition.maybe_expand_isr`` / ``maybe_shrink_isr``
+  go to the controller; the answer is applied to the Partition and waiting
+  produces/fetches re-check. ``maybe_shrink_isr`` is the broker's periodic
+  task (every replica.lag.time.max.ms / 2).
 """
 
 from __future__ import annotations
@@ -21,9 +32,9 @@ import base64
 import logging
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
-from broker.replication.partition import READ_COMMITTED, Partition
+from broker.replication.partition import READ_COMMITTED, Partition, PendingIsrChange
 from broker.replication.partition_state import NO_TOPIC_ID, PartitionState
 from broker.replication.purgatory import DelayedFetch, DelayedProduce, Purgatory, Timer
 from protocol.errors import ErrorCode, KafkaError
@@ -104,12 +115,53 @@ class FetchPartitionResult:
         return len(self.records) if self.records is not None else 0
 
 
+# An AlterPartition answer for one partition: (error, leader epoch, isr, partition epoch).
+IsrAnswer = Callable[[int, int, tuple[int, ...], int], None]
+
+
+class FetcherSeam(Protocol):
+    """What the ReplicaManager asks of the ReplicaFetcherManager."""
+
+    def add_partitions(self, partitions: Sequence[Partition]) -> None: ...
+
+    def remove_partitions(self, tps: Iterable[TopicPartition]) -> None: ...
+
+    async def shutdown(self) -> None: ...
+
+
+class AlterPartitionSeam(Protocol):
+    """What the ReplicaManager asks of the AlterPartitionManager."""
+
+    def submit(self, p: Partition, change: PendingIsrChange, on_answer: IsrAnswer) -> None: ...
+
+    async def shutdown(self) -> None: ...
+
+
+class NoFetchers:
+    def add_partitions(self, partitions: Sequence[Partition]) -> None:
+        if partitions:
+            log.warning("no replica fetcher: %d follower partitions will not replicate",
+                        len(partitions))
+
+    def remove_partitions(self, tps: Iterable[TopicPartition]) -> None:
+        pass
+
+    async def shutdown(self) -> None:
+        pass
+
+
 class ReplicaManager:
     def __init__(self, broker_id: int, logs: LogManager, *, clock: Callable[[], int] = wall_clock_ms,
                  timer: Timer | None = None,
                  min_insync_replicas: Callable[[str], int] = lambda _topic: 1,
-                 producer_id_expiration_ms: int = 86_400_000) -> None:
+                 producer_id_expiration_ms: int = 86_400_000,
+                 fetchers: FetcherSeam | None = None,
+                 alter_partitions: AlterPartitionSeam | None = None,
+                 replica_lag_time_max_ms: int = 30_000) -> None:
         self.broker_id = broker_id
+        self.fetchers: FetcherSeam = fetchers or NoFetchers()
+        self.alter_partitions = alter_partitions   # None: the ISR never changes (RF 1)
+        self.replica_lag_time_max_ms = replica_lag_time_max_ms
         self.logs = logs
         self.clock = clock
         self.min_insync_replicas = min_insync_replicas  # topic -> min.insync.replicas (topic config)
@@ -152,6 +204,12 @@ class ReplicaManager:
         followers: list[Partition] = []
         for state in states:
             result[state.tp] = self._become(state, leaders, followers)
+        if leaders:
+            self.fetchers.remove_partitions(p.tp for p in leaders)
+        if followers:
+            # a new leader or epoch: stop fetching at the old one, truncate by epoch, refetch
+            self.fetchers.remove_partitions(p.tp for p in followers)
+            self.fetchers.add_partitions(followers)
         if leaders or followers:
             log.info("controller epoch %d: became leader for %d and follower for %d partitions",
                      controller_epoch, len(leaders), len(followers))
@@ -176,6 +234,8 @@ class ReplicaManager:
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         if p is None:
             p = Partition(state.topic, state.partition, self.broker_id, self.clock)
+            if self.alter_partitions is not None:
+                p.isr_sink = self._submit_isr_change
             self.partitions[state.tp] = p
         try:
             self._attach(p, state)
@@ -219,8 +279,10 @@ class ReplicaManager:
                 result[tp] = ErrorCode.FENCED_LEADER_EPOCH
                 continue
             self.partitions.pop(tp, None)
+            self.fetchers.remove_partitions([tp])
             if p is not None:
                 p.leader_id = -1
+                p.pending_isr = None
             self._partition_changed(tp)
             if delete:
                 try:
@@ -234,6 +296,33 @@ class ReplicaManager:
             log.info("stopped %d replicas (%d deleted)", len(result),
                      sum(1 for e in entries if e[2]))
         return result
+
+    # -- ISR changes (AlterPartition) ----------------------------------------------------
+
+    def _submit_isr_change(self, p: Partition, change: PendingIsrChange) -> None:
+        assert self.alter_partitions is not None
+
+        def on_answer(error: int, leader_epoch: int, isr: tuple[int, ...], partition_epoch: int) -> None:
+            if self.partitions.get(p.tp) is not p:
+                return
+            if p.on_alter_partition_answer(change, error, leader_epoch, isr, partition_epoch):
+                self._partition_changed(p.tp)
+            else:  # a committed shrink may complete waiting acks=all with an error
+                self.produce_purgatory.check_and_complete(p.tp)
+
+        self.alter_partitions.submit(p, change, on_answer)
+
+    def maybe_shrink_isr(self) -> int:
+        """The periodic ISR check (every replica.lag.time.max.ms / 2): how many
+        partitions proposed a shrink."""
+        return sum(1 for p in list(self.partitions.values())
+                   if p.maybe_shrink_isr(self.replica_lag_time_max_ms))
+
+    async def stop_replication(self) -> None:
+        """Stop the fetchers and the AlterPartition sender (broker shutdown)."""
+        await self.fetchers.shutdown()
+        if self.alter_partitions is not None:
+            await self.alter_partitions.shutdown()
 
     def _partition_changed(self, tp: TopicPartition) -> None:
         """Data, HW or role changed: let waiting fetches and produces re-check."""
@@ -312,7 +401,8 @@ class ReplicaManager:
         if replica_id >= 0:
             for tp, req in entries.items():
                 p = self.partitions.get(tp)
-                if p is not None and p.update_follower_fetch_state(replica_id, req.fetch_offset):
+                if (p is not None and _valid_follower_position(p, req)
+                        and p.update_follower_fetch_state(replica_id, req.fetch_offset)):
                     self._partition_changed(tp)
 
         def read() -> dict[TopicPartition, FetchPartitionResult]:
@@ -359,10 +449,10 @@ class ReplicaManager:
         if error:
             return FetchPartitionResult(error)
         hw, lso, start = p.high_watermark, p.last_stable_offset, p.log_start_offset
-        if req.last_fetched_epoch >= 0:  # a follower checking for divergence (KIP-595 style, v12+)
-            _, epoch, end = p.last_offset_for_leader_epoch(-1, req.last_fetched_epoch, False)
-            if epoch < req.last_fetched_epoch or end < req.fetch_offset:
-                return FetchPartitionResult(ErrorCode.NONE, hw, lso, start, b"", (epoch, end))
+        # a follower checking for divergence (KIP-595 style, v12+)
+        diverging = p.diverging_epoch(req.last_fetched_epoch, req.fetch_offset)
+        if diverging is not None:
+            return FetchPartitionResult(ErrorCode.NONE, hw, lso, start, b"", diverging)
         try:
             rr = p.read(req.fetch_offset, limit, upper=p.fetch_upper_bound(replica_id, isolation),
                         min_one_batch=min_one)
@@ -472,3 +562,13 @@ class ReplicaManager:
         """Answer every parked request (they see the partitions as they are now)."""
         self.fetch_purgatory.complete_all()
         self.produce_purgatory.complete_all()
+
+
+def _valid_follower_position(p: Partition, req: FetchPartitionRequest) -> bool:
+    """Whether a follower's fetch offset may count as its LEO: we lead at its
+    epoch, the offset is within our log, and its log does not diverge from
+    ours (a diverging follower's offset would let the HW pass records that
+    differ on its disk)."""
+    return (p.is_leader and not p.check_leader_epoch(req.current_leader_epoch)
+            and p.log_start_offset <= req.fetch_offset <= p.log_end_offset
+            and p.diverging_epoch(req.last_fetched_epoch, req.fetch_offset) is None)

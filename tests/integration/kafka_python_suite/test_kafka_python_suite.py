@@ -7,6 +7,11 @@ external broker, so we add ``test/__init__.py`` and the small
 ready, ``SpawnedService`` refusing) and point them at our broker with
 KAFKA_URI / KAFKA_VERSION / KAFKA_ROOT (CLIENTS.md).
 
+The broker runs with the fixture's own settings, Kafka's ZooKeeper-mode ACL
+authorizer included (``authorizer.class.name=kafka.security.authorizer.AclAuthorizer``,
+``allow.everyone.if.no.acl.found=true``), so the ACL, log-dir and config tests
+run as against Kafka 3.9.
+
 Every test must pass except the ones listed below, each with its reason:
 ``DESELECTED`` need consumer groups or transactions (issue 3 has neither) and
 are not run; ``SELF_SKIPPED`` skip themselves for a Kafka 3.9 (ZooKeeper)
@@ -30,6 +35,7 @@ from tests.integration.cluster import REPO, Cluster
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 VERSION = "3.0.12"
+TOTAL = 56          # tests in test/integration without the SASL and SSL modules
 CACHE = REPO / ".cache" / "kafka-python-suite"
 ROOT = CACHE / f"kafka_python-{VERSION}"
 
@@ -120,10 +126,14 @@ def ensure_suite() -> Path:
 
 @pytest.fixture(scope="module")
 def cluster(zookeeper: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    # As the suite's own server.properties template: 4 partitions, auto-creation on.
+    # As the suite's own server.properties template (test/resources/kafka.properties):
+    # 4 partitions, auto-creation on, and Kafka's ZooKeeper-mode ACL authorizer with
+    # allow.everyone.if.no.acl.found=true (test_create_describe_delete_acls needs it).
     c = Cluster(zookeeper, tmp_path_factory.mktemp("kp-suite"), size=1, overrides={
         "auto.create.topics.enable": "true", "num.partitions": "4",
-        "delete.topic.enable": "true"})
+        "delete.topic.enable": "true",
+        "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
+        "allow.everyone.if.no.acl.found": "true"})
     c.start()
     try:
         yield c
@@ -168,7 +178,8 @@ def test_kafka_python_integration_suite(cluster: Cluster, tmp_path: Path) -> Non
 
     ran = set(results)
     assert not ran & set(DESELECTED), f"deselected tests ran: {ran & set(DESELECTED)}"
-    assert len(ran) + len(DESELECTED) == 56, f"expected 56 tests in the suite, saw {len(ran)} + {len(DESELECTED)} deselected"
+    assert len(ran) + len(DESELECTED) == TOTAL, \
+        f"expected {TOTAL} tests in the suite, saw {len(ran)} + {len(DESELECTED)} deselected"
     bad = {t: r for t, r in results.items()
            if not (r[0] == "passed" or (r[0] == "skipped" and t in SELF_SKIPPED))}
     unexpected_pass = [t for t in SELF_SKIPPED if results.get(t, ("?",))[0] != "skipped"]
@@ -177,3 +188,6 @@ def test_kafka_python_integration_suite(cluster: Cluster, tmp_path: Path) -> Non
                      f"{summary}\n--- pytest output tail ---\n{res.stdout[-6000:]}\n"
                      f"{cluster.brokers[0].tail(30)}")
     assert not unexpected_pass, f"expected to skip themselves but did not: {unexpected_pass}"
+    passed = {t for t, r in results.items() if r[0] == "passed"}
+    assert passed == ran - set(SELF_SKIPPED)
+    assert len(passed) == TOTAL - len(DESELECTED) - len(SELF_SKIPPED)

@@ -39,6 +39,7 @@ class FakeZkServer:
         self.session_ids = itertools.count(0x1000)
         self.clients: list[FakeZk] = []
         self.ops = 0                 # count of mutating calls, for tests
+        self.batches = 0             # count of pipelined get_many/multi_many calls
 
     def children_of(self, path: str) -> list[str]:
         prefix = path.rstrip("/") + "/"
@@ -266,3 +267,25 @@ class FakeZk:
 
     def add_listener(self, fn: Callable[[str], None]) -> None:
         self.listeners.append(fn)
+
+    # -- pipelined batches (one "round trip" each) ---------------------------------------
+
+    def get_many(self, paths: list[str]) -> list[tuple[bytes, Stat] | Exception]:
+        self.server.batches += 1
+        out: list[tuple[bytes, Stat] | Exception] = []
+        for p in paths:
+            try:
+                out.append(self.get(p))
+            except NoNodeError as e:
+                out.append(e)
+        return out
+
+    def multi_many(self, txns: list[list[Op]]) -> list[list[Any] | Exception]:
+        self.server.batches += 1
+        out: list[list[Any] | Exception] = []
+        for ops in txns:
+            try:
+                out.append(self.multi(ops))
+            except (NoNodeError, NodeExistsError, BadVersionError, NotEmptyError) as e:
+                out.append(e)
+        return out

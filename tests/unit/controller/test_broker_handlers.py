@@ -74,8 +74,12 @@ def make_broker() -> Any:
         loaded.update(topics)
 
     loaded: set[str] = set()
+    hooks: list[tuple[str, Any]] = []
     return SimpleNamespace(metadata=MetadataCache(), replicas=FakeReplicas(), controller=None,
-                           ensure_topic_configs=ensure_topic_configs, configs_loaded=loaded)
+                           ensure_topic_configs=ensure_topic_configs, configs_loaded=loaded,
+                           on_leader_and_isr=lambda st, err: hooks.append(("lai", len(st))),
+                           on_stop_replica=lambda parts: hooks.append(("stop", parts)),
+                           hooks=hooks)
 
 
 @pytest.mark.parametrize("version", range(0, 9))
@@ -116,6 +120,7 @@ def test_leader_and_isr_every_version(version: int) -> None:
     assert [e.error_code for e in errs] == [0, 0]
     assert broker.metadata.partition("t", 0).leader == 1
     assert broker.configs_loaded == {"t"}  # topic configs read before logs are created
+    assert broker.hooks == [("lai", 2)]  # the broker hears of leadership changes
     codec.encode(resp, version)  # the answer encodes at the request's version
 
 

@@ -1,0 +1,285 @@
+"""Replication benchmarks: three brokers on this machine, RF 3, acks=all,
+min.insync.replicas=2, 1 KiB records (issue 4's targets in brackets).
+
+1. produce throughput, idempotent confluent-kafka producer            [>= 60 MB/s]
+2. end-to-end latency produce -> consumer receipt at 5 MB/s, p99      [<= 10 ms]
+3. failover: 1,000 partitions led by the broker that is SIGKILLed; time from its
+   ZooKeeper session expiry until every partition has a new leader that took an
+   acks=all write                                                     [<= 2 s]
+4. controlled shutdown (SIGTERM) of a broker leading 1,000 partitions: time until
+   none is led by it (and until the process exited)                   [<= 3 s]
+5. controller failover with 10,000 partitions: the controller is SIGKILLed; time from
+   its session expiry until a new controller is in /controller and until every
+   partition the old one led has a live leader                        [<= 10 s]
+
+    .venv/bin/python bench/replication.py [--only produce,latency,failover,shutdown,controller]
+        [--produce-mb 200] [--latency-s 15] [--partitions 1000] [--controller-partitions 10000]
+
+Everything runs under a temp dir (ZooKeeper + brokers started with
+tests/fault/cluster_faults.py) and is stopped by pid at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from tests.fault.cluster_faults import FaultCluster, FaultError, wait_for, zookeeper  # noqa: E402
+
+RECORD = 1024
+SESSION_MS = 6000
+OVERRIDES = {
+    "log.level": "WARN", "zookeeper.session.timeout.ms": str(SESSION_MS),
+    "replica.lag.time.max.ms": "10000", "min.insync.replicas": "2",
+    "log.segment.bytes": str(1 << 30), "num.partitions": "1",
+}
+TARGETS = {"produce_mb_s": (">=", 60.0), "e2e_p99_ms": ("<=", 10.0),
+           "failover_s": ("<=", 2.0), "controlled_shutdown_s": ("<=", 3.0),
+           "controller_failover_s": ("<=", 10.0)}
+figures: dict[str, float] = {}
+
+
+def report(name: str, value: float, unit: str, extra: str = "") -> None:
+    figures[name] = value
+    op, target = TARGETS.get(name, ("", None))
+    verdict = ""
+    if target is not None:
+        ok = value >= target if op == ">=" else value <= target
+        verdict = f"  [target {op} {target:g} {unit}: {'met' if ok else 'NOT met'}]"
+    print(f"{name:<24} {value:10.3f} {unit}{verdict} {extra}", flush=True)
+
+
+def producer(bootstrap: str, **conf: Any) -> Any:
+    from confluent_kafka import Producer
+
+    return Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "acks": "all",
+                     "log_level": 3, **conf})
+
+
+# -- 1. throughput ---------------------------------------------------------------------
+
+
+def bench_produce(fc: FaultCluster, mb: int, rf: int = 3, max_s: float = 90.0) -> None:
+    fc.create_topic("tput", 6, rf, {"min.insync.replicas": str(min(2, rf))})
+    p = producer(fc.bootstrap, **{"linger.ms": 5, "batch.size": 1_000_000,
+                                  "queue.buffering.max.kbytes": 512 * 1024})
+    value = b"x" * RECORD
+    n = mb * 1024
+    acked = [0]
+
+    def cb(err: Any, _msg: Any) -> None:
+        if err is None:
+            acked[0] += 1
+    for _ in range(200):   # warm-up: connections, producer id, metadata
+        p.produce("tput", value, on_delivery=cb)
+    p.flush(30)
+    acked[0] = 0
+    t0 = time.monotonic()
+    sent = 0
+    while sent < n and time.monotonic() - t0 < max_s:
+        try:
+            p.produce("tput", value, partition=sent % 6, on_delivery=cb)
+            sent += 1
+        except BufferError:
+            p.poll(0.005)
+    p.flush(max(1.0, max_s - (time.monotonic() - t0)) + 30)
+    dt = time.monotonic() - t0
+    report("produce_mb_s", acked[0] * RECORD / dt / 1e6, "MB/s",
+           f"({acked[0]} of {sent} records acked in {dt:.1f}s)")
+
+
+# -- 2. end-to-end latency ---------------------------------------------------------------
+
+
+def bench_latency(fc: FaultCluster, seconds: float, rf: int = 3, mb_s: float = 5.0) -> None:
+    from confluent_kafka import Consumer, TopicPartition
+
+    fc.create_topic("lat", 3, rf, {"min.insync.replicas": str(min(2, rf))})
+    lat_ms: list[float] = []
+    stop = threading.Event()
+    c = Consumer({"bootstrap.servers": fc.bootstrap, "group.id": "lat", "log_level": 3,
+                  "enable.auto.commit": False, "fetch.wait.max.ms": 100,
+                  "fetch.min.bytes": 1})
+    c.assign([TopicPartition("lat", i, 0) for i in range(3)])
+
+    def consume() -> None:
+        while not stop.is_set():     # poll: consume(n, t) would wait for n records
+            m = c.poll(0.05)
+            if m is not None and m.error() is None:
+                lat_ms.append((time.time_ns() - int(m.value()[:19])) / 1e6)
+    t = threading.Thread(target=consume, daemon=True)
+    t.start()
+    p = producer(fc.bootstrap, **{"linger.ms": 0})
+    rate = mb_s * 1e6 / RECORD
+    pad = b"x" * (RECORD - 19)
+    t0 = time.monotonic()
+    sent = 0
+    while time.monotonic() - t0 < seconds:
+        due = int((time.monotonic() - t0) * rate)
+        while sent < due:
+            p.produce("lat", b"%019d" % time.time_ns() + pad, partition=sent % 3)
+            sent += 1
+        p.poll(0)
+        time.sleep(0.0005)
+    p.flush(30)
+    wait_for("the consumer to catch up", lambda: len(lat_ms) >= sent, 20, 0.1)
+    stop.set()
+    t.join(5)
+    c.close()
+    warm = lat_ms[int(len(lat_ms) * 0.1):]          # skip the first 10 % (warm-up)
+    q = statistics.quantiles(warm, n=1000)
+    report("e2e_p50_ms", q[499], "ms")
+    report("e2e_p99_ms", q[989], "ms", f"({len(warm)} records at {mb_s:g} MB/s, "
+                                      f"p99.9 {q[998]:.2f} ms, max {max(warm):.2f} ms)")
+
+
+# -- 3. failover -------------------------------------------------------------------------
+
+
+def led_by(victim: int, ids: list[int], n: int) -> list[list[int]]:
+    """n partitions whose preferred (and so initial) leader is ``victim``."""
+    rest = [i for i in ids if i != victim]
+    return [[victim] + (rest if k % 2 == 0 else rest[::-1]) for k in range(n)]
+
+
+def one_write_each(p: Any, topic: str, n: int) -> list[float]:
+    """Produce one record to each of n partitions now; -> monotonic ack times."""
+    done: list[float] = []
+    errors: list[str] = []
+
+    def cb(err: Any, _m: Any) -> None:
+        if err is None:
+            done.append(time.monotonic())
+        else:
+            errors.append(str(err))
+    for i in range(n):
+        p.produce(topic, b"y" * RECORD, partition=i, on_delivery=cb)
+    p.flush(60)
+    if errors or len(done) != n:
+        raise FaultError(f"{topic}: {len(done)} of {n} acked, errors {errors[:3]}")
+    return done
+
+
+def bench_failover(fc: FaultCluster, n: int) -> None:
+    ids = [b.broker_id for b in fc.brokers]
+    victim = fc.controller_id()
+    victim = next(i for i in ids if i != victim)   # not the controller: measure failover alone
+    fc.create_topic("fo", assignment=led_by(victim, ids, n), timeout=180,
+                    configs={"min.insync.replicas": "2"})
+    p = producer(fc.bootstrap, **{"linger.ms": 5, "retry.backoff.ms": 20,
+                                  "retry.backoff.max.ms": 100,
+                                  "topic.metadata.refresh.fast.interval.ms": 20})
+    one_write_each(p, "fo", n)
+    t_kill = time.monotonic()
+    fc.sigkill(fc.broker(victim))
+    wait_for("session expiry", lambda: victim not in fc.zk_registered(), 30, 0.005)
+    t_exp = time.monotonic()
+    acks = one_write_each(p, "fo", n)
+    fc.wait_leaders("fo", list(range(n)), avoid={victim}, timeout=30)
+    report("failover_s", max(acks) - t_exp, "s",
+           f"({n} partitions; session expired {t_exp - t_kill:.2f}s after SIGKILL; "
+           f"median partition {statistics.median(acks) - t_exp:.3f}s)")
+    fc.restart(fc.broker(victim), timeout=120)
+
+
+def bench_controlled_shutdown(fc: FaultCluster, n: int) -> None:
+    ids = [b.broker_id for b in fc.brokers]
+    ctl = fc.controller_id()
+    victim = next(i for i in ids if i != ctl)
+    fc.create_topic("cs", assignment=led_by(victim, ids, n), timeout=180,
+                    configs={"min.insync.replicas": "2"})
+    other = next(i for i in ids if i != victim)
+    b = fc.broker(victim)
+    assert b.proc is not None
+    t0 = time.monotonic()
+    b.proc.send_signal(15)
+
+    def moved() -> bool:
+        md = fc.metadata("cs", other)
+        return len(md) == n and all(pi.leader not in (victim, -1) for pi in md.values())
+    wait_for("leaders moved off the stopping broker", moved, 60, 0.01)
+    t_moved = time.monotonic() - t0
+    b.proc.wait(60)
+    t_exit = time.monotonic() - t0
+    b.kill9()    # reap, close its log
+    report("controlled_shutdown_s", t_moved, "s",
+           f"({n} partitions moved; process exited after {t_exit:.2f}s, code {b.proc.returncode})")
+    fc.restart(b, timeout=120)
+
+
+def bench_controller_failover(fc: FaultCluster, n: int) -> None:
+    t0 = time.monotonic()
+    fc.create_topic("big", n, 3, {"min.insync.replicas": "2"}, timeout=900)
+    print(f"  (created {n} partitions x RF 3 in {time.monotonic() - t0:.1f}s)", flush=True)
+    old = fc.controller_id()
+    md = fc.metadata("big")
+    led = [p for p, pi in md.items() if pi.leader == old]
+    t_kill = time.monotonic()
+    fc.sigkill(fc.broker(old))
+    wait_for("session expiry", lambda: old not in fc.zk_registered(), 60, 0.005)
+    t_exp = time.monotonic()
+    new = wait_for("a new controller", lambda: (c := fc.zk_controller()) is not None and c != old
+                   and c, 120, 0.01)
+    t_new = time.monotonic()
+    fc.wait_leaders("big", led, avoid={old}, timeout=300, interval=0.2)
+    t_led = time.monotonic()
+    report("controller_elected_s", t_new - t_exp, "s", f"(broker {new})")
+    report("controller_failover_s", t_led - t_exp, "s",
+           f"({n} partitions, {len(led)} led by the old controller; session expired "
+           f"{t_exp - t_kill:.2f}s after SIGKILL)")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--only", default="produce,latency,failover,shutdown,controller")
+    ap.add_argument("--produce-mb", type=int, default=200)
+    ap.add_argument("--latency-s", type=float, default=15.0)
+    ap.add_argument("--partitions", type=int, default=1000)
+    ap.add_argument("--controller-partitions", type=int, default=10_000)
+    ap.add_argument("--rf", type=int, default=3,
+                    help="replication factor for produce/latency (1 = a baseline without replication)")
+    ap.add_argument("--keep", action="store_true", help="keep the temp dir (broker logs)")
+    args = ap.parse_args()
+    only = set(args.only.split(","))
+    print("# " + " ".join([".venv/bin/python", os.path.relpath(sys.argv[0], REPO), *sys.argv[1:]]))
+    work = Path(tempfile.mkdtemp(prefix="pybroker-bench-repl-"))
+    failed: list[str] = []
+    steps = [("produce", lambda fc: bench_produce(fc, args.produce_mb, args.rf)),
+             ("latency", lambda fc: bench_latency(fc, args.latency_s, args.rf)),
+             ("failover", lambda fc: bench_failover(fc, args.partitions)),
+             ("shutdown", lambda fc: bench_controlled_shutdown(fc, args.partitions)),
+             ("controller", lambda fc: bench_controller_failover(fc, args.controller_partitions))]
+    try:
+        with zookeeper(work) as zk:
+            for name, step in steps:
+                if name not in only:
+                    continue
+                fc = FaultCluster(zk, work / name, 3, OVERRIDES).start()
+                try:
+                    step(fc)
+                except Exception as e:  # noqa: BLE001 - report and go on to the next figure
+                    failed.append(f"{name}: {type(e).__name__}: {e}")
+                    print(f"{name}: FAILED {type(e).__name__}: {e}", flush=True)
+                finally:
+                    fc.stop()
+    finally:
+        if not args.keep:
+            import shutil
+            shutil.rmtree(work, ignore_errors=True)
+        else:
+            print(f"# logs kept under {work}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,49 @@
+"""The classic group coordinator (consumer groups and committed offsets).
+
+Handlers reach it with ``coordinator_of(broker)``; the Broker should build it in
+``start`` (``build(broker)``, then ``start()``), route __consumer_offsets
+leadership to ``on_become_leader`` / ``on_resign`` and ``await shutdown()``.
+Until it does, ``coordinator_of`` builds one on first use, and the coordinator
+follows leadership from the replica manager by itself (see ``status``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.coordinator.group_coordinator import CoordinatorConfig, GroupCoordinator, \
+    JoinRequest, LeaveMember, java_string_hash, partition_for_group
+from broker.coordinator.group_metadata import JoinResult, SyncResult
+from broker.coordinator.group_state import GroupState
+from broker.coordinator.loader import OFFSETS_TOPIC, BrokerOffsetsLog
+from broker.coordinator.offsets_topic import OffsetAndMetadata
+
+__all__ = ["CoordinatorConfig", "GroupCoordinator", "JoinRequest", "LeaveMember", "JoinResult",
+           "SyncResult", "GroupState", "OffsetAndMetadata", "OFFSETS_TOPIC", "BrokerOffsetsLog",
+           "build", "coordinator_of", "java_string_hash", "partition_for_group"]
+
+
+def offsets_topic_partitions(broker: Any) -> int:
+    """The partition count of __consumer_offsets once it exists, else the config's."""
+    metadata = broker.metadata
+    if metadata.has_topic(OFFSETS_TOPIC):
+        count = len(metadata.partitions(OFFSETS_TOPIC))
+        if count:
+            return count
+    return int(broker.config.offsets_topic_num_partitions)
+
+
+def build(broker: Any) -> GroupCoordinator:
+    """The coordinator over the broker's replica manager, logs and metadata cache."""
+    return GroupCoordinator(broker.broker_id, CoordinatorConfig.from_broker(broker.config),
+                            BrokerOffsetsLog(broker),
+                            num_partitions=lambda: offsets_topic_partitions(broker))
+
+
+def coordinator_of(broker: Any) -> GroupCoordinator:
+    coordinator: GroupCoordinator | None = getattr(broker, "group_coordinator", None)
+    if coordinator is None:
+        coordinator = build(broker)
+        broker.group_coordinator = coordinator
+        coordinator.start()
+    return coordinator

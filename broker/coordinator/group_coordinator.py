@@ -1,0 +1,767 @@
+"""The classic group coordinator on asyncio (Kafka's GroupCoordinator + the
+ownership half of GroupMetadataManager).
+
+Theory of operation:
+
+1. Ownership. A group lives in ``__consumer_offsets`` partition
+   ``partition_for(group)``; we coordinate it while we lead that partition.
+   ``on_become_leader(p, epoch)`` starts loading the partition (a task):
+   requests for its groups get COORDINATOR_LOAD_IN_PROGRESS until the load is
+   installed, NOT_COORDINATOR when we do not lead it. ``on_resign`` unloads
+   (waiting joins/syncs are answered NOT_COORDINATOR). Each request also
+   re-checks leadership with the log seam, so a missed notification heals itself.
+2. Membership. JoinGroup and SyncGroup park a callback on the member; the
+   rebalance is a DelayedJoin (InitialDelayedJoin for an Empty group) in the
+   rebalance purgatory that completes when everyone rejoined or at the rebalance
+   timeout; sessions are DelayedHeartbeats; after a join the members must sync
+   within the rebalance timeout (DelayedSync). All state changes run on the loop
+   thread without awaiting in the middle; writes to the log are awaited in tasks
+   whose callbacks re-check the group's state and generation first.
+3. Storage. The leader's SyncGroup writes the group's metadata (acks=-1) before
+   the assignment is handed out; commits are written before they are visible.
+   Offsets and deletions are in ``offset_ops`` (mixed in).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass, field
+from typing import Any
+
+from broker.coordinator.delayed import DelayedHeartbeat, DelayedJoin, DelayedSync, \
+    InitialDelayedJoin, join_key, member_key, sync_key
+from broker.coordinator.group_metadata import GroupMetadata, JoinCallback, JoinResult, \
+    MemberMetadata, Protocols, SyncCallback, SyncResult
+from broker.coordinator.group_state import GroupState
+from broker.coordinator.loader import OFFSETS_TOPIC, LoadedPartition, OffsetsLog
+from broker.coordinator.offset_ops import OffsetOps, group_write_error
+from broker.coordinator import offsets_topic as ot
+from broker.replication.purgatory import Purgatory, Timer
+from protocol.errors import ErrorCode
+from storage.log import wall_clock_ms
+
+log = logging.getLogger(__name__)
+
+E, PR, CR, S, D = (GroupState.EMPTY, GroupState.PREPARING_REBALANCE,
+                   GroupState.COMPLETING_REBALANCE, GroupState.STABLE, GroupState.DEAD)
+NEW_MEMBER_JOIN_TIMEOUT_MS = 5 * 60 * 1000
+INT32_MAX = 2**31 - 1
+
+
+@dataclass(frozen=True)
+class CoordinatorConfig:
+    """Kafka's group coordinator settings (server.properties keys with '_')."""
+
+    offsets_topic_num_partitions: int = 50
+    group_initial_rebalance_delay_ms: int = 3000
+    group_min_session_timeout_ms: int = 6000
+    group_max_session_timeout_ms: int = 1_800_000
+    group_max_size: int = INT32_MAX
+    offsets_retention_minutes: int = 10080
+    offsets_retention_check_interval_ms: int = 600_000
+    offset_metadata_max_bytes: int = 4096
+    offsets_commit_timeout_ms: int = 5000
+
+    @property
+    def offsets_retention_ms(self) -> int:
+        return self.offsets_retention_minutes * 60_000
+
+    @classmethod
+    def from_broker(cls, config: Any) -> CoordinatorConfig:
+        """Every field from the broker config when it has it, else Kafka's default."""
+        values = {name: getattr(config, name) for name in cls.__dataclass_fields__
+                  if getattr(config, name, None) is not None}
+        return cls(**values)
+
+
+@dataclass
+class JoinRequest:
+    group_id: str
+    member_id: str
+    session_timeout_ms: int
+    rebalance_timeout_ms: int
+    protocol_type: str
+    protocols: Protocols
+    group_instance_id: str | None = None
+    require_known_member_id: bool = False   # v4+ dynamic members (KIP-394)
+    support_skip_assignment: bool = False   # v9+
+    client_id: str = ""
+    client_host: str = ""
+    reason: str | None = None
+
+
+@dataclass
+class LeaveMember:
+    member_id: str
+    group_instance_id: str | None = None
+    reason: str | None = None
+    error: int = field(default=ErrorCode.NONE)
+
+
+def java_string_hash(s: str) -> int:
+    """Java's String.hashCode: s[0]*31^(n-1) + ... over UTF-16 code units, int32."""
+    h = 0
+    data = s.encode("utf-16-be")
+    for i in range(0, len(data), 2):
+        h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
+    return h - (1 << 32) if h & 0x80000000 else h
+
+
+def partition_for_group(group_id: str, num_partitions: int) -> int:
+    """Kafka's Utils.abs(groupId.hashCode) % partitions (abs(MIN_VALUE) is 0)."""
+    h = java_string_hash(group_id)
+    return (0 if h == -(1 << 31) else abs(h)) % num_partitions
+
+
+class GroupCoordinator(OffsetOps):
+    def __init__(self, broker_id: int, config: CoordinatorConfig, offsets_log: OffsetsLog, *,
+                 num_partitions: Callable[[], int] | None = None,
+                 timer: Timer | None = None, clock: Callable[[], int] = wall_clock_ms) -> None:
+        self.broker_id = broker_id
+        self.config = config
+        self.log = offsets_log
+        self.clock = clock
+        self._num_partitions = num_partitions or (lambda: config.offsets_topic_num_partitions)
+        self.heartbeats = Purgatory("Heartbeat", timer)
+        self.rebalances = Purgatory("Rebalance", timer)
+        self.groups: dict[str, GroupMetadata] = {}
+        self.owned: dict[int, int] = {}      # partition -> coordinator (leader) epoch, loaded
+        self.loading: dict[int, int] = {}    # partition -> epoch being loaded
+        self.epochs: dict[int, int] = {}     # partition -> newest epoch seen (fencing)
+        self.active = True
+        self._tasks: set[asyncio.Task[Any]] = set()
+
+    # -- ownership -----------------------------------------------------------------------
+
+    def partition_for(self, group_id: str) -> int:
+        return partition_for_group(group_id, max(1, self._num_partitions()))
+
+    def status(self, group_id: str | None, allow_empty_id: bool = False) -> int | None:
+        """Kafka's validateGroupStatus: INVALID_GROUP_ID, COORDINATOR_NOT_AVAILABLE,
+        COORDINATOR_LOAD_IN_PROGRESS, NOT_COORDINATOR, or None when we serve it."""
+        if group_id is None or (not group_id and not allow_empty_id):
+            return ErrorCode.INVALID_GROUP_ID
+        if not self.active:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        p = self.partition_for(group_id)
+        self._reconcile(p)
+        if p in self.loading:
+            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+        if p not in self.owned:
+            return ErrorCode.NOT_COORDINATOR
+        return None
+
+    def _reconcile(self, p: int) -> None:
+        """Follow the log's leadership if a LeaderAndIsr notification was missed."""
+        epoch = self.log.leader_epoch(p)
+        if epoch is None:
+            if p in self.owned or p in self.loading:
+                self.on_resign(p, None)
+        elif p not in self.owned and p not in self.loading:
+            self.on_become_leader(p, epoch)
+        elif p in self.owned and epoch > self.owned[p]:
+            self.owned[p] = self.epochs[p] = epoch
+
+    def on_become_leader(self, partition: int, leader_epoch: int) -> None:
+        """We lead ``partition`` from ``leader_epoch``: load it (in a task)."""
+        if leader_epoch < self.epochs.get(partition, -1):
+            log.info("not loading %s-%d for epoch %d: epoch %d is newer", OFFSETS_TOPIC, partition,
+                     leader_epoch, self.epochs[partition])
+            return
+        self.epochs[partition] = leader_epoch
+        if partition in self.owned:          # still leader, a newer epoch: nothing to reload
+            self.owned[partition] = leader_epoch
+            return
+        if partition in self.loading:
+            self.loading[partition] = leader_epoch
+            return
+        self.loading[partition] = leader_epoch
+        self.spawn(self._load(partition, leader_epoch))
+
+    def on_resign(self, partition: int, leader_epoch: int | None) -> None:
+        """We no longer lead ``partition``: unload its groups."""
+        if leader_epoch is not None and leader_epoch < self.epochs.get(partition, -1):
+            return
+        if leader_epoch is not None:
+            self.epochs[partition] = leader_epoch
+        self.loading.pop(partition, None)
+        was_owned = self.owned.pop(partition, None) is not None
+        unloaded = [g for g in list(self.groups.values())
+                    if self.partition_for(g.group_id) == partition]
+        for group in unloaded:
+            self._on_group_unloaded(group)
+            del self.groups[group.group_id]
+        if was_owned or unloaded:
+            log.info("resigned as coordinator of %s-%d: unloaded %d groups", OFFSETS_TOPIC, partition,
+                     len(unloaded))
+
+    async def _load(self, partition: int, epoch: int) -> None:
+        loaded = LoadedPartition()
+        started = self.clock()
+        try:
+            chunks = self.log.read_chunks(partition)
+            for chunk in chunks or ():
+                loaded.apply_all(chunk)
+                await asyncio.sleep(0)       # stay responsive during a long load
+                if self.loading.get(partition) is None:
+                    return                   # resigned meanwhile
+        except Exception:
+            log.exception("error loading %s-%d", OFFSETS_TOPIC, partition)
+        if partition not in self.loading:
+            return
+        del self.loading[partition]
+        self.owned[partition] = max(epoch, self.epochs.get(partition, epoch))
+        self._install(loaded)
+        log.info("loaded %s-%d (epoch %d): %d groups, %d records in %d ms", OFFSETS_TOPIC, partition,
+                 epoch, len(loaded.groups) + len(set(loaded.offsets) - set(loaded.groups)),
+                 loaded.records, self.clock() - started)
+
+    def _install(self, loaded: LoadedPartition) -> None:
+        now = self.clock()
+        for group_id in set(loaded.groups) | set(loaded.offsets):
+            stored = loaded.groups.get(group_id)
+            group = (GroupMetadata.from_stored(group_id, stored, now) if stored is not None
+                     else GroupMetadata(group_id, E, now))
+            if stored is None:
+                group.current_state_timestamp = None
+            group.offsets = dict(loaded.offsets.get(group_id, {}))
+            self.groups[group_id] = group
+            for member in list(group.members.values()):
+                self._heartbeat(group, member)
+
+    def _on_group_unloaded(self, group: GroupMetadata) -> None:
+        previous = group.state
+        group.transition_to(D, self.clock())
+        if previous is PR:
+            for member in list(group.members.values()):
+                group.maybe_invoke_join(member, JoinResult(ErrorCode.NOT_COORDINATOR,
+                                                           member_id=member.member_id))
+            self.rebalances.check_and_complete(join_key(group.group_id))
+        elif previous in (S, CR):
+            for member in list(group.members.values()):
+                group.maybe_invoke_sync(member, SyncResult(ErrorCode.NOT_COORDINATOR))
+                self.heartbeats.check_and_complete(member_key(group.group_id, member.member_id))
+        self._remove_sync_expiration(group)
+
+    # -- tasks ---------------------------------------------------------------------------
+
+    def spawn(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._task_done)
+        return task
+
+    def _task_done(self, task: asyncio.Task[Any]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("coordinator task failed", exc_info=task.exception())
+
+    async def shutdown(self) -> None:
+        self.active = False
+        if self._expiry_task is not None:
+            self._expiry_task.cancel()
+        for p in list(self.owned) + list(self.loading):
+            self.on_resign(p, None)
+        self.rebalances.complete_all()
+        self.heartbeats.complete_all()
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    # -- JoinGroup -----------------------------------------------------------------------
+
+    async def join_group(self, req: JoinRequest) -> JoinResult:
+        future: asyncio.Future[JoinResult] = asyncio.get_running_loop().create_future()
+
+        def respond(result: JoinResult) -> None:
+            if not future.done():
+                future.set_result(result)
+        self.handle_join(req, respond)
+        return await future
+
+    def handle_join(self, req: JoinRequest, respond: JoinCallback) -> None:
+        error = self.status(req.group_id)
+        if error is not None:
+            respond(JoinResult(error, member_id=req.member_id))
+            return
+        if not (self.config.group_min_session_timeout_ms <= req.session_timeout_ms
+                <= self.config.group_max_session_timeout_ms):
+            respond(JoinResult(ErrorCode.INVALID_SESSION_TIMEOUT, member_id=req.member_id))
+            return
+        unknown = req.member_id == ""
+        group = self.groups.get(req.group_id)
+        if group is None:
+            if not unknown:
+                respond(JoinResult(ErrorCode.UNKNOWN_MEMBER_ID, member_id=req.member_id))
+                return
+            group = self.groups[req.group_id] = GroupMetadata(req.group_id, E, self.clock())
+        if not self._accept_joining(group, req.member_id):
+            group.remove(req.member_id)
+            respond(JoinResult(ErrorCode.GROUP_MAX_SIZE_REACHED))
+        elif unknown:
+            self._new_member_join(group, req, respond)
+        else:
+            self._current_member_join(group, req, respond)
+        if group.is_(PR):
+            self.rebalances.check_and_complete(join_key(group.group_id))
+
+    def _accept_joining(self, group: GroupMetadata, member_id: str) -> bool:
+        limit = self.config.group_max_size
+        if group.state in (E, D):
+            return True
+        if group.is_(PR):
+            m = group.members.get(member_id)
+            return (m is not None and m.awaiting_join is not None) or group.num_awaiting_join < limit
+        return member_id in group.members or len(group.members) < limit
+
+    def _new_member_join(self, group: GroupMetadata, req: JoinRequest, respond: JoinCallback) -> None:
+        if group.is_(D):
+            respond(JoinResult(ErrorCode.COORDINATOR_NOT_AVAILABLE))
+            return
+        if not group.supports_protocols(req.protocol_type, {n for n, _ in req.protocols}):
+            respond(JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL))
+            return
+        new_id = group.generate_member_id(req.client_id, req.group_instance_id)
+        if req.group_instance_id is not None:
+            old_id = group.static_members.get(req.group_instance_id)
+            if old_id is not None:
+                self._update_static_member(group, old_id, new_id, req, respond)
+            else:
+                self._add_member_and_rebalance(group, new_id, req, respond)
+        elif req.require_known_member_id:
+            # KIP-394: remember the id and ask the client to come back with it
+            group.pending_members.add(new_id)
+            self.heartbeats.try_complete_else_watch(
+                DelayedHeartbeat(self, group, new_id, True, req.session_timeout_ms),
+                [member_key(group.group_id, new_id)])
+            respond(JoinResult(ErrorCode.MEMBER_ID_REQUIRED, member_id=new_id))
+        else:
+            self._add_member_and_rebalance(group, new_id, req, respond)
+
+    def _current_member_join(self, group: GroupMetadata, req: JoinRequest,
+                             respond: JoinCallback) -> None:
+        member_id = req.member_id
+        if group.is_(D):
+            respond(JoinResult(ErrorCode.COORDINATOR_NOT_AVAILABLE, member_id=member_id))
+            return
+        if not group.supports_protocols(req.protocol_type, {n for n, _ in req.protocols}):
+            respond(JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, member_id=member_id))
+            return
+        if member_id in group.pending_members:
+            self._add_member_and_rebalance(group, member_id, req, respond)
+            return
+        error = self.validate_member(group, member_id, req.group_instance_id)
+        if error is not None:
+            respond(JoinResult(error, member_id=member_id))
+            return
+        member = group.members[member_id]
+        if group.is_(PR):
+            self._update_member_and_rebalance(group, member, req, respond)
+        elif group.is_(CR):
+            if member.matches(req.protocols):   # a retry of a join we already answered
+                respond(self._join_result(group, member, with_members=group.is_leader(member_id)))
+            else:
+                self._update_member_and_rebalance(group, member, req, respond)
+        elif group.is_(S):
+            if group.is_leader(member_id) or not member.matches(req.protocols):
+                self._update_member_and_rebalance(group, member, req, respond)
+            else:
+                respond(self._join_result(group, member, with_members=False))
+        else:
+            respond(JoinResult(ErrorCode.UNKNOWN_MEMBER_ID, member_id=member_id))
+
+    def _join_result(self, group: GroupMetadata, member: MemberMetadata, *,
+                     with_members: bool, leader: str | None = None,
+                     skip_assignment: bool = False) -> JoinResult:
+        return JoinResult(
+            ErrorCode.NONE, member_id=member.member_id, generation_id=group.generation_id,
+            protocol_type=group.protocol_type, protocol_name=group.protocol_name,
+            leader_id=(leader if leader is not None else group.leader_id) or "",
+            skip_assignment=skip_assignment,
+            members=group.current_member_metadata() if with_members else [])
+
+    def validate_member(self, group: GroupMetadata, member_id: str,
+                        instance_id: str | None) -> int | None:
+        """Kafka's validateCurrentMember: the static id maps to this member, and it exists."""
+        if instance_id is not None:
+            current = group.static_members.get(instance_id)
+            if current is None:
+                return ErrorCode.UNKNOWN_MEMBER_ID
+            if current != member_id:
+                return ErrorCode.FENCED_INSTANCE_ID
+        if member_id not in group.members:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        return None
+
+    def _add_member_and_rebalance(self, group: GroupMetadata, member_id: str, req: JoinRequest,
+                                  respond: JoinCallback) -> None:
+        member = MemberMetadata(member_id, req.group_instance_id, req.client_id, req.client_host,
+                                req.rebalance_timeout_ms, req.session_timeout_ms,
+                                req.protocol_type, list(req.protocols), is_new=True)
+        if group.is_(PR) and group.generation_id == 0:
+            group.new_member_added = True
+        group.add(member, respond)
+        # new members cannot heartbeat yet: they get the longer join timeout
+        self._heartbeat(group, member, NEW_MEMBER_JOIN_TIMEOUT_MS)
+        self._maybe_prepare_rebalance(group, f"adding new member {member_id}")
+
+    def _update_member_and_rebalance(self, group: GroupMetadata, member: MemberMetadata,
+                                     req: JoinRequest, respond: JoinCallback) -> None:
+        group.update_member(member, list(req.protocols), req.rebalance_timeout_ms,
+                            req.session_timeout_ms, respond)
+        self._maybe_prepare_rebalance(group, f"member {member.member_id} rejoining")
+
+    def _update_static_member(self, group: GroupMetadata, old_id: str, new_id: str,
+                              req: JoinRequest, respond: JoinCallback) -> None:
+        """KIP-345: a known group.instance.id joins with no member id: it takes over
+        the old member id's place without a rebalance when nothing else changes."""
+        assert req.group_instance_id is not None
+        instance = req.group_instance_id
+        current_leader = group.leader_id
+        member = group.replace_static_member(instance, old_id, new_id)
+        self._heartbeat(group, member)
+        old = (list(member.protocols), member.rebalance_timeout_ms, member.session_timeout_ms)
+        group.update_member(member, list(req.protocols), req.rebalance_timeout_ms,
+                            req.session_timeout_ms, respond)
+        if group.is_(S):
+            if group.protocol_name != group.select_protocol():
+                self._maybe_prepare_rebalance(group, f"static member {instance} changed protocols")
+                return
+            assignment = {m.member_id: m.assignment for m in group.members.values()}
+
+            def stored(error: int) -> None:
+                if error != ErrorCode.NONE:
+                    # undo: the old member id stays the group's
+                    group.update_member(member, old[0], old[1], old[2], None)
+                    back = group.replace_static_member(instance, new_id, old_id)
+                    self._heartbeat(group, back)
+                    respond(JoinResult(error, generation_id=group.generation_id,
+                                       protocol_type=group.protocol_type,
+                                       protocol_name=group.protocol_name,
+                                       leader_id=current_leader or ""))
+                elif req.support_skip_assignment:
+                    is_leader = group.is_leader(new_id)
+                    group.maybe_invoke_join(member, self._join_result(
+                        group, member, with_members=is_leader, skip_assignment=is_leader))
+                else:
+                    # the old leader id keeps a rejoined static leader from assigning
+                    group.maybe_invoke_join(member, self._join_result(
+                        group, member, with_members=False, leader=current_leader))
+            self._store_group(group, assignment, stored)
+        elif group.is_(CR):
+            self._prepare_rebalance(group, f"static member {instance} rejoined during sync")
+
+    # -- rebalance -----------------------------------------------------------------------
+
+    def _maybe_prepare_rebalance(self, group: GroupMetadata, reason: str) -> None:
+        if group.can_rebalance:
+            self._prepare_rebalance(group, reason)
+
+    def _prepare_rebalance(self, group: GroupMetadata, reason: str) -> None:
+        if group.is_(CR):
+            self._reset_and_propagate_assignment_error(group, ErrorCode.REBALANCE_IN_PROGRESS)
+        self._remove_sync_expiration(group)
+        if group.is_(E):
+            delay = self.config.group_initial_rebalance_delay_ms
+            op: DelayedJoin = InitialDelayedJoin(self, self.rebalances, group, delay, delay,
+                                                 max(group.rebalance_timeout_ms - delay, 0))
+        else:
+            op = DelayedJoin(self, group, group.rebalance_timeout_ms)
+        group.transition_to(PR, self.clock())
+        log.info("preparing to rebalance group %s with old generation %d (%s)", group.group_id,
+                 group.generation_id, reason)
+        self.rebalances.try_complete_else_watch(op, [join_key(group.group_id)])
+
+    def try_complete_join(self, group: GroupMetadata, force: Callable[[], bool]) -> bool:
+        return force() if group.has_all_members_joined() else False
+
+    def on_complete_join(self, group: GroupMetadata) -> None:
+        for failed in [m for m in group.not_yet_rejoined() if not m.is_static]:
+            group.remove(failed.member_id)
+            self.heartbeats.check_and_complete(member_key(group.group_id, failed.member_id))
+        if group.is_(D):
+            return
+        if not group.maybe_elect_new_joined_leader() and group.members:
+            log.error("group %s could not complete rebalance: no member rejoined", group.group_id)
+            self.rebalances.try_complete_else_watch(
+                DelayedJoin(self, group, group.rebalance_timeout_ms), [join_key(group.group_id)])
+            return
+        group.init_next_generation(self.clock())
+        if group.is_(E):
+            log.info("group %s with generation %d is now empty", group.group_id,
+                     group.generation_id)
+            self._store_group(group, {}, lambda error: None)
+            return
+        log.info("stabilized group %s generation %d with %d members", group.group_id,
+                 group.generation_id, len(group.members))
+        for member in list(group.members.values()):
+            group.maybe_invoke_join(member, self._join_result(
+                group, member, with_members=group.is_leader(member.member_id)))
+            self._heartbeat(group, member)
+            member.is_new = False
+            group.pending_sync_members.add(member.member_id)
+        self.rebalances.try_complete_else_watch(
+            DelayedSync(self, group, group.generation_id, group.rebalance_timeout_ms),
+            [sync_key(group.group_id)])
+
+    def try_complete_pending_sync(self, group: GroupMetadata, generation: int,
+                                  force: Callable[[], bool]) -> bool:
+        if generation != group.generation_id or group.state in (D, E, PR):
+            return force()
+        return force() if not group.pending_sync_members else False
+
+    def on_expire_pending_sync(self, group: GroupMetadata, generation: int) -> None:
+        if generation != group.generation_id or group.state not in (CR, S):
+            return
+        if group.pending_sync_members:
+            missing = sorted(group.pending_sync_members)
+            for member_id in missing:
+                group.remove(member_id)
+                self.heartbeats.check_and_complete(member_key(group.group_id, member_id))
+            self._prepare_rebalance(group, f"removing {missing} on pending sync expiration")
+
+    def _remove_sync_expiration(self, group: GroupMetadata) -> None:
+        group.pending_sync_members.clear()
+        self.rebalances.check_and_complete(sync_key(group.group_id))
+
+    def _remove_pending_sync_member(self, group: GroupMetadata, member_id: str) -> None:
+        group.pending_sync_members.discard(member_id)
+        self.rebalances.check_and_complete(sync_key(group.group_id))
+
+    # -- heartbeats and sessions ---------------------------------------------------------
+
+    def _heartbeat(self, group: GroupMetadata, member: MemberMetadata,
+                   timeout_ms: int | None = None) -> None:
+        """Complete the member's current session deadline and schedule the next."""
+        key = member_key(group.group_id, member.member_id)
+        member.heartbeat_satisfied = True
+        self.heartbeats.check_and_complete(key)
+        member.heartbeat_satisfied = False
+        timeout = member.session_timeout_ms if timeout_ms is None else timeout_ms
+        self.heartbeats.try_complete_else_watch(
+            DelayedHeartbeat(self, group, member.member_id, False, timeout), [key])
+
+    def try_complete_heartbeat(self, group: GroupMetadata, member_id: str, is_pending: bool,
+                               force: Callable[[], bool]) -> bool:
+        if group.is_(D):
+            return force()
+        if is_pending:
+            return force() if member_id in group.members else False
+        member = group.members.get(member_id)
+        if member is None or member.has_satisfied_heartbeat():
+            return force()
+        return False
+
+    def on_expire_heartbeat(self, group: GroupMetadata, member_id: str, is_pending: bool) -> None:
+        if group.is_(D):
+            return
+        if is_pending:
+            if member_id in group.pending_members:
+                log.info("pending member %s of group %s expired", member_id, group.group_id)
+                self._remove_pending_member(group, member_id)
+            return
+        member = group.members.get(member_id)
+        if member is not None and not member.has_satisfied_heartbeat():
+            log.info("member %s in group %s has failed (session timeout), removing it",
+                     member_id, group.group_id)
+            self._remove_member_and_update_group(group, member, "heartbeat expiration")
+
+    def _remove_member_and_update_group(self, group: GroupMetadata, member: MemberMetadata,
+                                        reason: str) -> None:
+        group.maybe_invoke_join(member, JoinResult(ErrorCode.UNKNOWN_MEMBER_ID))
+        group.remove(member.member_id)
+        if group.state in (S, CR):
+            self._maybe_prepare_rebalance(group, reason)
+        elif group.is_(PR):
+            self.rebalances.check_and_complete(join_key(group.group_id))
+
+    def _remove_pending_member(self, group: GroupMetadata, member_id: str) -> None:
+        group.remove(member_id)
+        if group.is_(PR):
+            self.rebalances.check_and_complete(join_key(group.group_id))
+
+    def heartbeat(self, group_id: str, member_id: str, instance_id: str | None,
+                  generation_id: int) -> int:
+        error = self.status(group_id)
+        if error is not None:
+            # a loading coordinator answers blindly (the group is not known yet)
+            return ErrorCode.NONE if error == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS else error
+        group = self.groups.get(group_id)
+        if group is None:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        if group.is_(D):
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        error = self.validate_member(group, member_id, instance_id)
+        if error is not None:
+            return error
+        if generation_id != group.generation_id:
+            return ErrorCode.ILLEGAL_GENERATION
+        if group.is_(E):
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        self._heartbeat(group, group.members[member_id])
+        return ErrorCode.REBALANCE_IN_PROGRESS if group.is_(PR) else ErrorCode.NONE
+
+    # -- SyncGroup -----------------------------------------------------------------------
+
+    async def sync_group(self, group_id: str, generation_id: int, member_id: str,
+                         instance_id: str | None, protocol_type: str | None,
+                         protocol_name: str | None, assignment: dict[str, bytes]) -> SyncResult:
+        future: asyncio.Future[SyncResult] = asyncio.get_running_loop().create_future()
+
+        def respond(result: SyncResult) -> None:
+            if not future.done():
+                future.set_result(result)
+        self.handle_sync(group_id, generation_id, member_id, instance_id, protocol_type,
+                         protocol_name, assignment, respond)
+        return await future
+
+    def handle_sync(self, group_id: str, generation_id: int, member_id: str,
+                    instance_id: str | None, protocol_type: str | None,
+                    protocol_name: str | None, assignment: dict[str, bytes],
+                    respond: SyncCallback) -> None:
+        error = self.status(group_id)
+        if error == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
+            # the rebalance state is lost: make the member rejoin (old clients
+            # do not expect COORDINATOR_LOAD_IN_PROGRESS here)
+            respond(SyncResult(ErrorCode.REBALANCE_IN_PROGRESS))
+            return
+        if error is not None:
+            respond(SyncResult(error))
+            return
+        group = self.groups.get(group_id)
+        if group is None:
+            respond(SyncResult(ErrorCode.UNKNOWN_MEMBER_ID))
+            return
+        error = self._validate_sync(group, generation_id, member_id, instance_id,
+                                    protocol_type, protocol_name)
+        if error is not None:
+            respond(SyncResult(error))
+        elif group.is_(E):
+            respond(SyncResult(ErrorCode.UNKNOWN_MEMBER_ID))
+        elif group.is_(PR):
+            respond(SyncResult(ErrorCode.REBALANCE_IN_PROGRESS))
+        elif group.is_(CR):
+            group.members[member_id].awaiting_sync = respond
+            self._remove_pending_sync_member(group, member_id)
+            if group.is_leader(member_id):
+                self._leader_sync(group, generation_id, assignment)
+        else:  # Stable: hand out the current assignment
+            self._remove_pending_sync_member(group, member_id)
+            member = group.members[member_id]
+            respond(SyncResult(ErrorCode.NONE, group.protocol_type, group.protocol_name,
+                               member.assignment))
+            self._heartbeat(group, member)
+
+    def _validate_sync(self, group: GroupMetadata, generation_id: int, member_id: str,
+                       instance_id: str | None, protocol_type: str | None,
+                       protocol_name: str | None) -> int | None:
+        if group.is_(D):
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        error = self.validate_member(group, member_id, instance_id)
+        if error is not None:
+            return error
+        if generation_id != group.generation_id:
+            return ErrorCode.ILLEGAL_GENERATION
+        if protocol_type is not None and protocol_type != group.protocol_type:
+            return ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+        if protocol_name is not None and protocol_name != group.protocol_name:
+            return ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+        return None
+
+    def _leader_sync(self, group: GroupMetadata, generation_id: int,
+                     assignment: dict[str, bytes]) -> None:
+        full = {member_id: assignment.get(member_id, b"") for member_id in group.members}
+        missing = set(group.members) - set(assignment)
+        if missing:
+            log.warning("group %s generation %d: empty assignment for %s", group.group_id,
+                        generation_id, sorted(missing))
+
+        def stored(error: int) -> None:
+            if not (group.is_(CR) and group.generation_id == generation_id):
+                return   # another member joined meanwhile: that rebalance answers everyone
+            if error != ErrorCode.NONE:
+                self._reset_and_propagate_assignment_error(group, error)
+                self._maybe_prepare_rebalance(group, f"error {error} storing the assignment")
+            else:
+                for member in group.members.values():
+                    member.assignment = full.get(member.member_id, b"")
+                self._propagate_assignment(group, ErrorCode.NONE)
+                group.transition_to(S, self.clock())
+        self._store_group(group, full, stored)
+
+    def _reset_and_propagate_assignment_error(self, group: GroupMetadata, error: int) -> None:
+        for member in group.members.values():
+            member.assignment = b""
+        self._propagate_assignment(group, error)
+
+    def _propagate_assignment(self, group: GroupMetadata, error: int) -> None:
+        ok = error == ErrorCode.NONE
+        for member in list(group.members.values()):
+            result = SyncResult(error, group.protocol_type if ok else None,
+                                group.protocol_name if ok else None, member.assignment)
+            if group.maybe_invoke_sync(member, result):
+                self._heartbeat(group, member)
+
+    def _store_group(self, group: GroupMetadata, assignment: dict[str, bytes],
+                     done: Callable[[int], None]) -> None:
+        """Write the group's metadata (acks=-1), then call ``done(error)`` on the loop."""
+        value = ot.group_metadata_value(group.to_stored(assignment))
+        record = (ot.group_metadata_key(group.group_id), value)
+        partition = self.partition_for(group.group_id)
+
+        async def write() -> None:
+            try:
+                error = await self.log.append(partition, [record], acks=-1,
+                                              timeout_ms=self.config.offsets_commit_timeout_ms,
+                                              timestamp=self.clock())
+            except Exception:
+                log.exception("writing group %s failed", group.group_id)
+                error = ErrorCode.UNKNOWN_SERVER_ERROR
+            done(group_write_error(error))
+        self.spawn(write())
+
+    # -- LeaveGroup ----------------------------------------------------------------------
+
+    def leave_group(self, group_id: str, members: list[LeaveMember]) -> tuple[int, list[LeaveMember]]:
+        """-> (top-level error, the members with their errors)."""
+        error = self.status(group_id)
+        if error is not None:
+            return error, []
+        group = self.groups.get(group_id)
+        if group is None:
+            for m in members:
+                m.error = ErrorCode.UNKNOWN_MEMBER_ID
+            return ErrorCode.NONE, members
+        if group.is_(D):
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE, []
+        for m in members:
+            m.error = self._leave_one(group, m)
+        return ErrorCode.NONE, members
+
+    def _leave_one(self, group: GroupMetadata, m: LeaveMember) -> int:
+        if m.member_id == "":
+            current = (group.static_members.get(m.group_instance_id)
+                       if m.group_instance_id is not None else None)
+            if current is None:
+                return ErrorCode.UNKNOWN_MEMBER_ID
+            self._remove_leaving_member(group, current, m.reason)
+            return ErrorCode.NONE
+        if m.member_id in group.pending_members:
+            self._remove_pending_member(group, m.member_id)
+            self.heartbeats.check_and_complete(member_key(group.group_id, m.member_id))
+            return ErrorCode.NONE
+        error = self.validate_member(group, m.member_id, m.group_instance_id)
+        if error is not None:
+            return error
+        self._remove_leaving_member(group, m.member_id, m.reason)
+        return ErrorCode.NONE
+
+    def _remove_leaving_member(self, group: GroupMetadata, member_id: str,
+                               reason: str | None) -> None:
+        member = group.members[member_id]
+        self._remove_member_and_update_group(group, member,
+                                             f"member {member_id} left ({reason or 'no reason'})")
+        self.heartbeats.check_and_complete(member_key(group.group_id, member_id))
+        log.info("member %s has left group %s", member_id, group.group_id)

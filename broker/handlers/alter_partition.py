@@ -1,0 +1,29 @@
+"""AlterPartition (API key 56), versions 0-3; partition leader -> active controller.
+
+A leader proposes a new ISR; only the active controller may accept it
+(controller/alter_partition.py holds the checks and the ZooKeeper write). Any
+other broker answers NOT_CONTROLLER at the top level, so the sender (the
+leader's AlterPartitionManager) looks the controller up again and retries.
+"""
+
+from __future__ import annotations
+
+from broker.context import RequestContext
+from broker.dispatch import handler
+from controller import NotControllerError
+from protocol.errors import ErrorCode
+from protocol.schema import Struct
+from protocol.spec import api
+
+SPEC = api(56).response
+
+
+@handler(56)
+async def handle_alter_partition(ctx: RequestContext, request: Struct) -> Struct:
+    ctl = ctx.broker.controller
+    if ctl is None or not ctl.is_active:
+        return SPEC.new(error_code=ErrorCode.NOT_CONTROLLER, topics=[])
+    try:
+        return await ctl.alter_partition(request, ctx.version)  # type: ignore[no-any-return]
+    except NotControllerError:
+        return SPEC.new(error_code=ErrorCode.NOT_CONTROLLER, topics=[])

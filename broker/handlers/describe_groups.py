@@ -1,0 +1,52 @@
+"""DescribeGroups (API key 15), versions 0-5.
+
+Per group: its state, protocol type, protocol and members; member metadata
+and assignments only while Stable (Kafka's GroupMetadata.summary). An unknown
+group is answered as "Dead" with no error. v3+ authorized operations when
+asked (no authorizer: READ, DELETE, DESCRIBE), else Integer.MIN_VALUE; v4+
+member group.instance.id.
+"""
+
+from __future__ import annotations
+
+from broker.context import RequestContext
+from broker.coordinator import coordinator_of
+from broker.dispatch import handler
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
+from protocol.schema import Struct
+from protocol.spec import api
+
+SPEC = api(ApiKey.DESCRIBE_GROUPS).response
+GROUP = SPEC.structs["DescribedGroup"]
+MEMBER = SPEC.structs["DescribedGroupMember"]
+
+OPERATIONS_NOT_REQUESTED = -2147483648
+GROUP_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)   # READ, DELETE, DESCRIBE
+
+
+@handler(ApiKey.DESCRIBE_GROUPS)
+async def handle_describe_groups(ctx: RequestContext, request: Struct) -> Struct:
+    coordinator = coordinator_of(ctx.broker)
+    ops = (GROUP_OPERATIONS if ctx.version >= 3 and request.include_authorized_operations
+           else OPERATIONS_NOT_REQUESTED)
+    out = []
+    for group_id in request.groups:
+        error, group = coordinator.describe_group(group_id)
+        if error != ErrorCode.NONE:
+            out.append(GROUP.new(error_code=int(error), group_id=group_id, group_state="",
+                                 protocol_type="", protocol_data="", members=[],
+                                 authorized_operations=ops))
+            continue
+        if group is None:
+            state, ptype, protocol, members = "Dead", "", "", []
+        else:
+            state, ptype, protocol, members = group.summary()
+        out.append(GROUP.new(
+            error_code=0, group_id=group_id, group_state=state, protocol_type=ptype,
+            protocol_data=protocol, authorized_operations=ops,
+            members=[MEMBER.new(member_id=m.member_id, group_instance_id=m.group_instance_id,
+                                client_id=m.client_id, client_host=m.client_host,
+                                member_metadata=meta, member_assignment=assignment)
+                     for m, meta, assignment in members]))
+    return SPEC.new(throttle_time_ms=0, groups=out)

@@ -1,0 +1,103 @@
+"""FindCoordinator (API key 10), versions 0-6.
+
+v0-3 ask for one key, v4+ for a batch (``coordinator_keys``), answered one
+entry each. Key type 0 = group, 1 = transactional id (v1+); others ->
+INVALID_REQUEST for every key.
+
+A group's coordinator is the leader of __consumer_offsets partition
+``abs(javaHashCode(group)) % partitions``. The topic is created on first use
+with offsets.topic.num.partitions / offsets.topic.replication.factor and
+cleanup.policy=compact, segment.bytes=100 MiB (whatever
+auto.create.topics.enable says); while it is being created, when fewer brokers
+are alive than the replication factor (Kafka does not shrink it), or while the
+partition has no live leader, the answer is COORDINATOR_NOT_AVAILABLE.
+Transactional ids: COORDINATOR_NOT_AVAILABLE until the transaction coordinator lands.
+
+Error messages as Kafka's ``Errors.message()``: "NONE" on success.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from broker.context import RequestContext
+from broker.coordinator import OFFSETS_TOPIC, coordinator_of
+from broker.dispatch import handler
+from broker.handlers.create_topics import create_topic
+from broker.handlers.metadata import auto_create_request
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
+from protocol.schema import Struct
+from protocol.spec import api
+
+log = logging.getLogger(__name__)
+
+SPEC = api(ApiKey.FIND_COORDINATOR).response
+COORDINATOR = SPEC.structs["Coordinator"]
+
+KEY_GROUP = 0
+KEY_TRANSACTION = 1
+
+Found = tuple[int, int, str, int]   # (error, node id, host, port)
+
+
+def _message(error: int) -> str:
+    return "NONE" if error == ErrorCode.NONE else ErrorCode.from_code(error).message
+
+
+async def _ensure_offsets_topic(broker: Any) -> None:
+    """Create __consumer_offsets once (concurrent finds share one attempt)."""
+    coordinator = coordinator_of(broker)
+    if getattr(coordinator, "creating_offsets_topic", False):
+        return
+    coordinator.creating_offsets_topic = True  # type: ignore[attr-defined]
+    try:
+        outcome = await create_topic(broker, auto_create_request(broker.config, OFFSETS_TOPIC))
+        if outcome.ok:
+            log.info("created %s for the group coordinator", OFFSETS_TOPIC)
+        elif outcome.error != ErrorCode.TOPIC_ALREADY_EXISTS:
+            log.warning("could not create %s: %s %s", OFFSETS_TOPIC,
+                        ErrorCode.from_code(outcome.error).name, outcome.message or "")
+    finally:
+        coordinator.creating_offsets_topic = False  # type: ignore[attr-defined]
+
+
+async def find_group_coordinator(broker: Any, group_id: str) -> Found:
+    metadata = broker.metadata
+    if not metadata.has_topic(OFFSETS_TOPIC):
+        await _ensure_offsets_topic(broker)
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE, -1, "", -1
+    partition = coordinator_of(broker).partition_for(group_id)
+    leader = next((p.leader for p in metadata.partitions(OFFSETS_TOPIC)
+                   if p.partition == partition), -1)
+    node = metadata.broker(leader) if leader >= 0 else None
+    if node is None:
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE, -1, "", -1
+    return ErrorCode.NONE, node.id, node.host, node.port
+
+
+async def _find(broker: Any, key: str, key_type: int) -> Found:
+    if key_type == KEY_GROUP:
+        return await find_group_coordinator(broker, key)
+    return ErrorCode.COORDINATOR_NOT_AVAILABLE, -1, "", -1
+
+
+@handler(ApiKey.FIND_COORDINATOR)
+async def handle_find_coordinator(ctx: RequestContext, request: Struct) -> Struct:
+    keys = list(request.coordinator_keys) if ctx.version >= 4 else [request.key]
+    key_type = request.key_type if ctx.version >= 1 else KEY_GROUP
+    found: list[Found] = []
+    for key in keys:
+        if key_type not in (KEY_GROUP, KEY_TRANSACTION):
+            found.append((ErrorCode.INVALID_REQUEST, -1, "", -1))
+        else:
+            found.append(await _find(ctx.broker, key, key_type))
+    if ctx.version >= 4:
+        return SPEC.new(throttle_time_ms=0, coordinators=[
+            COORDINATOR.new(key=key, node_id=node, host=host, port=port, error_code=int(error),
+                            error_message=_message(error))
+            for key, (error, node, host, port) in zip(keys, found)])
+    error, node, host, port = found[0]
+    return SPEC.new(throttle_time_ms=0, error_code=int(error), error_message=_message(error),
+                    node_id=node, host=host, port=port)

@@ -1,0 +1,21 @@
+"""Heartbeat (API key 12), versions 0-4: keeps a member's session alive and tells
+it when the group rebalances (REBALANCE_IN_PROGRESS). v3+ carry group.instance.id."""
+
+from __future__ import annotations
+
+from broker.context import RequestContext
+from broker.coordinator import coordinator_of
+from broker.dispatch import handler
+from protocol.api_keys import ApiKey
+from protocol.schema import Struct
+from protocol.spec import api
+
+SPEC = api(ApiKey.HEARTBEAT).response
+
+
+@handler(ApiKey.HEARTBEAT)
+async def handle_heartbeat(ctx: RequestContext, request: Struct) -> Struct:
+    error = coordinator_of(ctx.broker).heartbeat(
+        request.group_id, request.member_id,
+        request.group_instance_id if ctx.version >= 3 else None, request.generation_id)
+    return SPEC.new(throttle_time_ms=0, error_code=int(error))

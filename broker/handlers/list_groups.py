@@ -1,0 +1,30 @@
+"""ListGroups (API key 16), versions 0-5: the groups this broker coordinates.
+
+v4+ filter by state (case-insensitive); v5+ by type (every group here is
+"classic"; any other type filter lists nothing). While a partition of
+__consumer_offsets is loading the answer carries COORDINATOR_LOAD_IN_PROGRESS
+with the groups known so far (Kafka).
+"""
+
+from __future__ import annotations
+
+from broker.context import RequestContext
+from broker.coordinator import coordinator_of
+from broker.dispatch import handler
+from protocol.api_keys import ApiKey
+from protocol.schema import Struct
+from protocol.spec import api
+
+SPEC = api(ApiKey.LIST_GROUPS).response
+LISTED = SPEC.structs["ListedGroup"]
+
+
+@handler(ApiKey.LIST_GROUPS)
+async def handle_list_groups(ctx: RequestContext, request: Struct) -> Struct:
+    v = ctx.version
+    states = set(request.states_filter) if v >= 4 else set()
+    types = set(request.types_filter) if v >= 5 else set()
+    error, groups = coordinator_of(ctx.broker).list_groups(states, types)
+    return SPEC.new(throttle_time_ms=0, error_code=int(error), groups=[
+        LISTED.new(group_id=g, protocol_type=ptype, group_state=state, group_type=gtype)
+        for g, ptype, state, gtype in groups])

@@ -1,0 +1,68 @@
+"""OffsetCommit (API key 8), versions 0-9.
+
+* v0 has no generation or member (a standalone commit, generation -1); it is
+  stored in __consumer_offsets like every other version (Kafka's ZooKeeper
+  mode kept v0 commits in ZooKeeper).
+* v1 carries a commit timestamp per partition (-1 = now); v2-4 a retention
+  time (-1 = the broker's offsets.retention.minutes), which becomes an explicit
+  expire timestamp as Kafka's adapter does; v5+ neither.
+* v6+ committed leader epoch; v7+ group.instance.id.
+* Partitions of topics the metadata cache does not know ->
+  UNKNOWN_TOPIC_OR_PARTITION (KafkaApis), the rest go to the coordinator.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.context import RequestContext
+from broker.coordinator import OffsetAndMetadata, coordinator_of
+from broker.dispatch import handler
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
+from protocol.schema import Struct
+from protocol.spec import api
+
+SPEC = api(ApiKey.OFFSET_COMMIT).response
+TOPIC = SPEC.structs["OffsetCommitResponseTopic"]
+PARTITION = SPEC.structs["OffsetCommitResponsePartition"]
+
+
+def partition_exists(metadata: Any, topic: str, partition: int) -> bool:
+    if not metadata.has_topic(topic):
+        return False
+    return any(p.partition == partition for p in metadata.partitions(topic))
+
+
+@handler(ApiKey.OFFSET_COMMIT)
+async def handle_offset_commit(ctx: RequestContext, request: Struct) -> Struct:
+    v = ctx.version
+    coordinator = coordinator_of(ctx.broker)
+    now = coordinator.clock()
+    retention = request.retention_time_ms if 2 <= v <= 4 else -1
+    expire = now + retention if retention != -1 else -1
+    errors: dict[tuple[str, int], int] = {}
+    offsets: dict[tuple[str, int], OffsetAndMetadata] = {}
+    for t in request.topics:
+        for p in t.partitions:
+            tp = (t.name, p.partition_index)
+            if not partition_exists(ctx.broker.metadata, t.name, p.partition_index):
+                errors[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                continue
+            stamp = p.commit_timestamp if v == 1 and p.commit_timestamp != -1 else now
+            offsets[tp] = OffsetAndMetadata(
+                offset=p.committed_offset, metadata=p.committed_metadata or "",
+                commit_timestamp=stamp,
+                leader_epoch=p.committed_leader_epoch if v >= 6 else -1,
+                expire_timestamp=expire)
+    if offsets:
+        errors.update(await coordinator.commit_offsets(
+            request.group_id, request.member_id if v >= 1 else "",
+            request.group_instance_id if v >= 7 else None,
+            request.generation_id_or_member_epoch if v >= 1 else -1, offsets))
+    return SPEC.new(throttle_time_ms=0, topics=[
+        TOPIC.new(name=t.name, partitions=[
+            PARTITION.new(partition_index=p.partition_index,
+                          error_code=int(errors[(t.name, p.partition_index)]))
+            for p in t.partitions])
+        for t in request.topics])

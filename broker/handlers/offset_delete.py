@@ -1,0 +1,46 @@
+"""OffsetDelete (API key 47), version 0: deletes a group's committed offsets.
+
+An Empty group loses them all as asked; a live consumer group only those of
+topics none of its members subscribes to (the others ->
+GROUP_SUBSCRIBED_TO_TOPIC); a live group of another protocol -> NON_EMPTY_GROUP;
+unknown group -> GROUP_ID_NOT_FOUND. Unknown topics ->
+UNKNOWN_TOPIC_OR_PARTITION per partition (KafkaApis).
+"""
+
+from __future__ import annotations
+
+from broker.context import RequestContext
+from broker.coordinator import coordinator_of
+from broker.dispatch import handler
+from broker.handlers.offset_commit import partition_exists
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
+from protocol.schema import Struct
+from protocol.spec import api
+
+SPEC = api(ApiKey.OFFSET_DELETE).response
+TOPIC = SPEC.structs["OffsetDeleteResponseTopic"]
+PARTITION = SPEC.structs["OffsetDeleteResponsePartition"]
+
+
+@handler(ApiKey.OFFSET_DELETE)
+async def handle_offset_delete(ctx: RequestContext, request: Struct) -> Struct:
+    errors: dict[tuple[str, int], int] = {}
+    wanted: list[tuple[str, int]] = []
+    for t in request.topics:
+        for p in t.partitions:
+            tp = (t.name, p.partition_index)
+            if partition_exists(ctx.broker.metadata, t.name, p.partition_index):
+                wanted.append(tp)
+            else:
+                errors[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    group_error, found = await coordinator_of(ctx.broker).delete_offsets(request.group_id, wanted)
+    if group_error != ErrorCode.NONE:
+        return SPEC.new(error_code=int(group_error), throttle_time_ms=0, topics=[])
+    errors.update(found)
+    return SPEC.new(error_code=0, throttle_time_ms=0, topics=[
+        TOPIC.new(name=t.name, partitions=[
+            PARTITION.new(partition_index=p.partition_index,
+                          error_code=int(errors.get((t.name, p.partition_index), 0)))
+            for p in t.partitions])
+        for t in request.topics])

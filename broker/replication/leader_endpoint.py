@@ -1,0 +1,240 @@
+"""The follower's view of one leader broker (Kafka ``LeaderEndPoint``): the seam
+between the fetcher's logic and the wire.
+
+``LeaderEndpoint`` is the Protocol the fetcher uses; ``RemoteLeaderEndpoint``
+speaks it over a dedicated ``broker.client.KafkaConnection`` (its own socket,
+so a long-polling replica Fetch never queues behind the controller's
+requests), reconnecting after a drop. Tests use a fake (STYLE.md §12).
+
+Requests, all with ReplicaId = our broker id:
+
+* Fetch v12 (capped there: v12 is the first with LastFetchedEpoch, so the
+  leader answers DivergingEpoch, and the last with topic names), a full
+  fetch without a session (SessionEpoch -1), max_wait / min_bytes from
+  replica.fetch.wait.max.ms / replica.fetch.min.bytes.
+* OffsetForLeaderEpoch (v3+ carries ReplicaId; v2+ CurrentLeaderEpoch).
+* ListOffsets -2 / -1 (replica id set: the leader answers its log start / LEO).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from broker.client import KafkaConnection, KafkaConnectionError
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
+from protocol.spec import api
+
+log = logging.getLogger(__name__)
+
+TopicPartition = tuple[str, int]
+MAX_FETCH_VERSION = 12
+EARLIEST_TIMESTAMP = -2
+LATEST_TIMESTAMP = -1
+
+
+@dataclass(frozen=True, slots=True)
+class FetchRequestPartition:
+    fetch_offset: int
+    current_leader_epoch: int
+    last_fetched_epoch: int
+    log_start_offset: int
+    max_bytes: int
+
+
+@dataclass(frozen=True, slots=True)
+class FetchedPartition:
+    error: int
+    high_watermark: int = -1
+    log_start_offset: int = -1
+    records: bytes | memoryview = b""
+    diverging_epoch: tuple[int, int] | None = None   # (epoch, end offset)
+
+
+@dataclass(frozen=True, slots=True)
+class EpochEndOffset:
+    error: int
+    leader_epoch: int = -1
+    end_offset: int = -1
+
+
+class LeaderEndpoint(Protocol):
+    """One leader broker as a follower's fetcher sees it."""
+
+    leader_id: int
+
+    async def fetch(self, partitions: dict[TopicPartition, FetchRequestPartition]
+                    ) -> dict[TopicPartition, FetchedPartition]: ...
+
+    async def fetch_epoch_end_offsets(self, partitions: dict[TopicPartition, tuple[int, int]]
+                                      ) -> dict[TopicPartition, EpochEndOffset]:
+        """tp -> (current leader epoch, epoch asked about) -> the leader's answer."""
+        ...
+
+    async def fetch_earliest_offset(self, tp: TopicPartition, current_leader_epoch: int
+                                    ) -> tuple[int, int]:
+        """(error, the leader's log start offset)."""
+        ...
+
+    async def fetch_latest_offset(self, tp: TopicPartition, current_leader_epoch: int
+                                  ) -> tuple[int, int]:
+        """(error, the leader's log end offset)."""
+        ...
+
+    async def close(self) -> None: ...
+
+
+class LeaderUnknown(KafkaConnectionError):
+    """No address for the leader yet (its UpdateMetadata has not arrived)."""
+
+
+# broker id -> (host, port) of its listener, or None while unknown
+Resolver = Callable[[int], "tuple[str, int] | None"]
+
+
+def metadata_resolver(metadata: Any) -> Resolver:
+    """A Resolver over the MetadataCache (UpdateMetadata's live brokers)."""
+    def resolve(broker_id: int) -> tuple[str, int] | None:
+        b = metadata.broker(broker_id)
+        return None if b is None or b.port < 0 else (b.host, b.port)
+    return resolve
+
+
+class RemoteLeaderEndpoint:
+    """LeaderEndpoint over the Kafka protocol; see the module docstring.
+
+    Raises KafkaConnectionError when the leader cannot be reached or is
+    unknown; the fetcher backs off and retries (the connection is reopened).
+    """
+
+    def __init__(self, local_broker_id: int, leader_id: int, resolve: Resolver, *,
+                 max_wait_ms: int = 500, min_bytes: int = 1, max_bytes: int = 10 * 1024 * 1024,
+                 timeout: float = 30.0) -> None:
+        self.local_broker_id = local_broker_id
+        self.leader_id = leader_id
+        self.resolve = resolve
+        self.max_wait_ms = max_wait_ms
+        self.min_bytes = min_bytes
+        self.max_bytes = max_bytes
+        self.timeout = timeout
+        self._conn: KafkaConnection | None = None
+
+    async def _connection(self) -> KafkaConnection:
+        if self._conn is not None and not self._conn.closed:
+            return self._conn
+        address = self.resolve(self.leader_id)
+        if address is None:
+            raise LeaderUnknown(f"no address known for broker {self.leader_id}")
+        self._conn = await KafkaConnection.open(
+            address[0], address[1], client_id=f"broker-{self.local_broker_id}-fetcher",
+            timeout=self.timeout)
+        return self._conn
+
+    async def close(self) -> None:
+        if self._conn is not None:
+            await self._conn.close()
+            self._conn = None
+
+    # -- Fetch -------------------------------------------------------------------------
+
+    async def fetch(self, partitions: dict[TopicPartition, FetchRequestPartition]
+                    ) -> dict[TopicPartition, FetchedPartition]:
+        conn = await self._connection()
+        version = conn.version_for(ApiKey.FETCH, MAX_FETCH_VERSION)
+        spec = api(ApiKey.FETCH).request
+        by_topic: dict[str, list[Any]] = {}
+        for (topic, index), p in partitions.items():
+            by_topic.setdefault(topic, []).append(spec.structs["FetchPartition"].new(
+                partition=index, current_leader_epoch=p.current_leader_epoch,
+                fetch_offset=p.fetch_offset, last_fetched_epoch=p.last_fetched_epoch,
+                log_start_offset=p.log_start_offset, partition_max_bytes=p.max_bytes))
+        body = spec.new(
+            replica_id=self.local_broker_id, max_wait_ms=self.max_wait_ms,
+            min_bytes=self.min_bytes, max_bytes=self.max_bytes, isolation_level=0,
+            session_id=0, session_epoch=-1, forgotten_topics_data=[], rack_id="",
+            topics=[spec.structs["FetchTopic"].new(topic=t, partitions=ps)
+                    for t, ps in by_topic.items()])
+        resp = await conn.request(ApiKey.FETCH, body, version,
+                                  timeout=self.timeout + self.max_wait_ms / 1000)
+        assert resp is not None
+        out: dict[TopicPartition, FetchedPartition] = {}
+        if resp.error_code:
+            return {tp: FetchedPartition(resp.error_code) for tp in partitions}
+        for topic in resp.responses:
+            for p in topic.partitions:
+                diverging = getattr(p, "diverging_epoch", None)
+                div = (None if diverging is None or diverging.epoch < 0 and diverging.end_offset < 0
+                       else (diverging.epoch, diverging.end_offset))
+                out[(topic.topic, p.partition_index)] = FetchedPartition(
+                    p.error_code, p.high_watermark, p.log_start_offset, _payload(p.records), div)
+        return out
+
+    # -- OffsetForLeaderEpoch / ListOffsets ------------------------------------------------
+
+    async def fetch_epoch_end_offsets(self, partitions: dict[TopicPartition, tuple[int, int]]
+                                      ) -> dict[TopicPartition, EpochEndOffset]:
+        conn = await self._connection()
+        version = conn.version_for(ApiKey.OFFSET_FOR_LEADER_EPOCH)
+        spec = api(ApiKey.OFFSET_FOR_LEADER_EPOCH).request
+        by_topic: dict[str, list[Any]] = {}
+        for (topic, index), (current, epoch) in partitions.items():
+            by_topic.setdefault(topic, []).append(spec.structs["OffsetForLeaderPartition"].new(
+                partition=index, current_leader_epoch=current, leader_epoch=epoch))
+        body = spec.new(replica_id=self.local_broker_id, topics=[
+            spec.structs["OffsetForLeaderTopic"].new(topic=t, partitions=ps)
+            for t, ps in by_topic.items()])
+        resp = await conn.request(ApiKey.OFFSET_FOR_LEADER_EPOCH, body, version)
+        assert resp is not None
+        out = {tp: EpochEndOffset(ErrorCode.UNKNOWN_SERVER_ERROR) for tp in partitions}
+        for topic in resp.topics:
+            for p in topic.partitions:
+                epoch = p.leader_epoch if version >= 1 else partitions.get(
+                    (topic.topic, p.partition), (-1, -1))[1]
+                out[(topic.topic, p.partition)] = EpochEndOffset(p.error_code, epoch, p.end_offset)
+        return out
+
+    async def fetch_earliest_offset(self, tp: TopicPartition, current_leader_epoch: int
+                                    ) -> tuple[int, int]:
+        return await self._list_offset(tp, current_leader_epoch, EARLIEST_TIMESTAMP)
+
+    async def fetch_latest_offset(self, tp: TopicPartition, current_leader_epoch: int
+                                  ) -> tuple[int, int]:
+        return await self._list_offset(tp, current_leader_epoch, LATEST_TIMESTAMP)
+
+    async def _list_offset(self, tp: TopicPartition, current_leader_epoch: int,
+                           timestamp: int) -> tuple[int, int]:
+        conn = await self._connection()
+        version = conn.version_for(ApiKey.LIST_OFFSETS)
+        spec = api(ApiKey.LIST_OFFSETS).request
+        part = spec.structs["ListOffsetsPartition"].new(
+            partition_index=tp[1], current_leader_epoch=current_leader_epoch, timestamp=timestamp,
+            max_num_offsets=1)
+        body = spec.new(replica_id=self.local_broker_id, isolation_level=0, topics=[
+            spec.structs["ListOffsetsTopic"].new(name=tp[0], partitions=[part])])
+        resp = await conn.request(ApiKey.LIST_OFFSETS, body, version)
+        assert resp is not None
+        for topic in resp.topics:
+            for p in topic.partitions:
+                if p.partition_index == tp[1]:
+                    offset = p.offset if version >= 1 else (p.old_style_offsets or [-1])[0]
+                    return p.error_code, offset
+        return ErrorCode.UNKNOWN_SERVER_ERROR, -1
+
+
+def _payload(data: Any) -> bytes | memoryview:
+    if data is None:
+        return b""
+    if isinstance(data, (bytes, memoryview)):
+        return data
+    return bytes(data)
+
+
+def remote_endpoint_factory(local_broker_id: int, resolve: Resolver, **settings: Any
+                            ) -> Callable[[int], LeaderEndpoint]:
+    """leader id -> a new RemoteLeaderEndpoint (the fetcher manager's factory)."""
+    def make(leader_id: int) -> LeaderEndpoint:
+        return RemoteLeaderEndpoint(local_broker_id, leader_id, resolve, **settings)
+    return make

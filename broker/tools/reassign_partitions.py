@@ -1,0 +1,261 @@
+"""``pybroker reassign-partitions``: Kafka's kafka-reassign-partitions, over the Kafka protocol.
+
+    pybroker reassign-partitions --bootstrap-server HOST:PORT --generate
+        --topics-to-move-json-file topics.json --broker-list 1,2,3
+    pybroker reassign-partitions --bootstrap-server HOST:PORT --execute
+        --reassignment-json-file plan.json
+    pybroker reassign-partitions --bootstrap-server HOST:PORT --verify
+        --reassignment-json-file plan.json
+    pybroker reassign-partitions --bootstrap-server HOST:PORT --cancel
+        --reassignment-json-file plan.json
+    pybroker reassign-partitions --bootstrap-server HOST:PORT --list
+
+Files as Kafka's ReassignPartitionsCommand reads them:
+``{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[1,2]}]}`` (a
+``log_dirs`` list is accepted and must be all "any") and, for --generate,
+``{"version":1,"topics":[{"topic":"t"}]}``. --execute prints the current
+assignment (to roll back with) and starts the moves with
+AlterPartitionReassignments; --verify reports each partition as completed or
+still in progress (ListPartitionReassignments + Metadata); --list shows the
+ongoing ones. Errors: one line on stderr, exit status 1.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from argparse import Namespace
+from typing import IO, Any, Callable
+
+from broker.client_admin import KafkaAdmin
+from broker.tools import ToolError, ToolParser, UsageExit, run, streams
+from controller import assign_replicas
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
+from protocol.schema import Struct
+from protocol.spec import api
+
+TopicPartition = tuple[str, int]
+ACTIONS = ("generate", "execute", "verify", "cancel", "list")
+RETRIES = 5
+
+
+def build_parser(out: IO[str] | None = None, err: IO[str] | None = None) -> ToolParser:
+    p = ToolParser(prog="pybroker reassign-partitions", out=out, err=err,
+                   description="Move partitions between brokers.")
+    p.add_argument("--bootstrap-server", required=True, metavar="HOST:PORT[,HOST:PORT]")
+    act = p.add_mutually_exclusive_group(required=True)
+    for a in ACTIONS:
+        act.add_argument(f"--{a}", action="store_true")
+    p.add_argument("--reassignment-json-file", metavar="FILE")
+    p.add_argument("--topics-to-move-json-file", metavar="FILE")
+    p.add_argument("--broker-list", metavar="1,2,3")
+    p.add_argument("--timeout", type=float, default=30.0, help="request timeout, seconds")
+    return p
+
+
+def parse_plan(text: str) -> dict[TopicPartition, list[int]]:
+    """The reassignment JSON -> {(topic, partition): replicas}."""
+    try:
+        obj = json.loads(text)
+        out: dict[TopicPartition, list[int]] = {}
+        for e in obj["partitions"]:
+            tp = (str(e["topic"]), int(e["partition"]))
+            replicas = [int(b) for b in e["replicas"]]
+            dirs = e.get("log_dirs")
+            if dirs is not None and (len(dirs) != len(replicas) or any(d != "any" for d in dirs)):
+                raise ToolError(f"log_dirs of {tp[0]}-{tp[1]}: only \"any\" is supported")
+            if tp in out:
+                raise ToolError(f"Partition reassignment contains duplicate topic partitions: "
+                                f"{tp[0]}-{tp[1]}")
+            out[tp] = replicas
+    except (ValueError, KeyError, TypeError) as e:
+        raise ToolError(f"invalid reassignment JSON: {e}") from None
+    if not out:
+        raise ToolError("Partition reassignment list cannot be empty")
+    return out
+
+
+def format_plan(plan: dict[TopicPartition, list[int]]) -> str:
+    return json.dumps({"version": 1, "partitions": [
+        {"topic": t, "partition": p, "replicas": r, "log_dirs": ["any"] * len(r)}
+        for (t, p), r in sorted(plan.items())]}, separators=(",", ":"))
+
+
+def _tp(tp: TopicPartition) -> str:
+    return f"{tp[0]}-{tp[1]}"
+
+
+async def controller_request(admin: KafkaAdmin, api_key: int, body: Struct,
+                             errors_of: Callable[[Any], list[int]]) -> Any:
+    """Send to the controller named in Metadata; on NOT_CONTROLLER look again."""
+    for attempt in range(RETRIES):
+        conn = await admin.controller_connection()
+        resp = await conn.request(api_key, body)
+        if attempt + 1 < RETRIES and ErrorCode.NOT_CONTROLLER in errors_of(resp):
+            await asyncio.sleep(0.2 * (attempt + 1))
+            continue
+        return resp
+    raise AssertionError("unreachable")
+
+
+async def alter(admin: KafkaAdmin, targets: dict[TopicPartition, list[int] | None]
+                ) -> dict[TopicPartition, tuple[int, str | None]]:
+    spec = api(ApiKey.ALTER_PARTITION_REASSIGNMENTS).request
+    by_topic: dict[str, list[Struct]] = {}
+    for (t, p), r in sorted(targets.items()):
+        by_topic.setdefault(t, []).append(
+            spec.structs["ReassignablePartition"].new(partition_index=p, replicas=r))
+    body = spec.new(timeout_ms=int(admin.timeout * 1000), topics=[
+        spec.structs["ReassignableTopic"].new(name=t, partitions=ps)
+        for t, ps in by_topic.items()])
+    resp = await controller_request(admin, ApiKey.ALTER_PARTITION_REASSIGNMENTS, body,
+                                    lambda r: [r.error_code])
+    if resp.error_code:
+        raise ToolError(resp.error_message or ErrorCode.from_code(resp.error_code).message)
+    return {(t.name, p.partition_index): (p.error_code, p.error_message)
+            for t in resp.responses for p in t.partitions}
+
+
+async def ongoing(admin: KafkaAdmin, parts: list[TopicPartition] | None
+                  ) -> dict[TopicPartition, tuple[list[int], list[int], list[int]]]:
+    spec = api(ApiKey.LIST_PARTITION_REASSIGNMENTS).request
+    topics = None
+    if parts is not None:
+        by_topic: dict[str, list[int]] = {}
+        for t, p in parts:
+            by_topic.setdefault(t, []).append(p)
+        topics = [spec.structs["ListPartitionReassignmentsTopics"].new(name=t, partition_indexes=ps)
+                  for t, ps in sorted(by_topic.items())]
+    resp = await controller_request(admin, ApiKey.LIST_PARTITION_REASSIGNMENTS,
+                                    spec.new(timeout_ms=int(admin.timeout * 1000), topics=topics),
+                                    lambda r: [r.error_code])
+    if resp.error_code:
+        raise ToolError(resp.error_message or ErrorCode.from_code(resp.error_code).message)
+    return {(t.name, p.partition_index): (list(p.replicas), list(p.adding_replicas),
+                                          list(p.removing_replicas))
+            for t in resp.topics for p in t.partitions}
+
+
+def _check(results: dict[TopicPartition, tuple[int, str | None]], what: str) -> None:
+    bad = {tp: r for tp, r in results.items() if r[0] != ErrorCode.NONE}
+    if bad:
+        raise ToolError(f"Error {what} partition reassignments:\n" + "\n".join(
+            f"{_tp(tp)}: {ErrorCode.from_code(c).name}: {m or ErrorCode.from_code(c).message}"
+            for tp, (c, m) in sorted(bad.items())))
+
+
+async def execute(args: Namespace, out: IO[str]) -> int:
+    async with KafkaAdmin(args.bootstrap_server, timeout=args.timeout) as admin:
+        if args.action == "list":
+            now = await ongoing(admin, None)
+            if not now:
+                out.write("No partition reassignments found.\n")
+                return 0
+            out.write("Current partition reassignments:\n")
+            for tp, (rs, adding, removing) in sorted(now.items()):
+                out.write(f"{_tp(tp)}: replicas: {','.join(map(str, rs))}. adding: "
+                          f"{','.join(map(str, adding))}. removing: "
+                          f"{','.join(map(str, removing))}.\n")
+            return 0
+        if args.action == "generate":
+            return await _generate(admin, args, out)
+        plan = parse_plan(_read(args.reassignment_json_file))
+        if args.action == "execute":
+            cluster = await admin.metadata(sorted({t for t, _ in plan}))
+            current = {}
+            for t, p in plan:
+                info = cluster.topics.get(t)
+                if info is None or p not in info.partitions:
+                    raise ToolError(f"Topic {t} not found" if info is None or info.error
+                                    else f"Unable to find partition: {t}-{p}")
+                current[(t, p)] = list(info.partitions[p].replicas)
+            out.write("Current partition replica assignment\n\n" + format_plan(current) +
+                      "\n\nSave this to use as the --reassignment-json-file option during "
+                      "rollback\n")
+            _check(await alter(admin, dict(plan)), "starting")
+            out.write("Successfully started partition reassignments for " +
+                      ",".join(_tp(tp) for tp in sorted(plan)) + "\n")
+        elif args.action == "cancel":
+            running = await ongoing(admin, list(plan))
+            results = await alter(admin, {tp: None for tp in plan if tp in running})
+            _check(results, "cancelling")
+            if results:
+                out.write("Successfully cancelled partition reassignments for: " +
+                          ",".join(_tp(tp) for tp in sorted(results)) + "\n")
+            else:
+                out.write("None of the specified partition reassignments are active.\n")
+        else:
+            return await _verify(admin, plan, out)
+    return 0
+
+
+async def _verify(admin: KafkaAdmin, plan: dict[TopicPartition, list[int]], out: IO[str]) -> int:
+    running = await ongoing(admin, list(plan))
+    cluster = await admin.metadata(sorted({t for t, _ in plan}))
+    out.write("Status of partition reassignment:\n")
+    pending = False
+    for tp, target in sorted(plan.items()):
+        info = cluster.topics.get(tp[0])
+        part = info.partitions.get(tp[1]) if info else None
+        if tp in running:
+            out.write(f"Reassignment of partition {_tp(tp)} is still in progress.\n")
+            pending = True
+        elif part is not None and list(part.replicas) == target:
+            out.write(f"Reassignment of partition {_tp(tp)} is completed.\n")
+        else:
+            have = "unknown" if part is None else ",".join(map(str, part.replicas))
+            out.write(f"There is no active reassignment of partition {_tp(tp)}, but replica "
+                      f"set is {have} rather than {','.join(map(str, target))}.\n")
+            pending = True
+    return 1 if pending else 0
+
+
+async def _generate(admin: KafkaAdmin, args: Namespace, out: IO[str]) -> int:
+    try:
+        topics = [str(e["topic"]) for e in json.loads(_read(args.topics_to_move_json_file))
+                  ["topics"]]
+        brokers = [int(b) for b in (args.broker_list or "").split(",") if b.strip()]
+    except (ValueError, KeyError, TypeError) as e:
+        raise ToolError(f"invalid --generate input: {e}") from None
+    if not brokers:
+        raise ToolError("--generate needs --broker-list")
+    cluster = await admin.metadata(topics)
+    current: dict[TopicPartition, list[int]] = {}
+    proposed: dict[TopicPartition, list[int]] = {}
+    for t in topics:
+        info = cluster.topics.get(t)
+        if info is None or info.error:
+            raise ToolError(f"Topic {t} not found")
+        for p, part in info.partitions.items():
+            current[(t, p)] = list(part.replicas)
+        rf = len(next(iter(info.partitions.values())).replicas)
+        placed = assign_replicas(brokers, len(info.partitions), rf)
+        proposed.update({(t, p): r for p, r in placed.items()})
+    out.write("Current partition replica assignment\n" + format_plan(current) + "\n\n"
+              "Proposed partition reassignment configuration\n" + format_plan(proposed) + "\n")
+    return 0
+
+
+def _read(path: str | None) -> str:
+    if not path:
+        raise ToolError("this action needs --reassignment-json-file")
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    except OSError as e:
+        raise ToolError(f"cannot read {path}: {e}") from None
+
+
+def main(argv: list[str], *, stdin: IO[str] | None = None, stdout: IO[str] | None = None,
+         stderr: IO[str] | None = None) -> int:
+    _, out, err = streams(stdin, stdout, stderr)
+    try:
+        args = build_parser(out, err).parse_args(argv)
+    except UsageExit as e:
+        return e.status
+    args.action = next(a for a in ACTIONS if getattr(args, a))
+    if args.action == "generate" and not args.topics_to_move_json_file:
+        err.write("--generate needs --topics-to-move-json-file\n")
+        return 1
+    return run(lambda: execute(args, out), err)

@@ -1,0 +1,129 @@
+"""One consumer-group member in its own process, for tests/integration/test_groups.py.
+
+    python member.py CLIENT BOOTSTRAP TOPIC GROUP ASSIGNOR
+
+CLIENT is confluent | kafka-python | aiokafka; ASSIGNOR is eager | cooperative.
+Prints one JSON line per event to stdout: {"assigned": [partitions]} whenever
+its assignment changes, {"record": [partition, offset]} per record (before the
+commit that follows each poll). SIGTERM = leave the group cleanly (close);
+SIGKILL from the test = a crash.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import sys
+from typing import Any
+
+SESSION_TIMEOUT_MS = 6000
+stop = False
+
+
+def emit(**event: Any) -> None:
+    sys.stdout.write(json.dumps(event) + "\n")
+    sys.stdout.flush()
+
+
+def on_term(*_: Any) -> None:
+    global stop
+    stop = True
+
+
+def run_confluent(bootstrap: str, topic: str, group: str, assignor: str) -> None:
+    from confluent_kafka import Consumer, KafkaException
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
+                  "auto.offset.reset": "earliest", "enable.auto.commit": False,
+                  "session.timeout.ms": SESSION_TIMEOUT_MS, "heartbeat.interval.ms": 500,
+                  "partition.assignment.strategy":
+                      "cooperative-sticky" if assignor == "cooperative" else "range"})
+    c.subscribe([topic])
+    last: list[int] | None = None
+    while not stop:
+        msgs = c.consume(100, 0.1)
+        for m in msgs:
+            if m.error() is None:
+                emit(record=[m.partition(), m.offset()])
+        now = sorted(tp.partition for tp in c.assignment())
+        if now != last:
+            last = now
+            emit(assigned=now)
+        if msgs:
+            try:
+                c.commit(asynchronous=False)
+            except KafkaException:
+                pass
+    c.close()
+
+
+def run_kafka_python(bootstrap: str, topic: str, group: str, assignor: str) -> None:
+    from kafka import KafkaConsumer
+    from kafka.coordinator.assignors.range import RangePartitionAssignor
+    from kafka.coordinator.assignors.cooperative_sticky import CooperativeStickyAssignor
+    from kafka.errors import KafkaError
+    c = KafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=group,
+                      auto_offset_reset="earliest", enable_auto_commit=False,
+                      session_timeout_ms=SESSION_TIMEOUT_MS, heartbeat_interval_ms=500,
+                      partition_assignment_strategy=[
+                          CooperativeStickyAssignor if assignor == "cooperative"
+                          else RangePartitionAssignor])
+    last: list[int] | None = None
+    while not stop:
+        batches = c.poll(timeout_ms=100)
+        for records in batches.values():
+            for r in records:
+                emit(record=[r.partition, r.offset])
+        now = sorted(tp.partition for tp in c.assignment())
+        if now != last:
+            last = now
+            emit(assigned=now)
+        if batches:
+            try:
+                c.commit()
+            except KafkaError:
+                pass
+    c.close()
+
+
+async def run_aiokafka(bootstrap: str, topic: str, group: str, assignor: str) -> None:
+    from aiokafka import AIOKafkaConsumer
+    from aiokafka.errors import KafkaError
+    c = AIOKafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=group,
+                         auto_offset_reset="earliest", enable_auto_commit=False,
+                         session_timeout_ms=SESSION_TIMEOUT_MS, heartbeat_interval_ms=500)
+    await c.start()
+    last: list[int] | None = None
+    try:
+        while not stop:
+            batches = await c.getmany(timeout_ms=100)
+            for records in batches.values():
+                for r in records:
+                    emit(record=[r.partition, r.offset])
+            now = sorted(tp.partition for tp in c.assignment())
+            if now != last:
+                last = now
+                emit(assigned=now)
+            if batches:
+                try:
+                    await c.commit()
+                except KafkaError:
+                    pass
+    finally:
+        await c.stop()
+
+
+def main() -> None:
+    client, bootstrap, topic, group, assignor = sys.argv[1:6]
+    signal.signal(signal.SIGTERM, on_term)
+    if client == "confluent":
+        run_confluent(bootstrap, topic, group, assignor)
+    elif client == "kafka-python":
+        run_kafka_python(bootstrap, topic, group, assignor)
+    else:
+        asyncio.run(run_aiokafka(bootstrap, topic, group, assignor))
+    emit(closed=True)
+
+
+if __name__ == "__main__":
+    main()

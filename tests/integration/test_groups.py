@@ -1,0 +1,168 @@
+"""Consumer groups with stock clients against one real broker (real ZooKeeper).
+
+Per client (and assignor): three members over six partitions get two each; one
+leaves (SIGTERM -> LeaveGroup), one crashes (SIGKILL -> session timeout), one
+joins; every record is consumed; after all members stop, a new set resumes
+exactly after the committed offsets. Members are separate processes
+(tests/integration/groups/member.py) reporting assignments and records as JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.integration.cluster import Cluster
+
+pytestmark = pytest.mark.integration
+
+MEMBER = Path(__file__).with_name("groups") / "member.py"
+REPO = Path(__file__).resolve().parents[2]
+PARTITIONS = 6
+
+
+@pytest.fixture(scope="module")
+def cluster(zookeeper: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    c = Cluster(zookeeper, tmp_path_factory.mktemp("groups"), size=1)
+    c.start()
+    try:
+        yield c
+    finally:
+        c.stop()
+
+
+class Member:
+    def __init__(self, client: str, bootstrap: str, topic: str, group: str, assignor: str) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, str(MEMBER), client, bootstrap, topic, group, assignor],
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=REPO)
+        self.assigned: list[int] = []
+        self.records: list[tuple[int, int]] = []
+        self.closed = False
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            event = json.loads(line)
+            if "assigned" in event:
+                self.assigned = event["assigned"]
+            elif "record" in event:
+                self.records.append(tuple(event["record"]))  # type: ignore[arg-type]
+            elif "closed" in event:
+                self.closed = True
+
+    def leave(self) -> None:
+        self.proc.send_signal(signal.SIGTERM)
+        self.proc.wait(30)
+
+    def crash(self) -> None:
+        os.kill(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(10)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)
+
+
+def wait_for(cond: object, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if cond():  # type: ignore[operator]
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def balanced(members: list[Member], sizes: list[int]) -> bool:
+    got = [m.assigned for m in members]
+    return (sorted(len(a) for a in got) == sorted(sizes)
+            and sorted(p for a in got for p in a) == list(range(PARTITIONS)))
+
+
+def produce(bootstrap: str, topic: str, n: int, start: int) -> dict[int, list[int]]:
+    """n records spread over the partitions; -> partition -> offsets written."""
+    from confluent_kafka import Producer
+    written: dict[int, list[int]] = {}
+
+    def done(err: object, msg: object) -> None:
+        assert err is None, err
+        written.setdefault(msg.partition(), []).append(msg.offset())  # type: ignore[attr-defined]
+    p = Producer({"bootstrap.servers": bootstrap})
+    for i in range(start, start + n):
+        p.produce(topic, value=b"v%d" % i, partition=i % PARTITIONS, on_delivery=done)
+    p.flush(30)
+    return written
+
+
+def create_topic(bootstrap: str, topic: str) -> None:
+    from confluent_kafka.admin import AdminClient, NewTopic
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for f in admin.create_topics([NewTopic(topic, PARTITIONS, 1)]).values():
+        f.result(30)
+
+
+def flatten(written: dict[int, list[int]]) -> set[tuple[int, int]]:
+    return {(p, o) for p, offsets in written.items() for o in offsets}
+
+
+CASES = [("confluent", "eager"), ("confluent", "cooperative"), ("kafka-python", "eager"),
+         ("kafka-python", "cooperative"), ("aiokafka", "eager")]
+
+
+@pytest.mark.parametrize("client,assignor", CASES, ids=[f"{c}-{a}" for c, a in CASES])
+def test_group_lifecycle(cluster: Cluster, client: str, assignor: str) -> None:
+    bootstrap = cluster.bootstrap
+    topic = f"groups-{client}-{assignor}-{uuid.uuid4().hex[:6]}"
+    group = f"g-{uuid.uuid4().hex[:8]}"
+    create_topic(bootstrap, topic)
+    expected = flatten(produce(bootstrap, topic, 300, 0))
+    members = [Member(client, bootstrap, topic, group, assignor) for _ in range(3)]
+    everyone = list(members)
+    try:
+        wait_for(lambda: balanced(members, [2, 2, 2]), 60, "three members with two partitions each")
+        seen = lambda: {r for m in everyone for r in m.records}  # noqa: E731
+        wait_for(lambda: expected <= seen(), 60, "every record of phase 1")
+
+        leaving, crashing, staying = members
+        leaving.leave()
+        assert leaving.closed
+        wait_for(lambda: balanced([crashing, staying], [3, 3]), 60, "rebalance after a leave")
+
+        crashing.crash()
+        wait_for(lambda: balanced([staying], [6]), 60, "rebalance after a crash (session timeout)")
+
+        joining = Member(client, bootstrap, topic, group, assignor)
+        everyone.append(joining)
+        wait_for(lambda: balanced([staying, joining], [3, 3]), 60, "rebalance after a join")
+
+        expected |= flatten(produce(bootstrap, topic, 300, 300))
+        wait_for(lambda: expected <= seen(), 60, "every record of phase 2")
+        for m in (staying, joining):
+            m.leave()
+
+        # commits survive a restart of every member: the next ones resume after them
+        fresh = flatten(produce(bootstrap, topic, 60, 600))
+        restarted = [Member(client, bootstrap, topic, group, assignor) for _ in range(3)]
+        everyone.extend(restarted)
+        wait_for(lambda: fresh <= {r for m in restarted for r in m.records}, 60,
+                 "the records written after the restart")
+        time.sleep(1)
+        assert {r for m in restarted for r in m.records} == fresh
+        for m in restarted:
+            m.leave()
+    finally:
+        for m in everyone:
+            m.stop()
