@@ -26,6 +26,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from broker import coordinator, topic_config
+from broker.acl.authorizer import AclAuthorizer, build_authorizer
 from broker.client_admin import BrokerPool
 from broker.config import BrokerConfig, ConfigError
 from broker.listeners import Endpoint, parse_listeners
@@ -67,6 +68,7 @@ class Broker:
         self.cluster = ClusterStore(config.zookeeper_connect, config.zookeeper_session_timeout_ms,
                                     config.zk_connection_timeout_ms)
         self.metadata = MetadataCache()
+        self.authorizer: AclAuthorizer | None = build_authorizer(config, self.cluster)
         self.topic_overrides: dict[str, dict[str, str]] = {}
         self.logs: LogManager | None = None
         self.replicas: ReplicaManager | None = None
@@ -87,6 +89,8 @@ class Broker:
         load_handlers()
         await self.cluster.connect()
         self.cluster_id = await self.cluster.cluster_id()
+        if self.authorizer is not None:
+            await self.authorizer.start()
         self.broker_id = await self._settle_broker_id()
         await self._load_topic_overrides()
         self.logs = LogManager(self.config.log_dir_list, self.default_log_config(),
@@ -300,6 +304,8 @@ class Broker:
             await self.group_coordinator.shutdown()
         if self.controller is not None:
             await self.controller.stop()
+        if self.authorizer is not None:
+            self.authorizer.close()
         await self.cluster.close()
         for server in self.servers:
             await server.stop()

@@ -132,6 +132,10 @@ class BrokerConfig:
     producer_id_expiration_ms: int = 86_400_000
     # ---- operations
     controlled_shutdown_enable: bool = True
+    # ---- security: ACLs (broker/acl/authorizer.py); "" = no authorizer
+    authorizer_class_name: str = ""
+    super_users: str | None = None
+    allow_everyone_if_no_acl_found: bool = False
     log_level: str = field(default="INFO", metadata=_valid(
         _one_of("TRACE", "DEBUG", "INFO", "WARN", "WARNING", "ERROR")))
 

@@ -21,6 +21,7 @@ import uuid
 from typing import Any, Callable, Iterable, Sequence
 
 from controller import zkdata as zd
+from controller.zk_generic import GenericZnodeAccess
 from controller.errors import (BadVersionError, ControllerMovedError, NodeExistsError,
                                NoNodeError, TopicAlreadyExists, TopicNotFound, ZkError)
 from controller.kazoo_zk import KazooZk
@@ -37,7 +38,7 @@ CHUNK = 200
 
 # --- the async store --------------------------------------------------------------------
 
-class ClusterStore:
+class ClusterStore(GenericZnodeAccess):
     """Async ZooKeeper access for one broker (and its controller).
 
     ``connect`` may carry a chroot ("127.0.0.1:2181/pybroker"). ``client`` is the

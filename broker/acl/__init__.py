@@ -1,0 +1,3 @@
+"""ACLs as Kafka's ZooKeeper-mode AclAuthorizer: the vocabulary and znode formats
+(acl_model), the ZooKeeper-backed cache (acl_store), the rules and admin
+operations (authorizer), and the ZooKeeper access seam (zk_access)."""

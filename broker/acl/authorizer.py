@@ -32,7 +32,7 @@ from broker.acl.acl_model import (ANONYMOUS, CLUSTER_NAME, WILDCARD, WILDCARD_PR
                                   AclBinding, AclBindingFilter, AclOperation,
                                   PermissionType, ResourcePattern, ResourceType, parse_principal)
 from broker.acl.acl_store import AclStore
-from broker.acl.zk_access import AclZk, ClusterZkAccess
+from broker.acl.zk_access import AclZk
 from broker.config import ConfigError
 from protocol.errors import ErrorCode
 
@@ -204,7 +204,7 @@ def build_authorizer(config: Any, cluster: Any, zk: AclZk | None = None
         raise AuthorizerConfigError(
             f"Invalid value {name!r} for configuration authorizer.class.name: "
             f"supported are {', '.join(sorted(AUTHORIZER_CLASSES))}")
-    return AclAuthorizer(zk or ClusterZkAccess(cluster),
+    return AclAuthorizer(zk or cluster,
                          parse_super_users(getattr(config, "super_users", None)),
                          bool(getattr(config, "allow_everyone_if_no_acl_found", False)))
 

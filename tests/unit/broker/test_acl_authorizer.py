@@ -18,7 +18,6 @@ from broker.acl.acl_model import (AccessControlEntry, AclBinding, AclBindingFilt
 from broker.acl.acl_store import VersionedAcls
 from broker.acl.authorizer import (AclAuthorizer, AuthorizerConfigError, build_authorizer,
                                    parse_super_users)
-from broker.acl.zk_access import ClusterZkAccess
 from controller import ClusterStore
 from protocol.errors import ErrorCode
 from tests.unit.controller.fake_zk import FakeZk, FakeZkServer
@@ -204,7 +203,7 @@ async def started(server: FakeZkServer, allow_everyone: bool = False
                   ) -> tuple[AclAuthorizer, ClusterStore]:
     store = ClusterStore("fake", client=FakeZk(server))
     await store.connect()
-    auth = AclAuthorizer(ClusterZkAccess(store), (), allow_everyone)
+    auth = AclAuthorizer(store, (), allow_everyone)
     await auth.start()
     return auth, store
 

@@ -15,7 +15,6 @@ import pytest
 from broker.acl.acl_model import (AccessControlEntry, AclBinding, AclOperation, PatternType,
                                   PermissionType, ResourcePattern, ResourceType)
 from broker.acl.authorizer import AclAuthorizer
-from broker.acl.zk_access import ClusterZkAccess
 from broker.context import RequestContext
 from broker.dispatch import REGISTRY, load_handlers
 from controller import ClusterStore
@@ -81,7 +80,7 @@ def test_acl_apis_create_describe_delete(version: int) -> None:
     async def scenario() -> None:
         store = ClusterStore("fake", client=FakeZk(FakeZkServer()))
         await store.connect()
-        auth = AclAuthorizer(ClusterZkAccess(store), (), True)
+        auth = AclAuthorizer(store, (), True)
         await auth.start()
         broker = SimpleNamespace(authorizer=auth)
         c = await call(broker, ApiKey.CREATE_ACLS, version, create_req(
