@@ -25,6 +25,7 @@ Theory of operation:
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
@@ -100,6 +101,7 @@ class LeaveMember:
     error: int = field(default=ErrorCode.NONE)
 
 
+@functools.lru_cache(maxsize=1 << 14)   # every group request hashes its group id
 def java_string_hash(s: str) -> int:
     """Java's String.hashCode: s[0]*31^(n-1) + ... over UTF-16 code units, int32."""
     h = 0

@@ -13,8 +13,7 @@ authorizer included (``authorizer.class.name=kafka.security.authorizer.AclAuthor
 run as against Kafka 3.9.
 
 Every test must pass except the ones listed below, each with its reason:
-``DESELECTED`` need consumer groups or transactions (issue 3 has neither) and
-are not run; ``SELF_SKIPPED`` skip themselves for a Kafka 3.9 (ZooKeeper)
+``DESELECTED`` need transactions (not implemented yet) and are not run; ``SELF_SKIPPED`` skip themselves for a Kafka 3.9 (ZooKeeper)
 broker. SASL and SSL modules are not collected at all.
 """
 
@@ -40,20 +39,6 @@ CACHE = REPO / ".cache" / "kafka-python-suite"
 ROOT = CACHE / f"kafka_python-{VERSION}"
 
 DESELECTED: dict[str, str] = {
-    "test/integration/test_admin_integration.py::test_describe_group_exists":
-        "consumer groups: joins a group (consumer_group fixture) then DescribeGroups",
-    "test/integration/test_admin_integration.py::test_delete_groups":
-        "consumer groups: commits group offsets, then DeleteGroups",
-    "test/integration/test_admin_integration.py::test_delete_groups_with_errors":
-        "consumer groups: DeleteGroups on live and unknown groups",
-    "test/integration/test_consumer_integration.py::test_kafka_consumer__offset_commit_resume":
-        "consumer groups: auto-commit to a group, resume from committed offsets",
-    "test/integration/test_consumer_integration.py::test_kafka_consumer_max_bytes_one_msg":
-        "consumer groups: consumes with group_id set (JoinGroup/SyncGroup)",
-    "test/integration/test_consumer_integration.py::test_group":
-        "consumer groups: several members rebalancing",
-    "test/integration/test_consumer_integration.py::test_heartbeat_thread":
-        "consumer groups: heartbeats of a group member",
     "test/integration/test_producer_integration.py::test_transactional_producer_messages":
         "transactions: transactional producer, commit/abort markers, read_committed",
     "test/integration/test_producer_integration.py::test_transactional_producer_offsets":
@@ -126,14 +111,19 @@ def ensure_suite() -> Path:
 
 @pytest.fixture(scope="module")
 def cluster(zookeeper: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    # As the suite's own server.properties template (test/resources/kafka.properties):
-    # 4 partitions, auto-creation on, and Kafka's ZooKeeper-mode ACL authorizer with
-    # allow.everyone.if.no.acl.found=true (test_create_describe_delete_acls needs it).
+    # As the suite's own broker template (kafka-python's servers/resources/default/
+    # kafka.properties): 4 partitions, auto-creation on, Kafka's ZooKeeper-mode ACL
+    # authorizer with allow.everyone.if.no.acl.found=true (test_create_describe_delete_acls
+    # needs it), and its group settings: a 1 s minimum session timeout (test_group's
+    # members ask for 3 s), no initial rebalance delay, 2 offsets partitions.
     c = Cluster(zookeeper, tmp_path_factory.mktemp("kp-suite"), size=1, overrides={
         "auto.create.topics.enable": "true", "num.partitions": "4",
         "delete.topic.enable": "true",
         "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
-        "allow.everyone.if.no.acl.found": "true"})
+        "allow.everyone.if.no.acl.found": "true",
+        "group.min.session.timeout.ms": "1000", "group.initial.rebalance.delay.ms": "0",
+        "offsets.topic.num.partitions": "2", "offsets.topic.replication.factor": "1",
+        "offsets.commit.timeout.ms": "500"})
     c.start()
     try:
         yield c

@@ -1,0 +1,776 @@
+"""``pybroker consumer-groups``: Kafka's kafka-consumer-groups, over the Kafka protocol.
+
+    pybroker consumer-groups --bootstrap-server HOST:PORT --list [--state [S,S]]
+    pybroker consumer-groups --bootstrap-server HOST:PORT --describe (--group G | --all-groups)
+        [--offsets | --members [--verbose] | --state]
+    pybroker consumer-groups --bootstrap-server HOST:PORT --reset-offsets --group G
+        (--topic T[:P,P] ... | --all-topics)
+        (--to-earliest | --to-latest | --to-current | --to-offset N | --shift-by N
+         | --to-datetime YYYY-MM-DDTHH:mm:SS.sss[Z|+hh:mm] | --by-duration PnDTnHnMnS)
+        (--dry-run | --execute)
+    pybroker consumer-groups --bootstrap-server HOST:PORT --delete (--group G ... | --all-groups)
+    pybroker consumer-groups --bootstrap-server HOST:PORT --delete-offsets --group G --topic T[:P,P]
+
+Output follows Kafka 3.9's ConsumerGroupCommand column for column (its printf formats are
+quoted beside each formatter). Where that tool prints ``Error: ...`` and still exits 0,
+this one exits 1, so scripts can tell.
+
+How each action talks to the cluster (what Kafka's AdminClient does):
+1. ``--list``: ListGroups to every broker (each lists the groups it coordinates).
+2. ``--describe``: FindCoordinator, then DescribeGroups and OffsetFetch (all partitions) at
+   the coordinator; log-end offsets by ListOffsets(latest) at each partition's leader.
+   Members' assignments are ConsumerProtocol Assignment bytes (layout at ``decode_assignment``).
+3. ``--reset-offsets``: only when DescribeGroups says Empty or Dead; offsets are computed
+   from ListOffsets (earliest / latest / by timestamp) or the committed ones, clamped into
+   [log start, log end] as Kafka does, then written by a standalone OffsetCommit
+   (generation -1, empty member id).
+4. ``--delete``: DeleteGroups at each group's coordinator.  5. ``--delete-offsets``: OffsetDelete.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import struct
+import time
+from argparse import Namespace
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from typing import IO, Any
+
+from broker.client_admin import KafkaAdmin
+from broker.tools import ToolError, ToolParser, UsageExit, run, streams
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode, KafkaError
+from protocol.schema import Struct
+from protocol.spec import api
+
+MISSING = "-"
+ACTIONS = ("list", "describe", "reset_offsets", "delete", "delete_offsets")
+SCENARIOS = ("to_earliest", "to_latest", "to_current", "to_offset", "shift_by", "to_datetime",
+             "by_duration")
+EARLIEST, LATEST = -2, -1  # ListOffsets timestamps
+STATES = {"preparingrebalance": "PreparingRebalance", "completingrebalance": "CompletingRebalance",
+          "stable": "Stable", "dead": "Dead", "empty": "Empty"}
+RETRIABLE_COORDINATOR = {ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.NOT_COORDINATOR,
+                         ErrorCode.COORDINATOR_NOT_AVAILABLE}
+TP = tuple[str, int]
+
+
+class ReportedError(Exception):
+    """An ``Error: ...`` already printed (Kafka's printError); exit status 1."""
+
+
+# -- arguments -------------------------------------------------------------------------------
+
+def build_parser(out: IO[str] | None = None, err: IO[str] | None = None) -> ToolParser:
+    p = ToolParser(prog="pybroker consumer-groups", out=out, err=err,
+                   description="List all consumer groups, describe a consumer group, delete "
+                               "consumer group info, or reset consumer group offsets.")
+    p.add_argument("--bootstrap-server", required=True, metavar="HOST:PORT[,HOST:PORT]")
+    act = p.add_mutually_exclusive_group(required=True)
+    for name in ("list", "describe", "reset-offsets", "delete", "delete-offsets"):
+        act.add_argument(f"--{name}", action="store_true")
+    p.add_argument("--group", action="append", default=[], help="a consumer group (repeatable)")
+    p.add_argument("--all-groups", action="store_true")
+    p.add_argument("--topic", action="append", default=[], metavar="T[:P,P]")
+    p.add_argument("--all-topics", action="store_true")
+    p.add_argument("--offsets", action="store_true", help="--describe: offsets and lag (default)")
+    p.add_argument("--members", action="store_true", help="--describe: the members")
+    p.add_argument("--verbose", action="store_true", help="--members: their assignments")
+    p.add_argument("--state", nargs="?", const="", default=None, metavar="S[,S]",
+                   help="--describe: the group state; --list: show/filter by state")
+    scen = p.add_mutually_exclusive_group()
+    scen.add_argument("--to-earliest", action="store_true")
+    scen.add_argument("--to-latest", action="store_true")
+    scen.add_argument("--to-current", action="store_true")
+    scen.add_argument("--to-offset", type=int, metavar="N")
+    scen.add_argument("--shift-by", type=int, metavar="N")
+    scen.add_argument("--to-datetime", metavar="YYYY-MM-DDTHH:mm:SS.sss")
+    scen.add_argument("--by-duration", metavar="PnDTnHnMnS")
+    run_mode = p.add_mutually_exclusive_group()
+    run_mode.add_argument("--dry-run", action="store_true")
+    run_mode.add_argument("--execute", action="store_true")
+    p.add_argument("--timeout", type=int, default=30000, help="per-operation timeout, ms")
+    return p
+
+
+def parse_args(argv: list[str], out: IO[str] | None = None,
+               err: IO[str] | None = None) -> Namespace:
+    """Parse and check the combination of options (ToolError on a bad one)."""
+    args = build_parser(out, err).parse_args(argv)
+    args.action = next(a for a in ACTIONS if getattr(args, a))
+    args.scenario = next((s for s in SCENARIOS if getattr(args, s) not in (None, False)), None)
+    if args.action in ("describe", "reset_offsets", "delete") and not (args.group
+                                                                       or args.all_groups):
+        raise ToolError(f"Option [{flag(args.action)}] takes one of these options: "
+                        "[all-groups], [group]")
+    if args.action == "delete_offsets" and (len(args.group) != 1 or not args.topic):
+        raise ToolError("Option [delete-offsets] takes the following options: [topic], [group]")
+    if args.action == "reset_offsets":
+        if args.topic and args.all_topics:
+            raise ToolError("Option [reset-offsets] takes one of these options: [all-topics], "
+                            "[topic]")
+        if not (args.topic or args.all_topics):
+            raise ToolError("One of the reset scopes should be defined: --all-topics, --topic.")
+        if args.scenario is None:
+            raise ToolError("Option [reset-offsets] requires one of the following scenarios: "
+                            + ", ".join(f"[{s.replace('_', '-')}]" for s in SCENARIOS))
+    elif args.scenario is not None or args.dry_run or args.execute:
+        raise ToolError("Option [reset-offsets] scenarios, --dry-run and --execute only apply "
+                        "to --reset-offsets")
+    if args.action == "describe" and sum(map(bool, (args.offsets, args.members,
+                                                    args.state is not None))) > 1:
+        raise ToolError("Option [describe] takes at most one of these options: [members], "
+                        "[offsets], [state]")
+    args.topic_partitions = [parse_topic_arg(t) for t in args.topic]
+    if args.to_datetime is not None:
+        args.timestamp_ms = parse_datetime(args.to_datetime)
+    if args.by_duration is not None:
+        args.timestamp_ms = int(time.time() * 1000) - parse_duration_ms(args.by_duration)
+    args.states = parse_states(args.state) if args.action == "list" and args.state else set()
+    return args
+
+
+def flag(action: str) -> str:
+    return action.replace("_", "-")
+
+
+def parse_topic_arg(text: str) -> tuple[str, list[int] | None]:
+    """'t' -> ('t', None: every partition); 't:0,2' -> ('t', [0, 2])."""
+    if ":" not in text:
+        return text, None
+    topic, _, parts = text.partition(":")
+    try:
+        partitions = [int(p) for p in parts.split(",")]
+    except ValueError:
+        raise ToolError(f"Invalid topic arg '{text}', expected topic name and partitions") \
+            from None
+    if not topic or not partitions:
+        raise ToolError(f"Invalid topic arg '{text}', expected topic name and partitions")
+    return topic, partitions
+
+
+def parse_datetime(text: str) -> int:
+    """Kafka's Utils.getDateTime: ISO 8601 with a 'T'; no zone means UTC. -> epoch ms."""
+    if "T" not in text:
+        raise ToolError("Error parsing timestamp. It does not contain a 'T' according to "
+                        "ISO8601 format")
+    try:
+        dt = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise ToolError(f"Error parsing timestamp {text!r}") from None
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=timezone.utc)
+    return int(dt.timestamp() * 1000)
+
+
+_DURATION = re.compile(r"^P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?)?$")
+
+
+def parse_duration_ms(text: str) -> int:
+    """ISO 8601 duration as Java's Duration.parse takes it ('PT1H30M', 'P2DT3H')."""
+    m = _DURATION.match(text.upper())
+    if not m or text.upper() in ("P", "PT"):
+        raise ToolError(f"Text cannot be parsed to a Duration: {text}")
+    d, h, mi, s = (float(g) if g else 0.0 for g in m.groups())
+    return int(timedelta(days=d, hours=h, minutes=mi, seconds=s).total_seconds() * 1000)
+
+
+def parse_states(text: str) -> set[str]:
+    out = set()
+    for s in (x.strip() for x in text.split(",")):
+        if s.lower() not in STATES:
+            raise ToolError(f"Invalid state list '{text}'. Valid states are: "
+                            + ", ".join(STATES.values()))
+        out.add(STATES[s.lower()])
+    return out
+
+
+# -- ConsumerProtocol assignment ------------------------------------------------------------
+
+def decode_assignment(data: bytes) -> list[TP]:
+    """ConsumerProtocolAssignment (every version 0..3):
+    int16 version | int32 n, n x (int16 len + topic, int32 m, m x int32 partition) |
+    nullable bytes user_data (v1+ may append more; ignored). Empty/garbled -> []."""
+    out: list[TP] = []
+    try:
+        pos = 2
+        (n,) = struct.unpack_from(">i", data, pos)
+        pos += 4
+        for _ in range(max(n, 0)):
+            (tlen,) = struct.unpack_from(">h", data, pos)
+            topic = data[pos + 2:pos + 2 + tlen].decode()
+            pos += 2 + tlen
+            (m,) = struct.unpack_from(">i", data, pos)
+            parts = struct.unpack_from(f">{max(m, 0)}i", data, pos + 4)
+            pos += 4 + 4 * max(m, 0)
+            out.extend((topic, p) for p in parts)
+    except (struct.error, UnicodeDecodeError):
+        return []
+    return out
+
+
+# -- formatting (pure) ----------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class OffsetRow:
+    group: str
+    topic: str | None
+    partition: int | None
+    offset: int | None            # committed; None = none committed
+    log_end: int | None
+    consumer_id: str = MISSING
+    host: str = MISSING
+    client_id: str = MISSING
+
+    @property
+    def lag(self) -> int | None:
+        if self.offset is None or self.offset == -1 or self.log_end is None:
+            return None
+        return self.log_end - self.offset
+
+
+@dataclass(frozen=True)
+class MemberRow:
+    group: str
+    consumer_id: str
+    instance_id: str
+    host: str
+    client_id: str
+    assignment: tuple[TP, ...]
+
+
+def _s(v: object) -> str:
+    return MISSING if v is None else str(v)
+
+
+def format_offsets(rows: list[OffsetRow]) -> list[str]:
+    """"\\n%-Gs %-Ts %-10s %-15s %-15s %-15s %-Cs %-Hs %s" per line (widths >= 15)."""
+    g = max([15] + [len(r.group) for r in rows])
+    t = max([15] + [len(_s(r.topic)) for r in rows])
+    c = max([15] + [len(r.consumer_id) for r in rows])
+    h = max([15] + [len(r.host) for r in rows])
+
+    def line(*cols: object) -> str:
+        v = [str(x) for x in cols]
+        return (f"{v[0]:<{g}} {v[1]:<{t}} {v[2]:<10} {v[3]:<15} {v[4]:<15} {v[5]:<15} "
+                f"{v[6]:<{c}} {v[7]:<{h}} {v[8]}")
+    out = ["", line("GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG",
+                    "CONSUMER-ID", "HOST", "CLIENT-ID")]
+    out += [line(r.group, _s(r.topic), _s(r.partition), _s(r.offset), _s(r.log_end), _s(r.lag),
+                 r.consumer_id, r.host, r.client_id) for r in rows]
+    return out
+
+
+def format_members(rows: list[MemberRow], verbose: bool) -> list[str]:
+    """"%-Gs %-Cs [%-Is] %-Hs %-Ls %-15s " [+ ASSIGNMENT "(0,1), (2)" per topic]."""
+    g = max([15] + [len(r.group) for r in rows])
+    c = max([15] + [len(r.consumer_id) for r in rows])
+    i = max([17] + [len(r.instance_id) for r in rows])
+    h = max([15] + [len(r.host) for r in rows])
+    cl = max([15] + [len(r.client_id) for r in rows])
+    with_instance = any(r.instance_id for r in rows)
+
+    def line(group: str, cid: str, iid: str, host: str, client: str, n: object) -> str:
+        mid = f"{iid:<{i}} " if with_instance else ""
+        return f"{group:<{g}} {cid:<{c}} {mid}{host:<{h}} {client:<{cl}} {str(n):<15} "
+    head = line("GROUP", "CONSUMER-ID", "GROUP-INSTANCE-ID", "HOST", "CLIENT-ID", "#PARTITIONS")
+    out = ["", head + ("ASSIGNMENT" if verbose else "")]
+    for r in rows:
+        text = line(r.group, r.consumer_id, r.instance_id, r.host, r.client_id,
+                    len(r.assignment))
+        if verbose:
+            text += format_assignment(r.assignment)
+        out.append(text)
+    return out
+
+
+def format_assignment(assignment: tuple[TP, ...] | list[TP]) -> str:
+    if not assignment:
+        return MISSING
+    by_topic: dict[str, list[int]] = {}
+    for topic, p in assignment:
+        by_topic.setdefault(topic, []).append(p)
+    # Kafka sorts the partition numbers as strings, then the "(..)" groups
+    return ", ".join(sorted("(" + ",".join(sorted(str(p) for p in ps)) + ")"
+                            for ps in by_topic.values()))
+
+
+def format_state(group: str, coordinator: str, strategy: str, state: str,
+                 members: int) -> list[str]:
+    """"\\n%-Ws %-25s %-20s %-15s %s" with W = max(25, len(coordinator))."""
+    w = max(25, len(coordinator))
+
+    def line(*v: object) -> str:
+        s = [str(x) for x in v]
+        return f"{s[0]:<{w}} {s[1]:<25} {s[2]:<20} {s[3]:<15} {s[4]}"
+    return ["", line("GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS"),
+            line(group, coordinator, strategy, state, members)]
+
+
+def format_reset_plan(plan: dict[str, dict[TP, int]]) -> list[str]:
+    """"%-30s %-30s %-10s %-15s" (Kafka prints no header when no group has a plan)."""
+    if not any(plan.values()):
+        return []
+    fmt = "{:<30} {:<30} {:<10} {:<15}"
+    out = ["", fmt.format("GROUP", "TOPIC", "PARTITION", "NEW-OFFSET")]
+    for group in sorted(plan):
+        for (topic, p), off in sorted(plan[group].items()):
+            out.append(fmt.format(group, topic, p, off))
+    return out
+
+
+def format_delete_offsets(results: dict[TP, int]) -> list[str]:
+    """"%-30s %-15s %-15s": TOPIC, PARTITION, STATUS (Successful / Error: :<reason>)."""
+    fmt = "{:<30} {:<15} {:<15}"
+    out = ["", fmt.format("TOPIC", "PARTITION", "STATUS")]
+    for (topic, p), code in sorted(results.items(), key=lambda kv: f"{kv[0][0]}{kv[0][1]}"):
+        status = "Successful" if code == 0 else f"Error: :{error_text(code)}"
+        out.append(fmt.format(topic, p if p >= 0 else "Not Provided", status))
+    return out
+
+
+def error_text(code: int) -> str:
+    err = ErrorCode.from_code(code)
+    return f"{err.name}: {err.message}"
+
+
+def clamp(offset: int, start: int | None, end: int | None) -> int:
+    """Kafka's checkOffsetsRange: above the log end -> end; below the start -> start."""
+    if end is not None and offset > end:
+        return end
+    if start is not None and offset < start:
+        return start
+    return offset
+
+
+# -- the Kafka-protocol side ----------------------------------------------------------------
+
+@dataclass(frozen=True)
+class GroupDescription:
+    group: str
+    state: str
+    protocol_type: str
+    protocol: str
+    coordinator: tuple[int, str, int]       # node id, host, port
+    members: list[Any]                      # DescribedGroupMember structs
+
+
+class GroupAdmin:
+    """The admin calls the tool needs, over KafkaAdmin's metadata and connection pool."""
+
+    def __init__(self, servers: str, timeout_ms: int) -> None:
+        self.timeout = timeout_ms / 1000
+        self.admin = KafkaAdmin(servers, timeout=self.timeout)
+
+    async def close(self) -> None:
+        await self.admin.close()
+
+    async def _retry(self, fn: Any) -> Any:
+        """Call ``fn()`` until it returns without a retriable coordinator/leader error."""
+        deadline = time.monotonic() + self.timeout
+        while True:
+            try:
+                return await fn()
+            except KafkaError as e:
+                if not e.retriable or time.monotonic() > deadline:
+                    raise
+            await asyncio.sleep(0.1)
+
+    async def find_coordinator(self, group: str) -> tuple[int, str, int]:
+        async def once() -> tuple[int, str, int]:
+            conn = await self.admin.any_connection()
+            req = api(ApiKey.FIND_COORDINATOR).request
+            version = conn.version_for(ApiKey.FIND_COORDINATOR)
+            resp = await conn.request(ApiKey.FIND_COORDINATOR, req.new(
+                key=group, key_type=0, coordinator_keys=[group]), version)
+            assert resp is not None
+            c = resp.coordinators[0] if version >= 4 else resp
+            if c.error_code:
+                raise KafkaError(c.error_code, c.error_message)
+            return int(c.node_id), str(c.host), int(c.port)
+        return await self._retry(once)  # type: ignore[no-any-return]
+
+    async def _at_coordinator(self, group: str, api_key: int, body: Struct,
+                              error_of: Any, version: int | None = None) -> Struct:
+        """Send to the group's coordinator; re-find it on NOT_COORDINATOR and the like."""
+        async def once() -> Struct:
+            node, host, port = await self.find_coordinator(group)
+            conn = await self.admin.pool.get(host, port)
+            resp = await conn.request(api_key, body, None if version is None
+                                      else min(version, conn.version_for(api_key)))
+            assert resp is not None
+            code = error_of(resp)
+            if code in RETRIABLE_COORDINATOR:
+                raise KafkaError(code)
+            return resp
+        return await self._retry(once)  # type: ignore[no-any-return]
+
+    async def list_groups(self, states: set[str]) -> list[tuple[str, str]]:
+        """[(group id, state)] of consumer groups, from every broker."""
+        cluster = await self.admin.metadata([])
+        req = api(ApiKey.LIST_GROUPS).request.new(states_filter=sorted(states), types_filter=[])
+        found: dict[str, str] = {}
+        for b in cluster.brokers.values():
+            async def once(b: Any = b) -> Struct:
+                conn = await self.admin.pool.get(b.host, b.port)
+                resp = await conn.request(ApiKey.LIST_GROUPS, req)
+                assert resp is not None
+                if resp.error_code:
+                    raise KafkaError(resp.error_code)
+                return resp
+            resp = await self._retry(once)
+            for g in resp.groups:
+                if g.protocol_type in ("consumer", ""):
+                    found[g.group_id] = g.group_state or ""
+        if states and any(not s for s in found.values()):  # a v<4 broker: filter here
+            found = {g: s for g, s in found.items() if s in states}
+        return sorted(found.items())
+
+    async def describe(self, group: str) -> GroupDescription:
+        coordinator = await self.find_coordinator(group)
+        resp = await self._at_coordinator(
+            group, ApiKey.DESCRIBE_GROUPS,
+            api(ApiKey.DESCRIBE_GROUPS).request.new(groups=[group],
+                                                    include_authorized_operations=False),
+            lambda r: r.groups[0].error_code)
+        g = resp.groups[0]
+        if g.error_code:
+            raise KafkaError(g.error_code)
+        return GroupDescription(group, g.group_state, g.protocol_type, g.protocol_data,
+                                coordinator, list(g.members))
+
+    async def committed(self, group: str) -> dict[TP, int]:
+        """OffsetFetch of every partition (v2-7 layout: null topics = all)."""
+        req = api(ApiKey.OFFSET_FETCH).request.new(group_id=group, topics=None,
+                                                   require_stable=False)
+        resp = await self._at_coordinator(group, ApiKey.OFFSET_FETCH, req,
+                                          lambda r: r.error_code, version=7)
+        if resp.error_code:
+            raise KafkaError(resp.error_code)
+        return {(t.name, p.partition_index): int(p.committed_offset)
+                for t in resp.topics for p in t.partitions
+                if p.error_code == 0 and p.committed_offset >= 0}
+
+    async def partitions_of(self, topics: list[str]) -> list[TP]:
+        cluster = await self.admin.metadata(topics)
+        out: list[TP] = []
+        for name in topics:
+            t = cluster.topics.get(name)
+            if t is None or t.error:
+                raise KafkaError(t.error if t else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                                 f"topic '{name}': "
+                                 f"{ErrorCode.from_code(t.error if t else 3).name}")
+            out.extend((name, p) for p in sorted(t.partitions))
+        return out
+
+    async def list_offsets(self, tps: list[TP], timestamp: int) -> dict[TP, int | None]:
+        """ListOffsets at each leader; None where unknown (no leader, error, or -1)."""
+        out: dict[TP, int | None] = dict.fromkeys(tps)
+        if not tps:
+            return out
+        cluster = await self.admin.metadata(sorted({t for t, _ in tps}))
+        by_leader: dict[int, list[TP]] = {}
+        for tp in tps:
+            leader = cluster.leader(*tp)
+            if leader is not None:
+                by_leader.setdefault(leader.node_id, []).append(tp)
+        spec = api(ApiKey.LIST_OFFSETS).request
+        for node, group in by_leader.items():
+            topics: dict[str, list[Struct]] = {}
+            for t, p in group:
+                topics.setdefault(t, []).append(spec.structs["ListOffsetsPartition"].new(
+                    partition_index=p, timestamp=timestamp, current_leader_epoch=-1))
+            body = spec.new(replica_id=-1, isolation_level=0, topics=[
+                spec.structs["ListOffsetsTopic"].new(name=t, partitions=ps)
+                for t, ps in topics.items()])
+            conn = await self.admin.broker_connection(node)
+            resp = await conn.request(ApiKey.LIST_OFFSETS, body,
+                                      max(1, conn.version_for(ApiKey.LIST_OFFSETS)))
+            assert resp is not None
+            for t in resp.topics:
+                for p in t.partitions:
+                    if p.error_code == 0 and p.offset >= 0:
+                        out[(t.name, p.partition_index)] = int(p.offset)
+        return out
+
+    async def commit(self, group: str, offsets: dict[TP, int]) -> dict[TP, int]:
+        """A standalone OffsetCommit (generation -1, no member); -> per-partition errors."""
+        spec = api(ApiKey.OFFSET_COMMIT).request
+        topics: dict[str, list[Struct]] = {}
+        for (t, p), off in sorted(offsets.items()):
+            topics.setdefault(t, []).append(spec.structs["OffsetCommitRequestPartition"].new(
+                partition_index=p, committed_offset=off, committed_leader_epoch=-1,
+                commit_timestamp=-1, committed_metadata=""))
+        body = spec.new(group_id=group, generation_id_or_member_epoch=-1, member_id="",
+                        group_instance_id=None, retention_time_ms=-1, topics=[
+                            spec.structs["OffsetCommitRequestTopic"].new(name=t, partitions=ps)
+                            for t, ps in topics.items()])
+        first = lambda r: next((p.error_code for t in r.topics for p in t.partitions), 0)  # noqa: E731
+        resp = await self._at_coordinator(group, ApiKey.OFFSET_COMMIT, body, first)
+        return {(t.name, p.partition_index): int(p.error_code)
+                for t in resp.topics for p in t.partitions}
+
+    async def delete_group(self, group: str) -> int:
+        resp = await self._at_coordinator(
+            group, ApiKey.DELETE_GROUPS,
+            api(ApiKey.DELETE_GROUPS).request.new(groups_names=[group]),
+            lambda r: r.results[0].error_code)
+        return int(resp.results[0].error_code)
+
+    async def delete_offsets(self, group: str, tps: list[TP]) -> tuple[int, dict[TP, int]]:
+        spec = api(ApiKey.OFFSET_DELETE).request
+        topics: dict[str, list[Struct]] = {}
+        for t, p in sorted(tps):
+            topics.setdefault(t, []).append(
+                spec.structs["OffsetDeleteRequestPartition"].new(partition_index=p))
+        body = spec.new(group_id=group, topics=[
+            spec.structs["OffsetDeleteRequestTopic"].new(name=t, partitions=ps)
+            for t, ps in topics.items()])
+        resp = await self._at_coordinator(group, ApiKey.OFFSET_DELETE, body,
+                                          lambda r: r.error_code)
+        per = {(t.name, p.partition_index): int(p.error_code)
+               for t in resp.topics for p in t.partitions}
+        return int(resp.error_code), per
+
+
+# -- actions --------------------------------------------------------------------------------
+
+class Printer:
+    def __init__(self, out: IO[str], err: IO[str]) -> None:
+        self.out, self.err, self.failed = out, err, False
+
+    def lines(self, lines: list[str]) -> None:
+        if lines:
+            self.out.write("\n".join(lines) + "\n")
+
+    def error(self, message: str) -> None:
+        """Kafka's printError: a blank line, then ``Error: ..`` on stdout."""
+        self.out.write(f"\nError: {message}\n")
+        self.failed = True
+
+
+def offset_rows(d: GroupDescription, committed: dict[TP, int],
+                log_end: dict[TP, int | None]) -> list[OffsetRow]:
+    """Kafka's collectGroupsOffsets: members with partitions (most partitions first), then
+    committed partitions no member holds, with '-' for consumer, host and client."""
+    rows: list[OffsetRow] = []
+    assigned: set[TP] = set()
+    members = [(m, decode_assignment(m.member_assignment)) for m in d.members]
+    members = [(m, a) for m, a in members if a]
+    for m, assignment in sorted(members, key=lambda ma: -len(ma[1])):
+        for tp in sorted(assignment, key=lambda tp: (tp[1], tp[0])):
+            assigned.add(tp)
+            rows.append(OffsetRow(d.group, tp[0], tp[1], committed.get(tp), log_end.get(tp),
+                                  m.member_id, m.client_host, m.client_id))
+    for tp in sorted(set(committed) - assigned, key=lambda tp: (tp[1], tp[0])):
+        rows.append(OffsetRow(d.group, tp[0], tp[1], committed[tp], log_end.get(tp)))
+    return rows
+
+
+def check_state(pr: Printer, d: GroupDescription, rows: int) -> bool:
+    """Kafka's shouldPrintMemberState: notes on stderr, an error for a Dead group."""
+    if d.state == "Dead":
+        pr.error(f"Consumer group '{d.group}' does not exist.")
+        return False
+    if d.state == "Empty":
+        pr.err.write(f"\nConsumer group '{d.group}' has no active members.\n")
+    elif d.state in ("PreparingRebalance", "CompletingRebalance"):
+        pr.err.write(f"\nWarning: Consumer group '{d.group}' is rebalancing.\n")
+    return rows > 0
+
+
+async def describe(ga: GroupAdmin, args: Namespace, pr: Printer) -> None:
+    groups = [g for g, _ in await ga.list_groups(set())] if args.all_groups else args.group
+    for group in sorted(set(groups)):
+        d = await ga.describe(group)
+        if args.members:
+            rows = [MemberRow(group, m.member_id, m.group_instance_id or "", m.client_host,
+                              m.client_id, tuple(decode_assignment(m.member_assignment)))
+                    for m in d.members]
+            check_state(pr, d, len(rows))
+            if d.state != "Dead":   # Kafka prints the header even without members
+                pr.lines(format_members(rows, args.verbose))
+        elif args.state is not None:
+            if check_state(pr, d, 1):
+                node, host, port = d.coordinator
+                pr.lines(format_state(group, f"{host}:{port}  ({node})", d.protocol, d.state,
+                                      len(d.members)))
+        else:
+            committed = await ga.committed(group)
+            assigned = {tp for m in d.members for tp in decode_assignment(m.member_assignment)}
+            tps = sorted(assigned | set(committed))
+            log_end = await ga.list_offsets(tps, LATEST)
+            rows = offset_rows(d, committed, log_end)
+            if check_state(pr, d, len(rows)):
+                pr.lines(format_offsets(rows))
+
+
+async def list_groups(ga: GroupAdmin, args: Namespace, pr: Printer) -> None:
+    groups = await ga.list_groups(args.states)
+    if args.state is None:
+        pr.lines([g for g, _ in groups])
+        return
+    width = max([15] + [len(g) for g, _ in groups]) + 10   # Kafka's printGroupInfo
+    pr.lines([f"{'GROUP':<{width}} {'STATE':<20}"]
+             + [f"{g:<{width}} {s:<20}" for g, s in groups])
+
+
+async def reset_scope(ga: GroupAdmin, args: Namespace, group: str) -> list[TP]:
+    if args.all_topics:
+        return sorted(await ga.committed(group))
+    out: list[TP] = []
+    whole = [t for t, parts in args.topic_partitions if parts is None]
+    for t, parts in args.topic_partitions:
+        out.extend((t, p) for p in parts or [])
+    out.extend(await ga.partitions_of(whole) if whole else [])
+    return sorted(set(out))
+
+
+async def plan_reset(ga: GroupAdmin, args: Namespace, group: str, tps: list[TP],
+                     pr: Printer) -> dict[TP, int]:
+    """New offsets per partition for the chosen scenario (Kafka's prepareOffsetsToReset)."""
+    s = args.scenario
+
+    async def required(ts: int, what: str) -> dict[TP, int]:
+        got = await ga.list_offsets(tps, ts)
+        missing = [tp for tp, o in got.items() if o is None]
+        if missing:
+            raise ToolError(f"Error getting {what} offset of topic partition: "
+                            f"{missing[0][0]}-{missing[0][1]}")
+        return {tp: o for tp, o in got.items() if o is not None}
+
+    async def clamped(wanted: dict[TP, int]) -> dict[TP, int]:
+        start = await ga.list_offsets(list(wanted), EARLIEST)
+        end = await ga.list_offsets(list(wanted), LATEST)
+        return {tp: clamp(o, start[tp], end[tp]) for tp, o in wanted.items()}
+
+    if s == "to_earliest":
+        return await required(EARLIEST, "starting")
+    if s == "to_latest":
+        return await required(LATEST, "ending")
+    if s == "to_offset":
+        return await clamped(dict.fromkeys(tps, args.to_offset))
+    if s in ("shift_by", "to_current"):
+        current = await ga.committed(group)
+        if s == "shift_by":
+            for tp in tps:
+                if tp not in current:
+                    raise ToolError(f"Cannot shift offset for partition {tp[0]}-{tp[1]} since "
+                                    "there is no current committed offset")
+            return await clamped({tp: current[tp] + args.shift_by for tp in tps})
+        ends = await ga.list_offsets([tp for tp in tps if tp not in current], LATEST)
+        return {tp: current[tp] if tp in current else ends[tp] for tp in tps}  # type: ignore[misc]
+    by_time = await ga.list_offsets(tps, args.timestamp_ms)
+    empty = [tp for tp, o in by_time.items() if o is None]
+    for t, p in empty:
+        pr.out.write(f"\nWarn: Partition {p} from topic {t} is empty. Falling back to latest "
+                     "known offset.\n")
+    latest = await ga.list_offsets(empty, LATEST)
+    return {tp: (o if o is not None else latest.get(tp)) for tp, o in by_time.items()}  # type: ignore[misc]
+
+
+async def reset_offsets(ga: GroupAdmin, args: Namespace, pr: Printer) -> None:
+    if not (args.dry_run or args.execute):
+        pr.err.write("WARN: No action will be performed as the --execute option is missing. "
+                     "You should add the --dry-run option explicitly if you are scripting this "
+                     "command.\n")
+    groups = [g for g, _ in await ga.list_groups(set())] if args.all_groups else args.group
+    plan: dict[str, dict[TP, int]] = {}
+    for group in groups:
+        d = await ga.describe(group)
+        if d.state not in ("Empty", "Dead"):
+            pr.error(f"Assignments can only be reset if the group '{group}' is inactive, but "
+                     f"the current state is {d.state}.")
+            plan[group] = {}
+            continue
+        offsets = await plan_reset(ga, args, group, await reset_scope(ga, args, group), pr)
+        if args.execute and offsets:
+            errors = {tp: e for tp, e in (await ga.commit(group, offsets)).items() if e}
+            if errors:
+                (t, p), code = next(iter(errors.items()))
+                raise ToolError(f"Error: Failed to commit offsets of group '{group}' "
+                                f"({t}-{p}: {error_text(code)})")
+        plan[group] = offsets
+    pr.lines(format_reset_plan(plan))
+
+
+async def delete_groups(ga: GroupAdmin, args: Namespace, pr: Printer) -> None:
+    groups = [g for g, _ in await ga.list_groups(set())] if args.all_groups else args.group
+    results = {g: await ga.delete_group(g) for g in groups}
+    ok = [g for g, code in results.items() if code == 0]
+    failed = {g: code for g, code in results.items() if code != 0}
+    if not failed:
+        pr.lines([f"Deletion of requested consumer groups ('{', '.join(ok)}') was successful."])
+        return
+    pr.error("Deletion of some consumer groups failed:")
+    pr.lines([f"* Group '{g}' could not be deleted due to: {error_text(c)}"
+              for g, c in failed.items()])
+    if ok:
+        pr.lines(["", f"These consumer groups were deleted successfully: '{', '.join(ok)}'"])
+
+
+DELETE_OFFSETS_ERRORS = {
+    ErrorCode.INVALID_GROUP_ID: "'{g}' is not valid.",
+    ErrorCode.GROUP_ID_NOT_FOUND: "'{g}' does not exist.",
+    ErrorCode.GROUP_AUTHORIZATION_FAILED: "Access to '{g}' is not authorized.",
+    ErrorCode.NON_EMPTY_GROUP: "Deleting offsets of a consumer group '{g}' is forbidden if "
+                               "the group is not empty.",
+}
+
+
+async def delete_offsets(ga: GroupAdmin, args: Namespace, pr: Printer) -> None:
+    group = args.group[0]
+    results: dict[TP, int] = {}
+    tps: set[TP] = set()
+    for t, parts in args.topic_partitions:
+        if parts is not None:
+            tps.update((t, p) for p in parts)
+            continue
+        try:
+            tps.update(await ga.partitions_of([t]))
+        except KafkaError as e:
+            results[(t, -1)] = int(e.code)
+    top, per = await ga.delete_offsets(group, sorted(tps)) if tps else (0, {})
+    results.update(per)
+    top = top or next((c for c in per.values() if c), 0)
+    if top == 0:
+        pr.lines([f"Request succeed for deleting offsets with topic {', '.join(args.topic)} "
+                  f"group {group}"])
+    elif top in DELETE_OFFSETS_ERRORS:
+        pr.error(DELETE_OFFSETS_ERRORS[ErrorCode(top)].format(g=group))
+    elif top in (ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC, ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                 ErrorCode.UNKNOWN_TOPIC_OR_PARTITION):
+        pr.error("Encounter some partition level error, see the follow-up details:")
+    else:
+        pr.error(f"Encounter some unknown error: {ErrorCode.from_code(top).name}")
+    pr.lines(format_delete_offsets(results))
+
+
+HANDLERS = {"list": list_groups, "describe": describe, "reset_offsets": reset_offsets,
+            "delete": delete_groups, "delete_offsets": delete_offsets}
+
+
+async def execute(args: Namespace, out: IO[str], err: IO[str]) -> int:
+    pr = Printer(out, err)
+    ga = GroupAdmin(args.bootstrap_server, args.timeout)
+    try:
+        await HANDLERS[args.action](ga, args, pr)
+    finally:
+        await ga.close()
+    return 1 if pr.failed else 0
+
+
+def main(argv: list[str], *, stdin: IO[str] | None = None, stdout: IO[str] | None = None,
+         stderr: IO[str] | None = None) -> int:
+    _, out, err = streams(stdin, stdout, stderr)
+    try:
+        args = parse_args(argv, out, err)
+    except UsageExit as e:
+        return e.status
+    except ToolError as e:
+        err.write(f"{e}\n")
+        return 1
+    return run(lambda: execute(args, out, err), out,
+               "\nError: Executing consumer group command failed due to ")

@@ -1,0 +1,149 @@
+"""Consumer groups with the Java client (kafka-clients 3.9.1) against one real broker.
+
+The scenario of tests/integration/test_groups.py, with JavaGroupMember.java as the member
+process (compiled once per module with javac; the jars as test_java_client.py gets them),
+for the eager RangeAssignor and the CooperativeStickyAssignor: three members over six
+partitions get two each; one leaves (SIGTERM -> close -> LeaveGroup), one crashes (SIGKILL ->
+session timeout), one joins; every record is consumed; after all members stop, new ones
+resume exactly after the committed offsets.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.integration.clients.test_java_client import JAR_DIR, JARS, java_classpath  # noqa: F401
+from tests.integration.cluster import REPO, Cluster
+from tests.integration.test_groups import balanced, create_topic, flatten, produce, wait_for
+
+pytestmark = pytest.mark.integration
+
+PROGRAM = Path(__file__).with_name("JavaGroupMember.java")
+
+
+@pytest.fixture(scope="module")
+def cluster(zookeeper: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    c = Cluster(zookeeper, tmp_path_factory.mktemp("groups-java"), size=1)
+    c.start()
+    try:
+        yield c
+    finally:
+        c.stop()
+
+
+@pytest.fixture(scope="module")
+def member_classpath(java_classpath: str, tmp_path_factory: pytest.TempPathFactory) -> str:  # noqa: F811
+    if shutil.which("javac") is None:
+        pytest.skip("no javac on PATH (JDK 17 needed)")
+    out = tmp_path_factory.mktemp("java-member")
+    res = subprocess.run(["javac", "-cp", java_classpath, "-d", str(out), str(PROGRAM)],
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, f"javac failed:\n{res.stdout}\n{res.stderr}"
+    return f"{java_classpath}:{out}"
+
+
+class JavaMember:
+    """One JavaGroupMember process; its events land in ``assigned``/``records``/``closed``."""
+
+    def __init__(self, classpath: str, bootstrap: str, topic: str, group: str,
+                 assignor: str) -> None:
+        self.proc = subprocess.Popen(
+            ["java", "-cp", classpath, "JavaGroupMember", bootstrap, topic, group, assignor],
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=REPO)
+        self.assigned: list[int] = []
+        self.records: list[tuple[int, int]] = []
+        self.closed = False
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            if not line.startswith("{"):
+                continue
+            event = json.loads(line)
+            if "assigned" in event:
+                self.assigned = event["assigned"]
+            elif "record" in event:
+                self.records.append(tuple(event["record"]))  # type: ignore[arg-type]
+            elif "closed" in event:
+                self.closed = True
+
+    def leave(self) -> None:
+        self.proc.send_signal(signal.SIGTERM)
+        self.proc.wait(60)
+        self._reader.join(10)
+
+    def crash(self) -> None:
+        os.kill(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(10)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)
+
+
+@pytest.mark.parametrize("assignor", ["eager", "cooperative"])
+def test_java_group_lifecycle(cluster: Cluster, member_classpath: str, assignor: str) -> None:
+    bootstrap = cluster.bootstrap
+    topic = f"groups-java-{assignor}-{uuid.uuid4().hex[:6]}"
+    group = f"gj-{uuid.uuid4().hex[:8]}"
+    create_topic(bootstrap, topic)
+    expected = flatten(produce(bootstrap, topic, 300, 0))
+
+    def member() -> JavaMember:
+        m = JavaMember(member_classpath, bootstrap, topic, group, assignor)
+        everyone.append(m)
+        return m
+    everyone: list[JavaMember] = []
+    try:
+        members = [member() for _ in range(3)]
+        wait_for(lambda: balanced(members, [2, 2, 2]), 90,  # type: ignore[arg-type]
+                 "three members with two partitions each")
+        seen = lambda: {r for m in everyone for r in m.records}  # noqa: E731
+        wait_for(lambda: expected <= seen(), 60, "every record of phase 1")
+
+        leaving, crashing, staying = members
+        leaving.leave()
+        assert leaving.closed and leaving.proc.returncode is not None
+        wait_for(lambda: balanced([crashing, staying], [3, 3]), 60,  # type: ignore[list-item]
+                 "rebalance after a leave")
+
+        crashing.crash()
+        wait_for(lambda: balanced([staying], [6]), 60,  # type: ignore[list-item]
+                 "rebalance after a crash (session timeout)")
+
+        joining = member()
+        wait_for(lambda: balanced([staying, joining], [3, 3]), 60,  # type: ignore[list-item]
+                 "rebalance after a join")
+
+        expected |= flatten(produce(bootstrap, topic, 300, 300))
+        wait_for(lambda: expected <= seen(), 60, "every record of phase 2")
+        for m in (staying, joining):
+            m.leave()
+            assert m.closed
+
+        # commits survive a restart of every member: the next ones resume after them
+        fresh = flatten(produce(bootstrap, topic, 60, 600))
+        restarted = [member() for _ in range(3)]
+        wait_for(lambda: fresh <= {r for m in restarted for r in m.records}, 90,
+                 "the records written after the restart")
+        time.sleep(1)
+        assert {r for m in restarted for r in m.records} == fresh
+        for m in restarted:
+            m.leave()
+    finally:
+        for m in everyone:
+            m.stop()
