@@ -116,9 +116,7 @@ class Connection:
 
     async def _send(self, api_key: int, version: int, correlation_id: int, body: Any) -> None:
         chunks = size_prefixed(encode_response(api_key, version, correlation_id, body))
-        for chunk in chunks:
-            if hasattr(chunk, "wire_size"):  # a storage file slice: read out only here
-                self.writer.write(chunk.tobytes())
-            else:
-                self.writer.write(chunk)
+        # one writelines per response (a single writev on uvloop); a storage file
+        # slice is read out only here
+        self.writer.writelines([c.tobytes() if hasattr(c, "wire_size") else c for c in chunks])
         await self.writer.drain()
