@@ -19,105 +19,44 @@ Theory of operation:
    whose callbacks re-check the group's state and generation first.
 3. Storage. The leader's SyncGroup writes the group's metadata (acks=-1) before
    the assignment is handed out; commits are written before they are visible.
-   Offsets and deletions are in ``offset_ops`` (mixed in).
+   SyncGroup and the group write are in ``sync_ops``, offsets and deletions in
+   ``offset_ops`` (both mixed in); the settings, the request dataclasses and
+   the group -> partition hash are in ``coordinator_types``.
 """
 
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 from collections.abc import Callable, Coroutine
-from dataclasses import dataclass, field
 from typing import Any
 
 from broker.coordinator.delayed import DelayedHeartbeat, DelayedJoin, DelayedSync, \
     InitialDelayedJoin, join_key, member_key, sync_key
+from broker.coordinator.coordinator_types import INT32_MAX, CoordinatorConfig, JoinRequest, \
+    LeaveMember, java_string_hash, partition_for_group
 from broker.coordinator.group_metadata import GroupMetadata, JoinCallback, JoinResult, \
-    MemberMetadata, Protocols, SyncCallback, SyncResult
+    MemberMetadata, SyncResult
 from broker.coordinator.group_state import GroupState
 from broker.coordinator.loader import OFFSETS_TOPIC, LoadedPartition, OffsetsLog
-from broker.coordinator.offset_ops import OffsetOps, group_write_error
-from broker.coordinator import offsets_topic as ot
+from broker.coordinator.offset_ops import OffsetOps
+from broker.coordinator.sync_ops import SyncOps
 from broker.replication.purgatory import Purgatory, Timer
 from protocol.errors import ErrorCode
 from storage.log import wall_clock_ms
+
+# the data types live in coordinator_types; importable from here as before
+__all__ = ["GroupCoordinator", "CoordinatorConfig", "JoinRequest", "LeaveMember",
+           "java_string_hash", "partition_for_group", "INT32_MAX", "NEW_MEMBER_JOIN_TIMEOUT_MS"]
 
 log = logging.getLogger(__name__)
 
 E, PR, CR, S, D = (GroupState.EMPTY, GroupState.PREPARING_REBALANCE,
                    GroupState.COMPLETING_REBALANCE, GroupState.STABLE, GroupState.DEAD)
 NEW_MEMBER_JOIN_TIMEOUT_MS = 5 * 60 * 1000
-INT32_MAX = 2**31 - 1
 
 
-@dataclass(frozen=True)
-class CoordinatorConfig:
-    """Kafka's group coordinator settings (server.properties keys with '_')."""
-
-    offsets_topic_num_partitions: int = 50
-    group_initial_rebalance_delay_ms: int = 3000
-    group_min_session_timeout_ms: int = 6000
-    group_max_session_timeout_ms: int = 1_800_000
-    group_max_size: int = INT32_MAX
-    offsets_retention_minutes: int = 10080
-    offsets_retention_check_interval_ms: int = 600_000
-    offset_metadata_max_bytes: int = 4096
-    offsets_commit_timeout_ms: int = 5000
-
-    @property
-    def offsets_retention_ms(self) -> int:
-        return self.offsets_retention_minutes * 60_000
-
-    @classmethod
-    def from_broker(cls, config: Any) -> CoordinatorConfig:
-        """Every field from the broker config when it has it, else Kafka's default."""
-        values = {name: getattr(config, name) for name in cls.__dataclass_fields__
-                  if getattr(config, name, None) is not None}
-        return cls(**values)
-
-
-@dataclass
-class JoinRequest:
-    group_id: str
-    member_id: str
-    session_timeout_ms: int
-    rebalance_timeout_ms: int
-    protocol_type: str
-    protocols: Protocols
-    group_instance_id: str | None = None
-    require_known_member_id: bool = False   # v4+ dynamic members (KIP-394)
-    support_skip_assignment: bool = False   # v9+
-    client_id: str = ""
-    client_host: str = ""
-    reason: str | None = None
-
-
-@dataclass
-class LeaveMember:
-    member_id: str
-    group_instance_id: str | None = None
-    reason: str | None = None
-    error: int = field(default=ErrorCode.NONE)
-
-
-@functools.lru_cache(maxsize=1 << 14)   # every group request hashes its group id
-def java_string_hash(s: str) -> int:
-    """Java's String.hashCode: s[0]*31^(n-1) + ... over UTF-16 code units, int32."""
-    h = 0
-    data = s.encode("utf-16-be")
-    for i in range(0, len(data), 2):
-        h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
-    return h - (1 << 32) if h & 0x80000000 else h
-
-
-def partition_for_group(group_id: str, num_partitions: int) -> int:
-    """Kafka's Utils.abs(groupId.hashCode) % partitions (abs(MIN_VALUE) is 0)."""
-    h = java_string_hash(group_id)
-    return (0 if h == -(1 << 31) else abs(h)) % num_partitions
-
-
-class GroupCoordinator(OffsetOps):
+class GroupCoordinator(SyncOps, OffsetOps):
     def __init__(self, broker_id: int, config: CoordinatorConfig, offsets_log: OffsetsLog, *,
                  num_partitions: Callable[[], int] | None = None,
                  timer: Timer | None = None, clock: Callable[[], int] = wall_clock_ms) -> None:
@@ -604,125 +543,6 @@ class GroupCoordinator(OffsetOps):
             return ErrorCode.UNKNOWN_MEMBER_ID
         self._heartbeat(group, group.members[member_id])
         return ErrorCode.REBALANCE_IN_PROGRESS if group.is_(PR) else ErrorCode.NONE
-
-    # -- SyncGroup -----------------------------------------------------------------------
-
-    async def sync_group(self, group_id: str, generation_id: int, member_id: str,
-                         instance_id: str | None, protocol_type: str | None,
-                         protocol_name: str | None, assignment: dict[str, bytes]) -> SyncResult:
-        future: asyncio.Future[SyncResult] = asyncio.get_running_loop().create_future()
-
-        def respond(result: SyncResult) -> None:
-            if not future.done():
-                future.set_result(result)
-        self.handle_sync(group_id, generation_id, member_id, instance_id, protocol_type,
-                         protocol_name, assignment, respond)
-        return await future
-
-    def handle_sync(self, group_id: str, generation_id: int, member_id: str,
-                    instance_id: str | None, protocol_type: str | None,
-                    protocol_name: str | None, assignment: dict[str, bytes],
-                    respond: SyncCallback) -> None:
-        error = self.status(group_id)
-        if error == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
-            # the rebalance state is lost: make the member rejoin (old clients
-            # do not expect COORDINATOR_LOAD_IN_PROGRESS here)
-            respond(SyncResult(ErrorCode.REBALANCE_IN_PROGRESS))
-            return
-        if error is not None:
-            respond(SyncResult(error))
-            return
-        group = self.groups.get(group_id)
-        if group is None:
-            respond(SyncResult(ErrorCode.UNKNOWN_MEMBER_ID))
-            return
-        error = self._validate_sync(group, generation_id, member_id, instance_id,
-                                    protocol_type, protocol_name)
-        if error is not None:
-            respond(SyncResult(error))
-        elif group.is_(E):
-            respond(SyncResult(ErrorCode.UNKNOWN_MEMBER_ID))
-        elif group.is_(PR):
-            respond(SyncResult(ErrorCode.REBALANCE_IN_PROGRESS))
-        elif group.is_(CR):
-            group.members[member_id].awaiting_sync = respond
-            self._remove_pending_sync_member(group, member_id)
-            if group.is_leader(member_id):
-                self._leader_sync(group, generation_id, assignment)
-        else:  # Stable: hand out the current assignment
-            self._remove_pending_sync_member(group, member_id)
-            member = group.members[member_id]
-            respond(SyncResult(ErrorCode.NONE, group.protocol_type, group.protocol_name,
-                               member.assignment))
-            self._heartbeat(group, member)
-
-    def _validate_sync(self, group: GroupMetadata, generation_id: int, member_id: str,
-                       instance_id: str | None, protocol_type: str | None,
-                       protocol_name: str | None) -> int | None:
-        if group.is_(D):
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE
-        error = self.validate_member(group, member_id, instance_id)
-        if error is not None:
-            return error
-        if generation_id != group.generation_id:
-            return ErrorCode.ILLEGAL_GENERATION
-        if protocol_type is not None and protocol_type != group.protocol_type:
-            return ErrorCode.INCONSISTENT_GROUP_PROTOCOL
-        if protocol_name is not None and protocol_name != group.protocol_name:
-            return ErrorCode.INCONSISTENT_GROUP_PROTOCOL
-        return None
-
-    def _leader_sync(self, group: GroupMetadata, generation_id: int,
-                     assignment: dict[str, bytes]) -> None:
-        full = {member_id: assignment.get(member_id, b"") for member_id in group.members}
-        missing = set(group.members) - set(assignment)
-        if missing:
-            log.warning("group %s generation %d: empty assignment for %s", group.group_id,
-                        generation_id, sorted(missing))
-
-        def stored(error: int) -> None:
-            if not (group.is_(CR) and group.generation_id == generation_id):
-                return   # another member joined meanwhile: that rebalance answers everyone
-            if error != ErrorCode.NONE:
-                self._reset_and_propagate_assignment_error(group, error)
-                self._maybe_prepare_rebalance(group, f"error {error} storing the assignment")
-            else:
-                for member in group.members.values():
-                    member.assignment = full.get(member.member_id, b"")
-                self._propagate_assignment(group, ErrorCode.NONE)
-                group.transition_to(S, self.clock())
-        self._store_group(group, full, stored)
-
-    def _reset_and_propagate_assignment_error(self, group: GroupMetadata, error: int) -> None:
-        for member in group.members.values():
-            member.assignment = b""
-        self._propagate_assignment(group, error)
-
-    def _propagate_assignment(self, group: GroupMetadata, error: int) -> None:
-        ok = error == ErrorCode.NONE
-        for member in list(group.members.values()):
-            result = SyncResult(error, group.protocol_type if ok else None,
-                                group.protocol_name if ok else None, member.assignment)
-            if group.maybe_invoke_sync(member, result):
-                self._heartbeat(group, member)
-
-    def _store_group(self, group: GroupMetadata, assignment: dict[str, bytes],
-                     done: Callable[[int], None]) -> None:
-        """Write the group's metadata (acks=-1), then call ``done(error)`` on the loop."""
-        value = ot.group_metadata_value(group.to_stored(assignment))
-        record = (ot.group_metadata_key(group.group_id), value)
-        partition = self.partition_for(group.group_id)
-
-        async def write() -> None:
-            try:
-                error = await self.log.append(partition, [record], acks=-1,
-                                              timeout_ms=self.config.offsets_commit_timeout_ms,
-                                              timestamp=self.clock())
-            except Exception:
-                log.exception("writing group %s failed", group.group_id)
-                error = ErrorCode.UNKNOWN_SERVER_ERROR
-            done(group_write_error(error))
-        self.spawn(write())
 
     # -- LeaveGroup ----------------------------------------------------------------------
 

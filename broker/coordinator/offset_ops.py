@@ -32,7 +32,7 @@ from broker.coordinator.group_state import GroupState, matches_filter
 from protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
-    from broker.coordinator.group_coordinator import CoordinatorConfig
+    from broker.coordinator.coordinator_types import CoordinatorConfig
     from broker.coordinator.loader import OffsetsLog
 
 log = logging.getLogger(__name__)
