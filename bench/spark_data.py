@@ -101,6 +101,37 @@ def make_bench_log(log_dir: str, total_bytes: int, partitions: int = 3, codec: i
     return result
 
 
+def tree_cpu_seconds(root: int | None = None) -> float:
+    """CPU seconds (user + system) used so far by ``root`` (default: this process) and its
+    live descendants, with the children they have reaped (Linux /proc). A difference of two
+    readings is the work a benchmark step cost, whatever else the machine was running -
+    Spark's JVM, its Python workers and, for the source benchmark, the broker are all
+    descendants."""
+    tick = os.sysconf("SC_CLK_TCK")
+    parent: dict[int, int] = {}
+    used: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        # pid (comm) state ppid ... field 14 utime, 15 stime, 16 cutime, 17 cstime (1-based)
+        rest = stat[stat.rindex(")") + 2:].split()
+        parent[int(entry)] = int(rest[1])
+        used[int(entry)] = sum(int(x) for x in rest[11:15])
+    root = os.getpid() if root is None else root
+    total = 0
+    for pid, ticks in used.items():
+        up = pid
+        while up not in (root, 0, 1) and up in parent:
+            up = parent[up]
+        total += ticks if up == root else 0
+    return total / tick
+
+
 if __name__ == "__main__":
     import argparse
 

@@ -10,7 +10,8 @@ Run from the project root:  .venv/bin/python bench/spark_source.py [--bytes N] [
    broker assigns offsets; contents and batch boundaries stay as they are).
    Then a streaming query reads the topic from earliest to the end
    (Trigger.AvailableNow, ``maxOffsetsPerTrigger``, ``minPartitions`` 4) into
-   the noop sink. The figure is the topic's bytes over the query's wall time.
+   the noop sink. The figure is the topic's bytes over the query's wall time;
+   ``--runs`` queries (3 by default), each from earliest, and their median.
 2. Latency. A producer thread writes small records carrying their send time
    (about 2000 records/s for ``--latency-seconds``) while a query with a
    1 s processing-time trigger reads them into foreachBatch. Reported: p50 /
@@ -23,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import sys
 import tempfile
 import threading
@@ -33,7 +35,7 @@ from typing import Any
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench._env import zookeeper  # noqa: E402
-from bench.spark_data import TOPIC, make_bench_log  # noqa: E402
+from bench.spark_data import TOPIC, make_bench_log, tree_cpu_seconds  # noqa: E402
 from protocol import records  # noqa: E402
 from spark_jobs.kafka_io import ClientConfig, KafkaIO  # noqa: E402
 from storage import filenames  # noqa: E402
@@ -85,26 +87,40 @@ def load_topic(io: KafkaIO, data_dir: str) -> int:
     return total
 
 
-def throughput(spark: Any, boot: str, nbytes: int, nrecords: int, work: Path) -> float:
+def throughput(spark: Any, boot: str, nbytes: int, nrecords: int, work: Path,
+               runs: int = 1) -> float:
+    """Median MB/s of ``runs`` queries, each reading the whole topic from earliest."""
     # Warm-up (not timed): the first job starts the JVM's code paths and Python workers.
     (spark.read.format("pybroker").option("kafka.bootstrap.servers", boot)
      .option("subscribe", TOPIC).option("endingOffsets", json.dumps(
          {TOPIC: {str(p): 1000 for p in range(PARTITIONS)}})).load()
      .write.format("noop").mode("overwrite").save())
-    began = time.perf_counter()
-    q = (spark.readStream.format("pybroker").option("kafka.bootstrap.servers", boot)
-         .option("subscribe", TOPIC).option("startingOffsets", "earliest")
-         .option("maxOffsetsPerTrigger", "300000").option("minPartitions", "4").load()
-         .writeStream.format("noop").option("checkpointLocation", str(work / "cp-tput"))
-         .trigger(availableNow=True).start())
-    q.awaitTermination()
-    elapsed = time.perf_counter() - began
-    read = sum(p["numInputRows"] for p in q.recentProgress)
-    assert q.exception() is None and read == nrecords, (q.exception(), read, nrecords)
-    mbs = nbytes / 1e6 / elapsed
-    print(f"streaming source read: {nrecords} records, {nbytes / 1e6:.0f} MB in {elapsed:.1f} s "
-          f"= {mbs:.1f} MB/s, {nrecords / elapsed:,.0f} records/s "
-          f"({len(q.recentProgress)} micro-batches)")
+    rates: list[float] = []
+    cpus: list[float] = []
+    for run in range(runs):
+        load = os.getloadavg()[0]
+        cpu = tree_cpu_seconds()
+        began = time.perf_counter()
+        q = (spark.readStream.format("pybroker").option("kafka.bootstrap.servers", boot)
+             .option("subscribe", TOPIC).option("startingOffsets", "earliest")
+             .option("maxOffsetsPerTrigger", "300000").option("minPartitions", "4").load()
+             .writeStream.format("noop").option("checkpointLocation", str(work / f"cp-{run}"))
+             .trigger(availableNow=True).start())
+        q.awaitTermination()
+        elapsed = time.perf_counter() - began
+        cpu = tree_cpu_seconds() - cpu
+        read = sum(p["numInputRows"] for p in q.recentProgress)
+        assert q.exception() is None and read == nrecords, (q.exception(), read, nrecords)
+        rates.append(nbytes / 1e6 / elapsed)
+        cpus.append(cpu / (nbytes / 1e9))
+        print(f"run {run + 1}: streaming source read: {nrecords} records, {nbytes / 1e6:.0f} MB "
+              f"in {elapsed:.1f} s = {rates[-1]:.1f} MB/s, {nrecords / elapsed:,.0f} records/s "
+              f"({len(q.recentProgress)} micro-batches); {cpu:.1f} CPU s = {cpus[-1]:.1f} CPU s/GB "
+              f"(load average {load:.2f} before)", flush=True)
+    mbs = statistics.median(rates)
+    print(f"streaming source read: median {mbs:.1f} MB/s over {runs} runs "
+          f"({', '.join(f'{r:.1f}' for r in rates)}); median {statistics.median(cpus):.1f} "
+          "CPU s per GB (driver, JVM, Python workers, broker, ZooKeeper)")
     return mbs
 
 
@@ -163,6 +179,8 @@ def main() -> int:
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--latency-seconds", type=float, default=30.0)
     parser.add_argument("--skip-throughput", action="store_true")
+    parser.add_argument("--runs", type=int, default=3,
+                        help="timed throughput runs; the median is reported")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="spark-source-bench-"))
     with zookeeper(work) as zk:
@@ -186,14 +204,14 @@ def main() -> int:
                     nbytes = load_topic(io, args.data)
                     print(f"loaded {nbytes / 1e6:.0f} MB into topic {TOPIC} in "
                           f"{time.perf_counter() - began:.1f} s")
-                throughput(spark, boot, nbytes, made["records"], work)
+                throughput(spark, boot, nbytes, made["records"], work, args.runs)
             latency(spark, boot, args.latency_seconds, work)
         finally:
             if spark is not None:
                 spark.stop()
             cluster.stop()
     print(f"command: .venv/bin/python bench/spark_source.py --bytes {args.bytes} "
-          f"--master '{args.master}' --latency-seconds {args.latency_seconds:g}")
+          f"--master '{args.master}' --latency-seconds {args.latency_seconds:g} --runs {args.runs}")
     return 0
 
 

@@ -22,9 +22,16 @@ Theory of operation:
    in a segment), at a torn tail or at preallocated zeros. Records are decoded
    (any codec), filtered by offset and by --from/--to timestamps, and turned
    into Arrow record batches in the source's schema (``spark_jobs.rows``) -
-   never through the broker.
-3. Write. Parquet: the tasks are the partitions of a private Python data source
-   (``pybroker_segments``); Spark writes ``PATH/topic=T/partition=P/*.parquet``.
+   never through the broker, and with no Python object per record
+   (``spark_jobs.replay_arrow``: a run of batches is decompressed into one
+   buffer - gzip by libdeflate in place when the system has it, else zlib -
+   numpy walks its records and Arrow gathers keys, values and headers).
+3. Write. Parquet, to a local/``file:`` path: each segment task writes its own
+   ``PATH/topic=T/partition=P/part-*.parquet`` with pyarrow
+   (``spark_jobs.replay_parquet``); to any other URI: the tasks are the
+   partitions of a private Python data source (``pybroker_segments``) and
+   Spark's writer writes the same layout. Either way Spark reads it back with
+   the source's schema.
    Topic: one task per source partition (its segments in order, so order
    within a partition is kept) produces the records to the target topic with the broker's
    own client (``broker.client*``), keeping keys, headers and timestamps
@@ -44,6 +51,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import json
 import os
 import sys
@@ -54,11 +62,9 @@ from datetime import datetime, timezone
 from typing import Any
 
 from protocol import records
-from protocol.primitives import read_varint
 from storage import checkpoints, filenames
 
 CHUNK = 8 << 20            # bytes read from a segment at a time
-ROWS_PER_ARROW_BATCH = 8192
 SOURCE_NAME = "pybroker_segments"
 NO_LIMIT = (1 << 63) - 1
 
@@ -248,99 +254,19 @@ def segment_records(seg: Segment, bounds: Bounds
             yield header, kept
 
 
-def _varint(body: Any, at: int) -> tuple[int, int]:
-    """Zig-zag varint; the one-byte case inline (most lengths, deltas and counts)."""
-    b = body[at]
-    if b < 0x80:
-        return (b >> 1) ^ -(b & 1), at + 1
-    return read_varint(body, at)
+def arrow_batches(seg: Segment, bounds: Bounds) -> Iterator[Any]:
+    """The segment's rows as pyarrow RecordBatches in rows.schema(True)'s Arrow form, decoded
+    a run of batches at a time with no Python object per record (spark_jobs.replay_arrow)."""
+    from spark_jobs.replay_arrow import arrow_runs
+
+    wanted = (item for item in segment_batches(seg) if _may_hold_times(item[2], bounds))
+    for batch in arrow_runs(wanted, seg.start, seg.end, bounds.from_ts, bounds.to_ts,
+                            seg.topic, seg.partition, arrow_schema()):
+        if batch.num_rows:
+            yield batch
 
 
-def decode_columns(body: Any, header: records.BatchHeader, lo: int, hi: int,
-                   cols: tuple[list[Any], ...]) -> None:
-    """Append the batch's records with lo <= offset < hi to (key, value, offset, ts, headers).
-
-    The record layout is protocol.records' (length, attributes, timestampDelta,
-    offsetDelta, key, value, headers); this is its decoder unrolled into column
-    lists, the replay's hot loop (about twice as fast as building Record tuples).
-    """
-    keys, values, offsets, stamps, hdrs = cols
-    base, base_ts = header.base_offset, header.base_timestamp
-    append_time = header.max_timestamp if header.timestamp_type == records.LOG_APPEND_TIME \
-        else None
-    at = 0
-    for _ in range(header.records_count):
-        length, at = _varint(body, at)
-        end = at + length
-        ts_delta, at = _varint(body, at + 1)   # + 1: record attributes, unused
-        off_delta, at = _varint(body, at)
-        n, at = _varint(body, at)
-        key = None if n < 0 else bytes(body[at:at + n])
-        at += max(n, 0)
-        n, at = _varint(body, at)
-        value = None if n < 0 else bytes(body[at:at + n])
-        at += max(n, 0)
-        count, at = _varint(body, at)
-        headers = []
-        for _h in range(count):
-            n, at = _varint(body, at)
-            hkey = bytes(body[at:at + n]).decode("utf-8", "surrogateescape")
-            n, at = _varint(body, at + n)
-            headers.append((hkey, None if n < 0 else bytes(body[at:at + n])))
-            at += max(n, 0)
-        if at != end or end > len(body):
-            raise records.CorruptRecordError(f"record at offset {base + off_delta} is malformed")
-        offset = base + off_delta
-        if lo <= offset < hi:
-            keys.append(key)
-            values.append(value)
-            offsets.append(offset)
-            stamps.append(append_time if append_time is not None else base_ts + ts_delta)
-            hdrs.append(headers)
-
-
-def arrow_batches(seg: Segment, bounds: Bounds,
-                  rows_per_batch: int = ROWS_PER_ARROW_BATCH) -> Iterator[Any]:
-    """The segment's rows as pyarrow RecordBatches in rows.schema(True)'s Arrow form."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    schema = arrow_schema()
-    cols: tuple[list[Any], ...] = ([], [], [], [], [])  # key, value, offset, ts ms, headers
-    types: list[int] = []
-    ts_type = pa.timestamp("us", tz="UTC")
-
-    def flush() -> Any:
-        n = len(types)
-        ts = pa.array(cols[3], pa.int64())
-        if bounds.from_ts is not None or bounds.to_ts is not None:
-            keep = pa.array([bounds.keeps_timestamp(t) for t in cols[3]])
-        batch = pa.RecordBatch.from_arrays([
-            pa.array(cols[0], pa.binary()), pa.array(cols[1], pa.binary()),
-            pa.repeat(pa.scalar(seg.topic, pa.string()), n),
-            pa.repeat(pa.scalar(seg.partition, pa.int32()), n),
-            pa.array(cols[2], pa.int64()), pc.multiply(ts, 1000).cast(ts_type),
-            pa.array(types, pa.int32()), pa.array(cols[4], schema.field("headers").type),
-        ], schema=schema)
-        if bounds.from_ts is not None or bounds.to_ts is not None:
-            batch = batch.filter(keep)
-        for col in cols:
-            col.clear()
-        types.clear()
-        return batch
-
-    for buf, pos, header in segment_batches(seg):
-        if header.is_control or not _may_hold_times(header, bounds):
-            continue
-        before = len(types)
-        decode_columns(records.batch_body(buf, pos, header), header, seg.start, seg.end, cols)
-        types.extend([header.timestamp_type] * (len(cols[2]) - before))
-        if len(types) >= rows_per_batch:
-            yield flush()
-    if types:
-        yield flush()
-
-
+@functools.cache
 def arrow_schema() -> Any:
     from pyspark.sql.pandas.types import to_arrow_schema
 
@@ -403,7 +329,15 @@ _WRITE_CONF = {"spark.sql.optimizer.plannedWrite.enabled": "false",
 
 def export_parquet(spark: Any, tasks: list[Segment], bounds: Bounds, output: str,
                    mode: str = "errorifexists") -> int:
-    """Write the tasks' rows as Parquet partitioned by topic and partition; -> rows written."""
+    """Write the tasks' rows as Parquet partitioned by topic and partition; -> rows written.
+
+    A local (or ``file:``) output is written by the segment tasks themselves with
+    pyarrow (spark_jobs.replay_parquet: no copy through the JVM); any other URI
+    (hdfs:, s3a:, ...) through Spark's own Parquet writer.
+    """
+    from spark_jobs import replay_parquet
+    if replay_parquet.is_local(output):
+        return replay_parquet.export(spark, tasks, bounds, output, mode)
     frame = segments_frame(spark, tasks, bounds)
     # Every task holds one (topic, partition), so Spark's sort by the partition
     # columns before a partitioned write only costs time: with planned writes
