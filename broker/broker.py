@@ -63,7 +63,6 @@ class Broker:
             Endpoint(e.name, e.host or socket.getfqdn(), e.port)
             for e in parse_listeners("advertised.listeners", advertised)]
         self.broker_id = config.broker_id
-        self.broker_epoch = -1              # the czxid of our /brokers/ids/<id> znode
         self.cluster_id = ""
         self.cluster = ClusterStore(config.zookeeper_connect, config.zookeeper_session_timeout_ms,
                                     config.zk_connection_timeout_ms)
@@ -81,6 +80,13 @@ class Broker:
         self.servers: list[KafkaServer] = []
         self._tasks: list[asyncio.Task[None]] = []
         self._cancel_watches: list[Callable[[], None]] = []
+
+    @property
+    def broker_epoch(self) -> int:
+        """The czxid of our /brokers/ids/<id> znode. It changes when ZooKeeper
+        expires our session and ClusterStore re-registers us, so it is read from
+        the store each time (AlterPartition and ControlledShutdown carry it)."""
+        return self.cluster.broker_epoch
 
     # -- start-up ------------------------------------------------------------------------
 
@@ -121,7 +127,7 @@ class Broker:
         self.advertised = [
             Endpoint(a.name, a.host, self.servers[0].port if a.port == 0 else a.port)
             for a in self.advertised]
-        self.broker_epoch = await self.cluster.register_broker(
+        await self.cluster.register_broker(
             self.broker_id, [f"{e.name}://{e.host}:{e.port}" for e in self.advertised],
             self.config.broker_rack)
         self._cancel_watches.append(self.cluster.watch_config_changes(self._on_topic_config))

@@ -95,7 +95,7 @@ async def process(c: Controller, request: Struct, version: int) -> Struct:
     broker = ctx.live.get(request.broker_id)
     if broker is None or broker.epoch != request.broker_epoch:
         log.info("AlterPartition from broker %d with stale broker epoch %d (registered: %s)",
-                 request.broker_id, request.broker_epoch, None if broker else "not live")
+                 request.broker_id, request.broker_epoch, broker.epoch if broker else "not live")
         return spec.new(error_code=ErrorCode.STALE_BROKER_EPOCH, topics=[])
     names = {tid: t for t, tid in ctx.topic_ids.items()}
     results: dict[TopicPartition, int | LeaderIsr] = {}

@@ -53,6 +53,8 @@ class ClusterStore(FencedPartitionAccess, GenericZnodeAccess):
         self._closed = False
         self._lost = False
         self._registration: zd.BrokerInfo | None = None
+        # the czxid of our /brokers/ids/<id>; changes when a new session re-registers
+        self.broker_epoch = -1
         self._session_listeners: list[Callable[[str], None]] = []
 
     # -- lifecycle -----------------------------------------------------------------------
@@ -220,6 +222,7 @@ class ClusterStore(FencedPartitionAccess, GenericZnodeAccess):
             return self.zk.get(path)[1].czxid
         epoch = int(await self._run(create))
         self._registration = info
+        self.broker_epoch = epoch
         log.info("registered broker %d at %s (epoch %d)", broker_id,
                  ",".join(e.connection_string() for e in eps), epoch)
         return epoch

@@ -3,7 +3,7 @@
     with zookeeper(work) as zk:
         fc = FaultCluster(zk, work, size=3, overrides={...}).start()
         fc.create_topic("t", partitions=3, rf=3, configs={"min.insync.replicas": "2"})
-        load = LoadProducer(fc.bootstrap, "t", [0, 1, 2], history).start()
+        load = workload.LoadProducer(fc.bootstrap, "t", [0, 1, 2], history).start()
         fc.sigkill(fc.broker(fc.leader("t", 0)))
         ...
         fc.stop()
@@ -14,11 +14,8 @@ shutdown). Cluster state is read the way a client would (Metadata, ListOffsets),
 from ZooKeeper with kazoo (test side only). Every wait is bounded; every process is
 stopped by pid (paused ones are continued first so SIGTERM can land).
 
-The load: ``LoadProducer`` (confluent-kafka, enable.idempotence, acks=all) records every
-delivery callback in a ``checker.History``; ``LiveConsumer`` reads along and records
-what it saw; ``Monitor`` samples HW / ISR / replica LEOs into a
-``checker.InvariantMonitor``. ``final_check`` reads every partition back and runs
-the checker, the invariant monitor and the byte comparison of the replicas' logs.
+The load (LoadProducer, LiveConsumer, Monitor) and the end-of-run check
+(final_check) are in tests/fault/workload.py.
 """
 
 from __future__ import annotations
@@ -29,7 +26,6 @@ import signal
 import subprocess
 import threading
 import time
-import uuid
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -98,9 +94,16 @@ def wait_for(what: str, fn: Callable[[], T | None], timeout: float, interval: fl
 
 class LeoReader:
     """A replica's log end offset read from its files while the broker writes them:
-    the last complete batch of the newest segment. Incremental: it remembers where the
-    last batch it saw starts and its 61 header bytes, and rescans the segment from 0
-    when those bytes changed (truncation) or the newest segment is another one."""
+    the end of the last good batch of the newest segment.
+
+    The active segment is a sparse, mmap'd file that the broker fills in place: a
+    batch is copied in first and its base offset (and leader epoch) patched after,
+    so a reader can meet a batch that is half copied or not yet patched. A batch
+    counts only if its CRC holds and its base offset continues the previous batch
+    (the segment's base offset for the first one); the walk stops at the first
+    that does not. Incremental: it remembers where the last good batch starts and
+    its 61 header bytes, and rescans the segment when those bytes changed
+    (truncation) or the newest segment is another one."""
 
     def __init__(self) -> None:
         self._at: dict[str, tuple[int, int, bytes, int]] = {}   # dir -> (segment, pos, header, leo)
@@ -118,17 +121,17 @@ class LeoReader:
         base = max(bases)
         with self._lock, open(filenames.log_file(part_dir, base), "rb") as f:
             seg, pos, head, leo = self._at.get(part_dir, (base, 0, b"", base))
-            if seg != base or os.pread(f.fileno(), len(head), pos) != head:
+            if seg != base or not head or os.pread(f.fileno(), len(head), pos) != head:
                 pos, head, leo = 0, b"", base
-            f.seek(pos)
+            start = pos
+            f.seek(start)
             buf = f.read()
-            found: tuple[int, bytes, int] | None = None
+            expected = records.read_header(head).base_offset if head else base
             for at, h in records.iter_batches(buf):
-                found = (at, bytes(buf[at:at + records.HEADER_SIZE]), h.next_offset)
-            if found is None:            # nothing complete from pos: rescan next time
-                pos, head, leo = 0, b"", base if pos == 0 else leo
-            else:
-                pos, head, leo = pos + found[0], found[1], found[2]
+                if h.base_offset != expected or not records.crc_ok(buf, at, h):
+                    break
+                pos, head, leo = start + at, bytes(buf[at:at + records.HEADER_SIZE]), h.next_offset
+                expected = h.next_offset
             self._at[part_dir] = (base, pos, head, leo)
             return leo
 
@@ -248,10 +251,14 @@ class FaultCluster:
             return set()
 
     def zk_partition_state(self, topic: str, p: int) -> dict[str, Any]:
+        return self.zk_partition_state_versioned(topic, p)[0]
+
+    def zk_partition_state_versioned(self, topic: str, p: int) -> tuple[dict[str, Any], int]:
+        """(state JSON: leader, leader_epoch, isr, controller_epoch; znode version)."""
         import json
 
-        data, _ = self.zk().get(f"/brokers/topics/{topic}/partitions/{p}/state")
-        return dict(json.loads(data))
+        data, stat = self.zk().get(f"/brokers/topics/{topic}/partitions/{p}/state")
+        return dict(json.loads(data)), int(stat.version)
 
     # -- requests ----------------------------------------------------------------------
 
@@ -382,244 +389,3 @@ class FaultCluster:
     def checkpointed_hw(self, b: BrokerProcess, topic: str, p: int) -> int | None:
         cp = checker.read_checkpoint(str(b.log_dir / filenames.REPLICATION_CHECKPOINT))
         return cp.get((topic, p))
-
-
-# --------------------------------------------------------------------------------------
-# load
-
-
-class LoadProducer:
-    """confluent-kafka, enable.idempotence=true, acks=all, in a thread: round-robin over
-    ``partitions``, values from ``checker.make_value``; every delivery report goes to
-    ``history``. ``rate`` = records/s (None = as fast as the queue allows)."""
-
-    def __init__(self, bootstrap: str, topic: str, partitions: Sequence[int],
-                 history: checker.History, tag: str | None = None, value_size: int = 100,
-                 rate: float | None = 500.0, max_records: int = 10_000_000,
-                 conf: dict[str, Any] | None = None) -> None:
-        from confluent_kafka import Producer
-
-        self.topic, self.partitions, self.history = topic, list(partitions), history
-        self.tag = tag or f"p{uuid.uuid4().hex[:6]}"
-        self.value_size, self.rate, self.max_records = value_size, rate, max_records
-        self.seq = {p: 0 for p in self.partitions}
-        self.errors: dict[str, int] = {}
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-        self.producer = Producer({
-            "bootstrap.servers": bootstrap, "enable.idempotence": True, "acks": "all",
-            "linger.ms": 2, "message.timeout.ms": 60_000, "request.timeout.ms": 10_000,
-            "retry.backoff.ms": 50, "retry.backoff.max.ms": 500,
-            "topic.metadata.refresh.interval.ms": 2000,
-            "error_cb": self._on_error, "log_level": 3, **(conf or {})})
-
-    def _on_error(self, err: Any) -> None:
-        if err.fatal():
-            self.history.on_fatal(str(err))
-
-    def _report(self, err: Any, msg: Any) -> None:
-        value = msg.value()
-        if err is not None:
-            self.errors[err.name()] = self.errors.get(err.name(), 0) + 1
-            self.history.on_error(value, str(err))
-        else:
-            self.history.on_ack(value, msg.partition(), msg.offset())
-
-    def send_one(self, p: int) -> None:
-        value = checker.make_value(self.tag, p, self.seq[p], self.value_size)
-        self.seq[p] += 1
-        self.history.on_send()
-        while True:
-            try:
-                self.producer.produce(self.topic, value, partition=p, on_delivery=self._report)
-                return
-            except BufferError:
-                self.producer.poll(0.05)
-
-    def _run(self) -> None:
-        sent, t0 = 0, time.monotonic()
-        while not self._stop.is_set() and sent < self.max_records and not self.history.fatal:
-            for p in self.partitions:
-                self.send_one(p)
-                sent += 1
-            self.producer.poll(0)
-            if self.rate:
-                ahead = sent / self.rate - (time.monotonic() - t0)
-                if ahead > 0:
-                    self._stop.wait(ahead)
-
-    def start(self) -> LoadProducer:
-        self._thread = threading.Thread(target=self._run, name=f"load-{self.tag}", daemon=True)
-        self._thread.start()
-        return self
-
-    def stop(self, flush_timeout: float = 60.0) -> int:
-        """Stop sending, wait for outstanding deliveries; -> records still undelivered."""
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(10)
-        return int(self.producer.flush(flush_timeout))
-
-    def close(self) -> None:
-        """Teardown after a failure: stop at once, drop what is queued."""
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(5)
-        self.producer.purge()
-        self.producer.flush(1)
-
-    def drain(self, timeout: float = 60.0) -> int:
-        """Let the thread send its ``max_records`` (bounded by ``timeout``), then
-        ``stop``; -> records still undelivered."""
-        if self._thread is not None:
-            self._thread.join(timeout)
-        return self.stop(timeout)
-
-    def sent(self) -> int:
-        return sum(self.seq.values())
-
-
-class LiveConsumer:
-    """A confluent-kafka consumer (assign, no group commits) reading every partition
-    from the start while faults happen; what it sees goes to ``history.on_seen``."""
-
-    def __init__(self, bootstrap: str, topic: str, partitions: Sequence[int],
-                 history: checker.History) -> None:
-        from confluent_kafka import Consumer, TopicPartition
-
-        self.history = history
-        self.count = 0
-        self._stop = threading.Event()
-        self.consumer = Consumer({
-            "bootstrap.servers": bootstrap, "group.id": f"live-{uuid.uuid4().hex[:6]}",
-            "enable.auto.commit": False, "auto.offset.reset": "earliest",
-            "topic.metadata.refresh.interval.ms": 2000, "log_level": 3,
-            "fetch.wait.max.ms": 100})
-        self.consumer.assign([TopicPartition(topic, p, 0) for p in partitions])
-        self._thread = threading.Thread(target=self._run, name="live-consumer", daemon=True)
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            for m in self.consumer.consume(500, 0.2):
-                if m.error() is None:
-                    self.history.on_seen(m.partition(), m.offset(), m.value())
-                    self.count += 1
-
-    def start(self) -> LiveConsumer:
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        if self._stop.is_set():
-            return
-        self._stop.set()
-        self._thread.join(10)
-        self.consumer.close()
-
-
-class Monitor:
-    """Samples every partition every ``interval`` s into an InvariantMonitor: Metadata
-    (leader, epoch, ISR), then the leader's HW (ListOffsets latest), then each ISR
-    member's LEO from its files. Errors (a broker just died) skip the sample."""
-
-    def __init__(self, fc: FaultCluster, topic: str, partitions: Sequence[int],
-                 interval: float = 0.25) -> None:
-        self.fc, self.topic, self.partitions, self.interval = fc, topic, list(partitions), interval
-        self.inv = checker.InvariantMonitor()
-        self.skipped = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="monitor", daemon=True)
-        self.t0 = time.monotonic()
-
-    def sample_once(self) -> None:
-        md = self.fc.metadata(self.topic)
-        for p in self.partitions:
-            pi = md.get(p)
-            if pi is None or pi.error != 0 or pi.leader < 0:
-                continue
-            err, hw = self.fc.list_offset(pi.leader, self.topic, p)
-            if err != 0:
-                continue
-            leos = {r: self.fc.disk_leo(r, self.topic, p) for r in pi.isr}
-            self.inv.observe(checker.Sample(p, pi.leader, pi.leader_epoch, pi.isr, hw, leos,
-                                            time.monotonic() - self.t0))
-
-    def _run(self) -> None:
-        while not self._stop.wait(self.interval):
-            try:
-                self.sample_once()
-            except Exception:  # noqa: BLE001 - a broker went away mid-sample
-                self.skipped += 1
-
-    def start(self) -> Monitor:
-        self._thread.start()
-        return self
-
-    def stop(self) -> list[str]:
-        self._stop.set()
-        self._thread.join(10)
-        return self.inv.violations
-
-
-# --------------------------------------------------------------------------------------
-# the end of a run
-
-
-@dataclass
-class FinalResult:
-    report: checker.Report
-    invariant_violations: list[str]
-    log_problems: list[str]
-    hws: dict[int, int]
-
-    @property
-    def ok(self) -> bool:
-        return self.report.ok and not self.invariant_violations and not self.log_problems
-
-    def summary(self) -> str:
-        lines = [self.report.summary()]
-        lines += [f"  invariant: {v}" for v in self.invariant_violations[:10]]
-        lines += [f"  logs: {v}" for v in self.log_problems[:10]]
-        return "\n".join(lines)
-
-
-def final_check(fc: FaultCluster, topic: str, partitions: Sequence[int],
-                history: checker.History, monitor: Monitor | None = None,
-                converge_timeout: float = 60.0, compare_logs: bool = True) -> FinalResult:
-    """After the load stopped: wait for full ISRs, read every partition back and run
-    the checker; then stop the cluster cleanly (SIGTERM, so HW checkpoints are
-    written) and compare the replicas' files byte for byte below the HW."""
-    fc.wait_isr_full(topic, len(partitions), converge_timeout)
-    final: dict[int, list[tuple[int, bytes | None]]] = {}
-    hws: dict[int, int] = {}
-    for p in partitions:
-        final[p] = fc.read_partition(topic, p)
-        err, hws[p] = fc.list_offset(fc.leader(topic, p), topic, p)
-    inv = monitor.stop() if monitor is not None else []
-    if monitor is not None:
-        for p, hw in hws.items():
-            monitor.inv.check_final(p, hw)
-        inv = monitor.inv.violations
-    report = checker.check(history, final)
-    problems: list[str] = []
-    if compare_logs:
-        md = fc.metadata(topic)
-        replicas = {p: [fc.broker(r) for r in md[p].replicas] for p in partitions}
-
-        def caught_up() -> bool:    # no writes any more: every replica at the same LEO
-            return all(len({fc.disk_leo(b.broker_id, topic, p) for b in replicas[p]}) == 1
-                       for p in partitions)
-        with contextlib.suppress(FaultError):
-            wait_for("replicas' LEOs equal", caught_up, 20.0, 0.2)
-        fc.stop()    # SIGTERM: the HW checkpoints are written on the way out
-        for p in partitions:
-            reps = {b.broker_id: checker.read_partition_dir(fc.partition_dir(b, topic, p))
-                    for b in replicas[p]}
-            cps = {b.broker_id: fc.checkpointed_hw(b, topic, p) for b in replicas[p]}
-            hw = max([hws[p]] + [h for h in cps.values() if h is not None])
-            for bid, h in cps.items():
-                end = reps[bid][-1].last_offset + 1 if reps[bid] else 0
-                if h is not None and h > end:
-                    problems.append(f"p{p}: broker {bid} checkpointed HW {h} > its LEO {end}")
-            problems += checker.compare_replica_logs(reps, hw, label=f"p{p}:")
-    return FinalResult(report, inv, problems, hws)

@@ -179,3 +179,30 @@ def test_checkpoint_file(tmp_path: Path) -> None:
     assert read_checkpoint(path) == {("t", 0): 15, ("t-x", 3): 7}
     assert read_checkpoint(os.path.join(tmp_path, "absent")) == {}
     assert DiskBatch(0, 0, 0, b"").last_offset == 0
+
+
+def test_leo_reader_ignores_half_written_and_unpatched_batches(tmp_path: Path) -> None:
+    """The monitor reads LEOs from live, mmap'd segments: a batch copied in but not yet
+    given its offset, or half copied, must not count (nor move the LEO backwards)."""
+    from tests.fault.cluster_faults import LeoReader
+
+    b = [batch(i * 2, [make_value("a", 0, i * 2), make_value("a", 0, i * 2 + 1)]) for i in range(4)]
+    d = tmp_path / "t-0"
+    path = filenames.log_file(write_segments(d, {0: b[:2]}), 0)
+    r = LeoReader()
+    assert r.leo(str(d)) == 4
+    with open(path, "wb") as f:      # next batch still carries the producer's base offset 0
+        f.write(b[0] + b[1] + batch(0, [b"x"]) + b"\0" * 300)
+    assert r.leo(str(d)) == 4
+    with open(path, "wb") as f:      # patched
+        f.write(b[0] + b[1] + batch(4, [b"x"]) + b"\0" * 300)
+    assert r.leo(str(d)) == 5
+    torn = batch(5, [b"y"])
+    with open(path, "wb") as f:      # half copied: the CRC does not hold yet
+        f.write(b[0] + b[1] + batch(4, [b"x"]) + torn[:-3] + b"\0" * 303)
+    assert r.leo(str(d)) == 5
+    with open(path, "wb") as f:      # truncated below what was cached, new data after
+        f.write(b[0] + batch(2, [b"z"], 1) + b"\0" * 300)
+    assert r.leo(str(d)) == 3
+    write_segments(d, {6: [b[3]]})   # a newer segment
+    assert r.leo(str(d)) == 8

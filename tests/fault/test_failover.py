@@ -19,8 +19,8 @@ import pytest
 
 from protocol import records
 from tests.fault import checker
-from tests.fault.cluster_faults import (FaultCluster, LiveConsumer, LoadProducer, Monitor,
-                                        final_check, wait_for, zookeeper)
+from tests.fault.cluster_faults import FaultCluster, wait_for, zookeeper
+from tests.fault.workload import LiveConsumer, LoadProducer, Monitor, final_check
 
 SESSION_S = 4.0          # FAULT_OVERRIDES zookeeper.session.timeout.ms
 
@@ -75,14 +75,17 @@ class Load:
         res = final_check(self.fc, self.topic, self.parts, self.history, self.monitor, **kw)
         print(res.summary(), f"producer errors {self.producer.errors}",
               f"undelivered {undelivered}", f"seen {self.consumer.count}",
-              f"samples {self.monitor.inv.samples}", sep="\n")
+              f"samples {self.monitor.inv.samples} skipped {self.monitor.skipped} "
+              f"({self.monitor.last_error})", sep="\n")
         assert res.report.acked >= min_acked, res.summary()
         assert res.ok, res.summary()
 
 
 def probe_produce(fc: FaultCluster, broker_id: int, topic: str, p: int, acks: int = 1) -> int:
-    """One single-record Produce straight to ``broker_id``; -> the partition's error."""
-    batch = records.build_batch([(None, b"probe", int(time.time() * 1000))])
+    """One single-record Produce straight to ``broker_id``; -> the partition's error.
+    (Its value is a checker value of producer "probe", so the final check accepts it.)"""
+    batch = records.build_batch([(None, checker.make_value("probe", p, 0),
+                                  int(time.time() * 1000))])
     with fc.client(broker_id, timeout=5.0) as c:
         return int(c.produce(topic, p, batch, version=8, acks=acks).error_code)
 
@@ -124,6 +127,17 @@ def test_sigstop_leader_past_session_timeout(make_cluster: Callable[..., FaultCl
              lambda: victim.broker_id in fc.zk_registered(), 30, 0.2)
     fc.wait_isr_full("stop", 2, timeout=45)
     load.wait_acks(200, timeout=30)
+    # The resumed broker must be fully usable again, as a leader too: kill p0's current
+    # leader; the victim (first in p0's assignment, in the ISR) takes over and must get
+    # the restarted broker back into the ISR through AlterPartition (with its new
+    # broker epoch: its ZooKeeper session, and so its registration, is a new one).
+    current = fc.broker(fc.leader("stop", 0))
+    fc.sigkill(current)
+    md = fc.wait_leaders("stop", parts, avoid={current.broker_id}, timeout=SESSION_S + 15)
+    assert md[0].leader == victim.broker_id, md[0]
+    fc.restart(current)
+    fc.wait_isr_full("stop", 2, timeout=30)
+    load.wait_acks(200, timeout=30)
     load.finish(min_acked=800)
 
 
@@ -148,8 +162,8 @@ def test_kill_controller(make_cluster: Callable[..., FaultCluster]) -> None:
     print(f"controller {old} killed; broker {new} took over after {took:.2f}s")
     assert took <= SESSION_S + 6
     md = fc.wait_leaders("ctl", parts, avoid={old}, timeout=15)
-    for p in others:   # no needless elections for partitions whose leader lived
-        assert md[p].leader == before[p].leader and md[p].leader_epoch == before[p].leader_epoch
+    for p in others:   # no needless elections for partitions whose leader lived (the epoch
+        assert md[p].leader == before[p].leader   # may move: dropping old from the ISR bumps it)
     load.wait_acks(300, timeout=30)
     fc.restart(fc.broker(old))
     fc.wait_isr_full("ctl", 3, timeout=45)
@@ -242,8 +256,30 @@ def test_checker_reports_loss_with_unclean_election(
                          max_records=400).start()
     assert after.drain(30) == 0
     fc.restart(fc.broker(a))
-    res = final_check(fc, "unclean", [0], history, None)
+    # Only leaders are awaited (not a full ISR): this test is about the checker, not
+    # about how fast the cluster heals after an unclean election.
+    res = final_check(fc, "unclean", [0], history, None, compare_logs=False,
+                      require_full_isr=False)
     print(f"unclean leader {md[0].leader}", res.summary(), sep="\n")
     assert not res.report.ok
     assert res.report.lost, "the checker did not notice the acknowledged writes that were lost"
     assert set(res.report.lost_values) <= w
+
+
+def test_controlled_shutdown_of_the_controller(make_cluster: Callable[..., FaultCluster]) -> None:
+    """SIGTERM the active controller (which also leads partitions) under acks=all load:
+    its leaderships move first, it exits cleanly within seconds, nothing acked is lost."""
+    fc = make_cluster()
+    parts = [0, 1, 2]
+    fc.create_topic("cs", 3, 3, {"min.insync.replicas": "2"})
+    load = Load(fc, "cs", parts)
+    load.wait_acks(300)
+    ctl = fc.broker(fc.controller_id())
+    code, took = fc.sigterm(ctl, timeout=20)
+    print(f"controller {ctl.broker_id} exited with {code} after {took:.2f}s")
+    assert code == 0 and took < 15, f"exit code {code} after {took:.1f}s\n{ctl.tail(30)}"
+    fc.wait_leaders("cs", parts, avoid={ctl.broker_id}, timeout=15)
+    load.wait_acks(200, timeout=30)
+    fc.restart(ctl)
+    fc.wait_isr_full("cs", 3, timeout=45)
+    load.finish(min_acked=500)

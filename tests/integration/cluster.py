@@ -295,12 +295,14 @@ class BrokerProcess:
         self.spawn()
         self.wait_ready(timeout)
 
-    def stop(self, timeout: float = 20.0) -> int | None:
-        """SIGTERM, wait up to ``timeout`` s, then SIGKILL. -> exit code."""
+    def stop(self, timeout: float = 20.0, *, already_signalled: bool = False) -> int | None:
+        """SIGTERM (unless the caller already sent it), wait up to ``timeout`` s,
+        then SIGKILL. -> exit code."""
         if self.proc is None:
             return None
         if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
+            if not already_signalled:
+                self.proc.send_signal(signal.SIGTERM)
             try:
                 self.proc.wait(timeout)
             except subprocess.TimeoutExpired:
@@ -373,11 +375,13 @@ class Cluster:
         return self
 
     def stop(self) -> None:
+        # SIGTERM every broker first so they shut down in parallel; exactly once each
+        # (a second SIGTERM makes a broker exit without a clean shutdown)
         for b in self.brokers:
             if b.running:
                 b.proc.send_signal(signal.SIGTERM)  # type: ignore[union-attr]
         for b in self.brokers:
-            b.stop()
+            b.stop(already_signalled=True)
 
     def kill9(self, broker: BrokerProcess) -> None:
         broker.kill9()
