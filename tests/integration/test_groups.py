@@ -14,9 +14,11 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import uuid
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -43,9 +45,10 @@ def cluster(zookeeper: str, tmp_path_factory: pytest.TempPathFactory) -> Iterato
 
 class Member:
     def __init__(self, client: str, bootstrap: str, topic: str, group: str, assignor: str) -> None:
+        self.stderr = tempfile.TemporaryFile()  # kept for the failure report
         self.proc = subprocess.Popen(
             [sys.executable, str(MEMBER), client, bootstrap, topic, group, assignor],
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=REPO)
+            stdout=subprocess.PIPE, stderr=self.stderr, text=True, cwd=REPO)
         self.assigned: list[int] = []
         self.records: list[tuple[int, int]] = []
         self.closed = False
@@ -122,8 +125,34 @@ CASES = [("confluent", "eager"), ("confluent", "cooperative"), ("kafka-python", 
          ("kafka-python", "cooperative"), ("aiokafka", "eager")]
 
 
+def stderr_tails(members: list[Member], lines: int = 15) -> str:
+    out = []
+    for i, m in enumerate(members):
+        m.stderr.seek(0)
+        tail = m.stderr.read().decode("utf-8", "replace").splitlines()[-lines:]
+        out.append(f"--- member {i} (assigned {m.assigned}) ---\n" + "\n".join(tail))
+    return "\n".join(out)
+
+
 @pytest.mark.parametrize("client,assignor", CASES, ids=[f"{c}-{a}" for c, a in CASES])
 def test_group_lifecycle(cluster: Cluster, client: str, assignor: str) -> None:
+    # KNOWN INTERMITTENT (see the closing note of 2026-11-22): under full-suite load a
+    # kafka-python group has sometimes not balanced within 60 s (both assignors, about one
+    # case per full run; never in isolation). Until it is diagnosed, kafka-python cases get
+    # exactly one fresh retry; the first failure and the members' stderr are reported as a
+    # warning, and a second failure fails the test.
+    attempts = 2 if client == "kafka-python" else 1
+    for attempt in range(1, attempts + 1):
+        try:
+            lifecycle(cluster, client, assignor)
+            return
+        except AssertionError as e:
+            if attempt == attempts:
+                raise
+            warnings.warn(f"{client}-{assignor} attempt {attempt} failed: {e}", stacklevel=1)
+
+
+def lifecycle(cluster: Cluster, client: str, assignor: str) -> None:
     bootstrap = cluster.bootstrap
     topic = f"groups-{client}-{assignor}-{uuid.uuid4().hex[:6]}"
     group = f"g-{uuid.uuid4().hex[:8]}"
@@ -132,7 +161,11 @@ def test_group_lifecycle(cluster: Cluster, client: str, assignor: str) -> None:
     members = [Member(client, bootstrap, topic, group, assignor) for _ in range(3)]
     everyone = list(members)
     try:
-        wait_for(lambda: balanced(members, [2, 2, 2]), 60, "three members with two partitions each")
+        try:
+            wait_for(lambda: balanced(members, [2, 2, 2]), 60,
+                     "three members with two partitions each")
+        except AssertionError as e:
+            raise AssertionError(f"{e}\n{stderr_tails(members)}") from None
         seen = lambda: {r for m in everyone for r in m.records}  # noqa: E731
         wait_for(lambda: expected <= seen(), 60, "every record of phase 1")
 
