@@ -90,6 +90,19 @@ def split_config_list(text: str) -> list[str]:
     return [i for i in (s.strip() for s in items) if i]
 
 
+def parse_or_status(parse: Callable[[list[str], IO[str], IO[str]], Any], argv: list[str],
+                    out: IO[str], err: IO[str]) -> Any:
+    """The parsed arguments, or the exit status when parsing ended the tool
+    (--help / a usage error: argparse's status; a ToolError: one line, 1)."""
+    try:
+        return parse(argv, out, err)
+    except UsageExit as e:
+        return e.status
+    except ToolError as e:
+        err.write(f"{e}\n")
+        return 1
+
+
 def run(coro_fn: Callable[[], Awaitable[int]], stderr: IO[str], prefix: str = "") -> int:
     """Run a tool's coroutine; client and tool errors print one line and give 1."""
     try:

@@ -31,7 +31,7 @@ from typing import IO, Any
 
 from broker.client import KafkaConnectionError
 from broker.client_admin import ClusterMetadata, KafkaAdmin
-from broker.tools import ToolError, ToolParser, UsageExit, parse_key_values, run, streams
+from broker.tools import ToolError, ToolParser, parse_or_status, parse_key_values, run, streams
 from protocol import legacy_records, records
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
@@ -83,8 +83,9 @@ def parse_args(argv: list[str], out: IO[str] | None = None,
                err: IO[str] | None = None) -> Namespace:
     args = build_parser(out, err).parse_args(argv)
     if args.group is not None:
-        raise ToolError("--group: consumer groups are not supported by pybroker yet; "
-                        "run without --group (partitions are read directly from their leaders)")
+        raise ToolError("--group: this console consumer does not join groups; run without "
+                        "--group (partitions are read from their leaders), or use a stock "
+                        "client; `pybroker consumer-groups` manages groups")
     if args.offset is not None and args.partition is None:
         raise ToolError("The partition is required when offset is specified.")
     args.start = EARLIEST if args.from_beginning else LATEST
@@ -340,11 +341,7 @@ async def execute(args: Namespace, out: IO[str], err: IO[str]) -> int:
 def main(argv: list[str], *, stdin: IO[str] | None = None, stdout: IO[str] | None = None,
          stderr: IO[str] | None = None) -> int:
     _, out, err = streams(stdin, stdout, stderr)
-    try:
-        args = parse_args(argv, out, err)
-    except UsageExit as e:
-        return e.status
-    except ToolError as e:
-        err.write(f"{e}\n")
-        return 1
+    args = parse_or_status(parse_args, argv, out, err)
+    if isinstance(args, int):
+        return args
     return run(lambda: execute(args, out, err), err)

@@ -31,7 +31,7 @@ from typing import IO
 
 from broker.client_admin import ClusterMetadata, KafkaAdmin
 from broker.client_partitioner import StickyPartitioner
-from broker.tools import ToolError, ToolParser, UsageExit, parse_key_values, run, streams
+from broker.tools import ToolError, ToolParser, parse_or_status, parse_key_values, run, streams
 from protocol import compression
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
@@ -242,11 +242,7 @@ async def execute(args: Namespace, stdin: IO[str], err: IO[str]) -> int:
 def main(argv: list[str], *, stdin: IO[str] | None = None, stdout: IO[str] | None = None,
          stderr: IO[str] | None = None) -> int:
     inp, out, err = streams(stdin, stdout, stderr)
-    try:
-        args = parse_args(argv, out, err)
-    except UsageExit as e:
-        return e.status
-    except ToolError as e:
-        err.write(f"{e}\n")
-        return 1
+    args = parse_or_status(parse_args, argv, out, err)
+    if isinstance(args, int):
+        return args
     return run(lambda: execute(args, inp, err), err)

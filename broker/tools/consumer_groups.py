@@ -37,7 +37,7 @@ from datetime import datetime, timedelta, timezone
 from typing import IO, Any
 
 from broker.client_admin import KafkaAdmin
-from broker.tools import ToolError, ToolParser, UsageExit, run, streams
+from broker.tools import ToolError, ToolParser, parse_or_status, run, streams
 # output and row building live in consumer_groups_format; every name stays importable from here
 from broker.tools.consumer_groups_format import MISSING, TP, GroupDescription, MemberRow, \
     OffsetRow, Printer, clamp, decode_assignment, error_text, format_assignment, \
@@ -566,12 +566,8 @@ async def execute(args: Namespace, out: IO[str], err: IO[str]) -> int:
 def main(argv: list[str], *, stdin: IO[str] | None = None, stdout: IO[str] | None = None,
          stderr: IO[str] | None = None) -> int:
     _, out, err = streams(stdin, stdout, stderr)
-    try:
-        args = parse_args(argv, out, err)
-    except UsageExit as e:
-        return e.status
-    except ToolError as e:
-        err.write(f"{e}\n")
-        return 1
+    args = parse_or_status(parse_args, argv, out, err)
+    if isinstance(args, int):
+        return args
     return run(lambda: execute(args, out, err), out,
                "\nError: Executing consumer group command failed due to ")

@@ -226,7 +226,7 @@ def _fill(fake: FakeKafka, topic: str, partitions: int, per_partition: int) -> N
 
 
 def test_consumer_argument_checks() -> None:
-    for argv, message in [(["--group", "g"], "consumer groups are not supported"),
+    for argv, message in [(["--group", "g"], "does not join groups"),
                           (["--offset", "3"], "partition is required"),
                           (["--partition", "0", "--offset", "x"], "invalid --offset")]:
         code, _, err = call(console_consumer, ["--bootstrap-server", "h:1", "--topic", "t", *argv])
