@@ -5,7 +5,7 @@ min.insync.replicas=2, 1 KiB records (issue 4's targets in brackets).
 2. end-to-end latency produce -> consumer receipt at 5 MB/s, p99      [<= 10 ms]
 3. failover: 1,000 partitions led by the broker that is SIGKILLed; time from its
    ZooKeeper session expiry until every partition has a new leader that took an
-   acks=all write                                                     [<= 2 s]
+   acks=all write (4 producers, a quarter of the partitions each)     [<= 2 s]
 4. controlled shutdown (SIGTERM) of a broker leading 1,000 partitions: time until
    none is led by it (and until the process exited)                   [<= 3 s]
 5. controller failover with 10,000 partitions: the controller is SIGKILLed; time from
@@ -13,7 +13,8 @@ min.insync.replicas=2, 1 KiB records (issue 4's targets in brackets).
    partition the old one led has a live leader                        [<= 10 s]
 
     .venv/bin/python bench/replication.py [--only produce,latency,failover,shutdown,controller]
-        [--produce-mb 200] [--latency-s 15] [--partitions 1000] [--controller-partitions 10000]
+        [--produce-mb 200] [--latency-s 15] [--partitions 1000] [--failover-writers 4]
+        [--controller-partitions 10000]
 
 Everything runs under a temp dir (ZooKeeper + brokers started with
 tests/fault/cluster_faults.py) and is stopped by pid at the end.
@@ -152,8 +153,10 @@ def led_by(victim: int, ids: list[int], n: int) -> list[list[int]]:
     return [[victim] + (rest if k % 2 == 0 else rest[::-1]) for k in range(n)]
 
 
-def one_write_each(p: Any, topic: str, n: int, what: str = "") -> list[float]:
-    """Produce one record to each of n partitions now; -> monotonic ack times."""
+def one_write_each(p: Any, topic: str, n: int, what: str = "",
+                   only: range | None = None) -> list[float]:
+    """Produce one record to each of n partitions (or those in ``only``) now;
+    -> monotonic ack times."""
     done: list[float] = []
     errors: list[str] = []
 
@@ -162,11 +165,12 @@ def one_write_each(p: Any, topic: str, n: int, what: str = "") -> list[float]:
             done.append(time.monotonic())
         else:
             errors.append(str(err))
-    for i in range(n):
+    parts = range(n) if only is None else only
+    for i in parts:
         p.produce(topic, b"y" * RECORD, partition=i, on_delivery=cb)
     p.flush(60)
-    if errors or len(done) != n:
-        raise FaultError(f"{topic} {what}: {len(done)} of {n} acked within 60 s, "
+    if errors or len(done) != len(parts):
+        raise FaultError(f"{topic} {what}: {len(done)} of {len(parts)} acked within 60 s, "
                          f"errors {errors[:3]}")
     return done
 
@@ -189,7 +193,7 @@ def wire_ack_all(fc: FaultCluster, broker_id: int, topic: str, p: int,
     raise FaultError(f"{topic}-{p}: acks=all Produce to {broker_id} still fails ({last})")
 
 
-def bench_failover(fc: FaultCluster, n: int) -> None:
+def bench_failover(fc: FaultCluster, n: int, writers: int = 4) -> None:
     ids = [b.broker_id for b in fc.brokers]
     victim = fc.controller_id()
     victim = next(i for i in ids if i != victim)   # not the controller: measure failover alone
@@ -199,24 +203,40 @@ def bench_failover(fc: FaultCluster, n: int) -> None:
                                   "retry.backoff.max.ms": 100,
                                   "topic.metadata.refresh.fast.interval.ms": 20})
     one_write_each(p, "fo", n, "(before the kill)")
+    # One producer per writer thread, each owning a slice of the partitions: a broker
+    # answers one request per connection at a time (as Kafka) and librdkafka puts one
+    # partition in each ProduceRequest, so a single producer measures 1,000 acks=all
+    # round trips in a row rather than when the partitions became writable.
+    extra = [producer(fc.bootstrap, **{"linger.ms": 5, "retry.backoff.ms": 20,
+                                       "retry.backoff.max.ms": 100,
+                                       "topic.metadata.refresh.fast.interval.ms": 20})
+             for _ in range(writers - 1)]
+    producers = [p, *extra]
+    for k, q in enumerate(extra, 1):        # warm up: metadata and connections
+        one_write_each(q, "fo", n, "(before the kill)", only=range(k, n, writers))
     t_kill = time.monotonic()
     fc.sigkill(fc.broker(victim))
     wait_for("session expiry", lambda: victim not in fc.zk_registered(), 30, 0.005)
     t_exp = time.monotonic()
-    got: dict[str, Any] = {}
-    writer = threading.Thread(target=lambda: got.update(
-        acks=one_write_each(p, "fo", n, "(after the session expired)")), daemon=True)
-    writer.start()
+    got: dict[int, list[float]] = {}
+
+    def write(k: int) -> None:
+        got[k] = one_write_each(producers[k], "fo", n, "(after the session expired)",
+                                only=range(k, n, writers))
+    threads = [threading.Thread(target=write, args=(k,), daemon=True) for k in range(writers)]
+    for t in threads:
+        t.start()
     md = fc.wait_leaders("fo", list(range(n)), avoid={victim}, timeout=30, interval=0.01)
     t_md = time.monotonic()
     probe = [wire_ack_all(fc, md[i].leader, "fo", i) for i in range(0, n, max(1, n // 20))]
-    writer.join(90)
-    if "acks" not in got:
-        raise FaultError("the confluent-kafka writer did not finish")
-    acks = got["acks"]
+    for t in threads:
+        t.join(90)
+    if len(got) != writers:
+        raise FaultError("a confluent-kafka writer did not finish")
+    acks = [a for k in range(writers) for a in got[k]]
     report("failover_s", max(acks) - t_exp, "s",
-           f"({n} partitions; session expired {t_exp - t_kill:.2f}s after SIGKILL; "
-           f"median partition {statistics.median(acks) - t_exp:.3f}s)")
+           f"({n} partitions, {writers} producers; session expired {t_exp - t_kill:.2f}s after "
+           f"SIGKILL; median partition {statistics.median(acks) - t_exp:.3f}s)")
     report("failover_metadata_s", t_md - t_exp, "s", "(every partition led by a live broker "
            "in Metadata)")
     report("failover_wire_ack_s", max(probe) - t_exp, "s",
@@ -308,6 +328,9 @@ def main() -> int:
     ap.add_argument("--produce-mb", type=int, default=200)
     ap.add_argument("--latency-s", type=float, default=15.0)
     ap.add_argument("--partitions", type=int, default=1000)
+    ap.add_argument("--failover-writers", type=int, default=4,
+                    help="producers writing the partitions after the failover (1 = one "
+                         "producer: 1,000 acks=all round trips in a row)")
     ap.add_argument("--controller-partitions", type=int, default=10_000)
     ap.add_argument("--rf", type=int, default=3,
                     help="replication factor for produce/latency (1 = a baseline without replication)")
@@ -322,7 +345,7 @@ def main() -> int:
     failed: list[str] = []
     steps = [("produce", lambda fc: bench_produce(fc, args.produce_mb, args.rf)),
              ("latency", lambda fc: bench_latency(fc, args.latency_s, args.rf)),
-             ("failover", lambda fc: bench_failover(fc, args.partitions)),
+             ("failover", lambda fc: bench_failover(fc, args.partitions, args.failover_writers)),
              ("shutdown", lambda fc: bench_controlled_shutdown(fc, args.partitions)),
              ("controller", lambda fc: bench_controller_failover(fc, args.controller_partitions))]
     try:

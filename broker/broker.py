@@ -52,6 +52,7 @@ HW_CHECKPOINT_INTERVAL_S = 5.0        # replica.high.watermark.checkpoint.interv
 FLUSH_CHECK_INTERVAL_S = 1.0          # log.flush.scheduler.interval.ms (Kafka: effectively off)
 PRODUCER_EXPIRY_CHECK_INTERVAL_S = 600.0  # producer.id.expiration.check.interval.ms
 CONTROLLED_SHUTDOWN_RETRIES = 3       # controlled.shutdown.max.retries
+SHUTDOWN_STEP_TIMEOUT_S = 15.0        # per component, see Broker._shutdown_step
 
 
 class Broker:
@@ -263,6 +264,8 @@ class Broker:
         deleted = self.logs.cleanup_logs()
         if deleted:
             log.info("retention deleted %d segments", deleted)
+            if self.replicas is not None:
+                self.replicas.log_starts_moved()
 
     def _flush(self) -> None:
         assert self.logs is not None
@@ -303,24 +306,41 @@ class Broker:
             cancel()
         for task in self._tasks:
             task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self._shutdown_step("background tasks",
+                                  asyncio.gather(*self._tasks, return_exceptions=True))
         if self.replicas is not None:
-            await self.replicas.stop_replication()
+            await self._shutdown_step("replica fetchers", self.replicas.stop_replication())
         if self.group_coordinator is not None:
-            await self.group_coordinator.shutdown()
+            await self._shutdown_step("group coordinator", self.group_coordinator.shutdown())
         if self.controller is not None:
-            await self.controller.stop()
+            await self._shutdown_step("controller", self.controller.stop())
         if self.authorizer is not None:
             self.authorizer.close()
-        await self.cluster.close()
+        await self._shutdown_step("ZooKeeper session", self.cluster.close())
         for server in self.servers:
-            await server.stop()
-        await self.pool.close()
+            await self._shutdown_step("listener", server.stop())
+        await self._shutdown_step("broker connections", self.pool.close())
         if self.replicas is not None:
             self.replicas.shutdown()
         if self.logs is not None:
             await asyncio.to_thread(self.logs.shutdown)
         log.info("[KafkaServer id=%d] shut down completed", self.broker_id)
+
+    async def _shutdown_step(self, what: str, step: Awaitable[Any]) -> None:
+        """One shutdown step, bounded: a step that hangs (a peer that never answers,
+        a task that ignores cancellation) is logged by name and left behind, so the
+        flush, the checkpoints and the clean-shutdown marker still happen (Kafka's
+        shutdown swallows each component's failure the same way)."""
+        task = asyncio.ensure_future(step)
+        # asyncio.wait, not wait_for: wait_for awaits the cancelled step, which a
+        # step that swallows cancellation would make endless
+        done, _ = await asyncio.wait({task}, timeout=SHUTDOWN_STEP_TIMEOUT_S)
+        if not done:
+            task.cancel()
+            log.warning("shutdown: %s did not stop within %.0f s; going on", what,
+                        SHUTDOWN_STEP_TIMEOUT_S)
+        elif not task.cancelled() and task.exception() is not None:
+            log.error("shutdown: stopping %s failed: %r; going on", what, task.exception())
 
     async def _controlled_shutdown(self) -> None:
         """Ask the active controller to move our leaderships away (ControlledShutdown)."""

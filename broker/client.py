@@ -123,8 +123,9 @@ class KafkaConnection:
         Raises KafkaConnectionError when the broker cannot be reached within
         ``timeout`` seconds or the handshake fails."""
         try:
-            reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port), timeout)
-        except (OSError, asyncio.TimeoutError) as e:
+            async with asyncio.timeout(timeout):   # not wait_for: see _send
+                reader, writer = await asyncio.open_connection(host, port)
+        except (OSError, TimeoutError) as e:
             raise KafkaConnectionError(f"cannot connect to {host}:{port}: "
                                        f"{e or type(e).__name__}", host, port) from e
         conn = cls(reader, writer, host=host, port=port, client_id=client_id, timeout=timeout,
@@ -254,9 +255,12 @@ class KafkaConnection:
         for ``limit`` seconds leaves a frame half sent, which cannot be taken
         back: the connection is failed then, as on a socket error."""
         try:
-            await asyncio.wait_for(self._writer.drain(), limit)
+            # asyncio.timeout, not wait_for: Python 3.11's wait_for can swallow a cancel
+            # that races with the inner await completing (the caller's task then lives on)
+            async with asyncio.timeout(limit):
+                await self._writer.drain()
             return
-        except asyncio.TimeoutError:
+        except TimeoutError:
             error: KafkaConnectionError = RequestTimedOut(
                 f"{self.host}:{self.port} did not take a request within {limit:g} s",
                 self.host, self.port)
@@ -271,8 +275,9 @@ class KafkaConnection:
     async def _wait(self, fut: asyncio.Future[Struct], timeout: float | None) -> Struct:
         limit = self.timeout if timeout is None else timeout
         try:
-            return await asyncio.wait_for(asyncio.shield(fut), limit)
-        except asyncio.TimeoutError:
+            async with asyncio.timeout(limit):   # not wait_for: see _send
+                return await asyncio.shield(fut)
+        except TimeoutError:
             for cid, (f, key, version) in list(self._pending.items()):
                 if f is fut:
                     del self._pending[cid]
@@ -362,13 +367,13 @@ class KafkaConnection:
                                         self.host, self.port))
         if self._read_task is not asyncio.current_task() and not self._read_task.done():
             self._read_task.cancel()
-            try:
-                await self._read_task
-            except asyncio.CancelledError:
-                pass
+            # asyncio.wait, not ``await task`` in a try/except CancelledError: that
+            # would also swallow a cancel aimed at whoever is closing us
+            await asyncio.wait({self._read_task})
         try:  # unsent bytes are flushed first, within the connection's timeout
-            await asyncio.wait_for(self._writer.wait_closed(), self.timeout)
-        except asyncio.TimeoutError:
+            async with asyncio.timeout(self.timeout):
+                await self._writer.wait_closed()
+        except TimeoutError:
             self._writer.transport.abort()
         except (OSError, RuntimeError):
             pass

@@ -56,8 +56,10 @@ class Connection:
         try:
             while True:
                 try:
-                    data = await asyncio.wait_for(self.reader.read(256 * 1024), self.idle_timeout)
-                except asyncio.TimeoutError:
+                    # asyncio.timeout, not wait_for (Python 3.11's can swallow a cancel)
+                    async with asyncio.timeout(self.idle_timeout):
+                        data = await self.reader.read(256 * 1024)
+                except TimeoutError:
                     log.info("closing idle connection %s after %.0f s", self.peer,
                              self.idle_timeout)
                     return

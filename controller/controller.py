@@ -72,7 +72,7 @@ class Controller:
         self.partition_states = PartitionStates()
         self.replica_states = ReplicaStates()
         self.channel = ControllerChannel(broker_id, transport, request_timeout)
-        self.events = EventManager(self.process)
+        self.events = EventManager(self.process, lambda e: _answer(e, NotControllerError()))
         self.active_controller_id: int | None = None
         self._active = False
         self._topic_watches: dict[str, Callable[[], None]] = {}

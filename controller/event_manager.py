@@ -17,8 +17,11 @@ log = logging.getLogger("pybroker.controller")
 
 
 class EventManager:
-    def __init__(self, process: Callable[[Event], Awaitable[None]]) -> None:
+    def __init__(self, process: Callable[[Event], Awaitable[None]],
+                 drop: Callable[[Event], None] | None = None) -> None:
+        """``drop`` is called for each event still queued at ``stop`` (to answer it)."""
         self._process = process
+        self._drop = drop
         self._queue: asyncio.Queue[Event | None] = asyncio.Queue()
         self._task: asyncio.Task[None] | None = None
         self.processed = 0
@@ -51,12 +54,22 @@ class EventManager:
         while not self._queue.empty() or self._in_flight:
             await asyncio.sleep(0.005)
 
-    async def stop(self) -> None:
-        if self._task is None:
+    async def stop(self, timeout: float = 5.0) -> None:
+        """Drop the queued events (as Kafka's ControllerEventManager.close clears its
+        queue: a stopping controller has no business electing leaders for a backlog),
+        let the event in progress finish for up to ``timeout`` seconds, then cancel
+        it. Bounded even if that event ignores cancellation."""
+        task, self._task = self._task, None
+        if task is None:
             return
+        while not self._queue.empty():
+            event = self._queue.get_nowait()
+            if event is not None and self._drop is not None:
+                self._drop(event)
         self._queue.put_nowait(None)
-        try:
-            await asyncio.wait_for(self._task, 5)
-        except (asyncio.TimeoutError, asyncio.CancelledError):
-            self._task.cancel()
-        self._task = None
+        done, _ = await asyncio.wait({task}, timeout=timeout)
+        if not done:
+            log.warning("controller event in progress did not finish within %.0f s; "
+                        "cancelling it", timeout)
+            task.cancel()
+            await asyncio.wait({task}, timeout=1.0)

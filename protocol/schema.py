@@ -133,15 +133,18 @@ class Struct:
 
     __slots__ = ("unknown_tags",)
     SPEC: StructSpec
+    unknown_tags: dict[int, bytes] | None
 
     def __init__(self, **values: Any) -> None:
+        # Each subclass gets a generated keyword-only __init__ (_compile_init); this
+        # generic one serves field names that are not Python identifiers.
         spec = self.SPEC
         for f in spec.fields:
             if f.attr in values:
                 object.__setattr__(self, f.attr, values.pop(f.attr))
             else:
                 object.__setattr__(self, f.attr, f.default_value())
-        self.unknown_tags: dict[int, bytes] | None = values.pop("unknown_tags", None)
+        self.unknown_tags = values.pop("unknown_tags", None)
         if values:
             raise TypeError(f"{spec.name}: unknown fields {sorted(values)}")
 
@@ -178,15 +181,62 @@ class StructSpec:
 
     def __post_init__(self) -> None:
         self.attrs = tuple(f.attr for f in self.fields)
-        self.cls = type(self.name, (Struct,), {"__slots__": self.attrs, "SPEC": self})
         seen: set[str] = set()
         for f in self.fields:
             if f.attr in seen:
                 raise ValueError(f"{self.name}: duplicate field {f.name}")
             seen.add(f.attr)
+        namespace: dict[str, Any] = {"__slots__": self.attrs, "SPEC": self}
+        init = _compile_init(self)
+        if init is not None:
+            namespace["__init__"] = init
+        self.cls = type(self.name, (Struct,), namespace)
 
     def new(self, **values: Any) -> Struct:
         return self.cls(**values)
+
+
+_IMMUTABLE_DEFAULTS = (bool, int, float, str, bytes, _uuid.UUID, type(None))
+
+
+def _compile_init(spec: StructSpec) -> Any:
+    """A keyword-only ``__init__`` for ``spec``'s class, or None when a field name
+    is not an identifier. Structs are built per partition on the hot paths
+    (Fetch responses, replica fetches), where the generic loop over FieldSpecs
+    cost more than encoding them. Immutable defaults are bound as parameter
+    defaults; lists and nested structs get a fresh value per instance."""
+    import keyword
+
+    names = [f.attr for f in spec.fields]
+    if any(not n.isidentifier() or keyword.iskeyword(n) or n in ("self", "unknown_tags")
+           for n in names):
+        return None
+    env: dict[str, Any] = {"_MISSING": _MISSING}
+    params, body = [], []
+    for i, f in enumerate(spec.fields):
+        value = f.default_value()
+        if isinstance(value, _IMMUTABLE_DEFAULTS):
+            env[f"_d{i}"] = value
+            params.append(f"{f.attr}=_d{i}")
+            body.append(f"    self.{f.attr} = {f.attr}")
+        else:
+            env[f"_f{i}"] = f.default_value
+            params.append(f"{f.attr}=_MISSING")
+            body.append(f"    self.{f.attr} = _f{i}() if {f.attr} is _MISSING else {f.attr}")
+    src = ("def __init__(self, *, " + "".join(p + ", " for p in params) + "unknown_tags=None):\n"
+           + "".join(line + "\n" for line in body) + "    self.unknown_tags = unknown_tags\n")
+    exec(compile(src, f"<struct {spec.name}>", "exec"), env)
+    return env["__init__"]
+
+
+class _Missing:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<missing>"
+
+
+_MISSING = _Missing()
 
 
 @dataclass(eq=False)

@@ -358,11 +358,17 @@ class LogSegment:
     def append(self, data: bytes | bytearray | memoryview,
                batches: list[tuple[int, BatchHeader]], base_offsets: list[int] | None,
                leader_epoch: int | None, append_time: int | None) -> None:
-        """Copy ``data`` (the batches) to the end of the segment, then patch in place.
+        """Write ``data`` (the batches) at the end of the segment, patched on the way.
 
         ``base_offsets``: offsets to assign per batch (leader), or None to keep
         the batches' own (follower). ``leader_epoch`` is stamped into each
         batch when given; ``append_time`` makes the batches LogAppendTime.
+
+        The bytes go in with pwrite, as Kafka's FileChannel.write; the mapping
+        serves reads. A first store through a shared mapping into a sparse page
+        costs a page fault with block allocation — measured ~300 us on ext4
+        against ~1 us for pwrite — which made a round of small appends to many
+        partitions (one new page each) cost a third of a millisecond apiece.
         """
         mm = self._mm
         if mm is None:
@@ -370,23 +376,28 @@ class LogSegment:
         start = self.size
         if start + len(data) > len(mm):
             raise ValueError(f"append of {len(data)} bytes overflows segment {self.log_path}")
-        mm[start:start + len(data)] = data
-        if start == 0:
-            self._rolling_ts_loaded = False  # the first batch sets it
+        patched = base_offsets is not None or leader_epoch is not None or append_time is not None
+        buf = bytearray(data) if patched else data
+        entries: list[tuple[int, int, int, int]] = []   # (position, size, last offset, max ts)
         for i, (rel, header) in enumerate(batches):
-            pos = start + rel
             base = header.base_offset
             if base_offsets is not None:
                 base = base_offsets[i]
-                records.patch_base_offset(mm, pos, base)
+                records.patch_base_offset(buf, rel, base)
             if leader_epoch is not None:
-                records.patch_leader_epoch(mm, pos, leader_epoch)
+                records.patch_leader_epoch(buf, rel, leader_epoch)
             max_ts = header.max_timestamp
             if append_time is not None:
-                records.set_log_append_time(mm, pos, append_time)
+                records.set_log_append_time(buf, rel, append_time)
                 max_ts = append_time
-            last = base + header.last_offset_delta
-            self._index_batch(pos, header.size, last, max_ts)
+            entries.append((start + rel, header.size, base + header.last_offset_delta, max_ts))
+        written = os.pwrite(self._wfd, buf, start)
+        if written != len(buf):
+            raise OSError(f"short write to {self.log_path}: {written} of {len(buf)} bytes")
+        if start == 0:
+            self._rolling_ts_loaded = False  # the first batch sets it
+        for entry in entries:               # indexed only once the bytes are in the file
+            self._index_batch(*entry)
         self.size = start + len(data)
         if not self._rolling_ts_loaded:
             self.rolling_timestamp()

@@ -72,10 +72,14 @@ class CachedPartition:
     request: FetchPartitionRequest
     high_watermark: int = -1
     log_start_offset: int = -1
+    # the partition's change_seq when a read last found the fetcher caught up (-1:
+    # not known to be); ReplicaManager.fetch skips the partition while it holds
+    caught_up_seq: int = -1
 
     def must_respond(self, r: FetchPartitionResult) -> bool:
         """Kafka ``maybeUpdateResponseData``: whether ``r`` goes in an incremental answer
         (updating what the session remembers)."""
+        self.caught_up_seq = r.caught_up_seq
         respond = r.size > 0 or r.diverging_epoch is not None
         if self.high_watermark != r.high_watermark:
             respond, self.high_watermark = True, r.high_watermark
@@ -205,6 +209,7 @@ async def handle_fetch(ctx: RequestContext, request: Struct) -> Struct:
     session_id, epoch = (request.session_id, request.session_epoch) if version >= 7 else (0, FINAL_EPOCH)
     session: FetchSession | None = None
     fetch = req.fetch
+    unchanged_since: dict[TP, int] | None = None
     if epoch in (INITIAL_EPOCH, FINAL_EPOCH):
         if session_id != INVALID_SESSION_ID:
             cache.remove(session_id)
@@ -220,6 +225,7 @@ async def handle_fetch(ctx: RequestContext, request: Struct) -> Struct:
                 session.partitions[tp] = CachedPartition(req.topic_ids.get(tp[0], ZERO_UUID), preq)
             else:
                 cached.request = preq
+                cached.caught_up_seq = -1   # a new position: read it
         for tp in req.forgotten:
             session.partitions.pop(tp, None)
         if not session.partitions:
@@ -228,17 +234,21 @@ async def handle_fetch(ctx: RequestContext, request: Struct) -> Struct:
         else:
             session.epoch = next_epoch(session.epoch)
             session.last_used_ms = replicas.clock()
-            fetch = {tp: c.request for tp, c in session.partitions.items()}
+            fetch, unchanged_since = {}, {}
+            for tp, c in session.partitions.items():
+                fetch[tp] = c.request
+                if c.caught_up_seq >= 0:
+                    unchanged_since[tp] = c.caught_up_seq
     expected_epoch = session.epoch if session is not None else None
     denied = _unauthorized(ctx, replica_id, fetch)  # ACL: READ topic / CLUSTER_ACTION
-    allowed_fetch = {tp: f for tp, f in fetch.items() if tp not in denied}
+    allowed_fetch = {tp: f for tp, f in fetch.items() if tp not in denied} if denied else fetch
     results: dict[TP, FetchPartitionResult] = {}
     if allowed_fetch or not denied:
         results = await replicas.fetch(
             replica_id, request.max_wait_ms, request.min_bytes,
             request.max_bytes if version >= 3 else INT32_MAX,
             request.isolation_level if version >= 4 else 0, allowed_fetch,
-            hard_max_bytes_limit=version <= 2)
+            hard_max_bytes_limit=version <= 2, unchanged_since=unchanged_since)
     for tp in denied:
         results[tp] = FetchPartitionResult(error=ErrorCode.TOPIC_AUTHORIZATION_FAILED)
     response_session = INVALID_SESSION_ID
@@ -253,7 +263,8 @@ async def handle_fetch(ctx: RequestContext, request: Struct) -> Struct:
         if created is not None:
             for tp, r in results.items():
                 created.partitions[tp] = CachedPartition(req.topic_ids.get(tp[0], ZERO_UUID), fetch[tp],
-                                                         r.high_watermark, r.log_start_offset)
+                                                         r.high_watermark, r.log_start_offset,
+                                                         r.caught_up_seq)
             response_session = created.id
     topic_ids = dict(req.topic_ids)
     if session is not None:

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from broker.client import KafkaConnectionError
+from broker.tasks import cancel_and_wait
 from broker.replication.partition import (FENCED_ERRORS, REVERT_ERRORS, Partition,
                                           PendingIsrChange)
 from broker.replication.partition_state import NO_TOPIC_ID
@@ -128,8 +129,7 @@ class AlterPartitionManager:
     async def shutdown(self) -> None:
         task, self._task = self._task, None
         if task is not None:
-            task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
+            await cancel_and_wait(task)
 
     # -- the sender ----------------------------------------------------------------------
 

@@ -32,6 +32,7 @@ follower's HW lags the leader's by a fetch round trip.
 
 from __future__ import annotations
 
+import itertools
 import logging
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -49,6 +50,11 @@ Clock = Callable[[], int]
 
 READ_UNCOMMITTED = 0
 READ_COMMITTED = 1
+
+# Change sequence numbers, unique across all Partition objects of the process: a
+# fetch session remembers the number at which it last found a partition with
+# nothing to send, and skips the partition while the number is unchanged.
+_change_seq = itertools.count(1)
 
 
 @dataclass(slots=True)
@@ -128,6 +134,9 @@ class Partition:
         self.pending_isr: PendingIsrChange | None = None
         self.isr_sink: IsrSink | None = None   # None: ISR changes are never proposed
         self.producer_expiration_ms: int | None = None
+        # bumped by mark_changed (ReplicaManager._partition_changed) on every append,
+        # HW move and role change: what a fetch could answer differently about
+        self.change_seq = next(_change_seq)
 
     def __repr__(self) -> str:
         return (f"Partition({self.topic}-{self.partition}, leader={self.leader_id}, "
@@ -444,6 +453,25 @@ class Partition:
         state.last_fetch_leader_leo = leo
         self.maybe_expand_isr(replica_id)
         return self.maybe_increment_high_watermark()
+
+    def mark_changed(self) -> None:
+        self.change_seq = next(_change_seq)
+
+    def refresh_caught_up_follower(self, replica_id: int, now: int) -> bool:
+        """A follower fetched again at the offset of its last fetch, which was our
+        LEO, nothing having changed here since (the caller checked ``change_seq``;
+        the LEO cannot have moved without a change): if it is an ISR member, note
+        it caught up at ``now`` and return True — the whole of
+        ``update_follower_fetch_state`` would do no more. False: take that path.
+        Runs for every idle partition of every replica fetch, so it is kept to a
+        lookup and two stores."""
+        state = self.followers.get(replica_id)
+        if state is None or self.pending_isr is not None or replica_id not in self.isr:
+            return False
+        if now > state.last_caught_up_ms:
+            state.last_caught_up_ms = now
+        state.last_fetch_ms = now
+        return True
 
     def maybe_expand_isr(self, replica_id: int) -> bool:
         """Propose ``replica_id`` for the ISR once its LEO reached our HW and the

@@ -10,10 +10,17 @@ Theory of operation (Kafka's verbs; asyncio replaces locks and reaper threads):
    with the timer seam (``loop.call_later`` by default, a fake in tests).
 2. Whoever changes a partition (append, high-watermark move, leadership
    change) calls ``check_and_complete(key)``; each op watched there runs
-   ``try_complete``, which calls ``force_complete`` when its condition holds.
+   ``try_complete_for(key)``, which calls ``force_complete`` when its
+   condition holds. The two data-path ops re-check only that key (a Fetch or
+   Produce over 1,000 partitions must not re-read all 1,000 on every change:
+   that made acks=all to many partitions quadratic); Kafka re-checks every
+   partition of the op, which is cheap there because it compares offsets only.
 3. ``force_complete`` is the single exit: it flips ``completed`` once, cancels
-   the timer, unwatches the op everywhere and runs ``on_complete`` (which
-   resolves the future the handler awaits). Expiry runs ``force_complete``
+   the timer and runs ``on_complete`` (which resolves the future the handler
+   awaits). A completed op leaves its watch lists lazily, as Kafka's: the next
+   check of a key drops it, and a sweep of every list runs once completed
+   entries pile up (a replica fetch watches all of its 1,000 partitions and
+   completes on one; unwatching the other 999 each time was most of its cost). Expiry runs ``force_complete``
    then ``on_expiration``, as Kafka's ``DelayedOperation.run``.
 
 Everything runs on the event loop thread, so a check never interleaves with
@@ -64,6 +71,11 @@ class DelayedOperation:
         """Check the condition; call ``force_complete`` and return its result when met."""
         raise NotImplementedError
 
+    def try_complete_for(self, key: Hashable) -> bool:
+        """``try_complete`` after a change under ``key`` alone; ops whose condition
+        is per key override it to re-check just that key."""
+        return self.try_complete()
+
     def on_complete(self) -> None:
         """Build the result (runs exactly once, on success or expiry)."""
         raise NotImplementedError
@@ -82,7 +94,7 @@ class DelayedOperation:
             self._timer.cancel()
             self._timer = None
         if self._purgatory is not None:
-            self._purgatory._unwatch(self)
+            self._purgatory._completed(self)
         self.on_complete()
         return True
 
@@ -98,11 +110,16 @@ class DelayedOperation:
 class Purgatory:
     """Ops watched by key; completes them on ``check_and_complete`` or expiry."""
 
+    # sweep the watch lists once this many entries belong to completed ops
+    PURGE_AFTER = 20_000
+
     def __init__(self, name: str, timer: Timer | None = None) -> None:
         self.name = name
         self.timer: Timer = timer or LoopTimer()
-        # key -> ops watched there; a dict as an insertion-ordered set
+        # key -> ops watched there; a dict as an insertion-ordered set. May hold
+        # completed ops (dropped lazily, see the module docstring).
         self._watchers: dict[Hashable, dict[DelayedOperation, None]] = {}
+        self._stale = 0      # watch entries of completed ops not yet dropped
 
     def try_complete_else_watch(self, op: DelayedOperation, keys: Iterable[Hashable]) -> bool:
         """Complete ``op`` now if possible; otherwise watch it and schedule its expiry.
@@ -111,12 +128,17 @@ class Purgatory:
         """
         if op.try_complete():
             return True
+        self.watch(op, keys)
+        return False
+
+    def watch(self, op: DelayedOperation, keys: Iterable[Hashable]) -> None:
+        """Watch ``op`` without trying it first: for a caller that has just found it
+        cannot complete (on the loop thread, so nothing changed since)."""
         op._purgatory = self
         op._keys = tuple(keys)
         for key in op._keys:
             self._watchers.setdefault(key, {})[op] = None
         op._timer = self.timer.call_later(max(op.delay_ms, 0) / 1000, op._expire)
-        return False
 
     def check_and_complete(self, key: Hashable) -> int:
         """Try every op watched under ``key``; how many completed."""
@@ -125,28 +147,41 @@ class Purgatory:
             return 0
         done = 0
         for op in list(ops):
-            if not op.completed and op.try_complete():
+            if op.completed:
+                if ops.pop(op, 0) is None:   # (a sweep during this loop may have taken it)
+                    self._stale = max(0, self._stale - 1)
+            elif op.try_complete_for(key):
                 done += 1
+        if not ops and self._watchers.get(key) is ops:
+            del self._watchers[key]
         return done
 
     def watched(self, key: Hashable | None = None) -> int:
-        """Ops watched under ``key`` (or in total, counted once each)."""
+        """Ops watched under ``key`` (or in total, counted once each), completed ones not
+        counted."""
         if key is not None:
-            return len(self._watchers.get(key, ()))
-        return len({op for ops in self._watchers.values() for op in ops})
+            return sum(1 for op in self._watchers.get(key, ()) if not op.completed)
+        return len({op for ops in self._watchers.values() for op in ops if not op.completed})
 
     def complete_all(self) -> int:
         """Force every watched op to complete (shutdown)."""
         ops = {op for ops in self._watchers.values() for op in ops}
         return sum(1 for op in ops if op.force_complete())
 
-    def _unwatch(self, op: DelayedOperation) -> None:
-        for key in op._keys:
-            ops = self._watchers.get(key)
-            if ops is not None:
-                ops.pop(op, None)
-                if not ops:
-                    del self._watchers[key]
+    def _completed(self, op: DelayedOperation) -> None:
+        self._stale += len(op._keys)
+        if self._stale >= self.PURGE_AFTER:
+            self.purge_completed()
+
+    def purge_completed(self) -> None:
+        """Drop completed ops from every watch list."""
+        for key in list(self._watchers):
+            ops = self._watchers[key]
+            for op in [op for op in ops if op.completed]:
+                del ops[op]
+            if not ops:
+                del self._watchers[key]
+        self._stale = 0
 
 
 # -- the two delayed operations of the data path ----------------------------------------
@@ -175,12 +210,20 @@ class DelayedProduce(DelayedOperation):
         self.errors: dict[TopicPartition, int] = {tp: ErrorCode.REQUEST_TIMED_OUT for tp in pending}
 
     def try_complete(self) -> bool:
-        for tp, required in list(self.pending.items()):
-            done, error = self.check(tp, required)
-            if done:
-                self.errors[tp] = error
-                del self.pending[tp]
+        for tp in list(self.pending):
+            self._check(tp)
         return not self.pending and self.force_complete()
+
+    def try_complete_for(self, key: Hashable) -> bool:
+        if key in self.pending:
+            self._check(key)  # type: ignore[arg-type]
+        return not self.pending and self.force_complete()
+
+    def _check(self, tp: TopicPartition) -> None:
+        done, error = self.check(tp, self.pending[tp])
+        if done:
+            self.errors[tp] = error
+            del self.pending[tp]
 
     def on_complete(self) -> None:
         if not self.future.done():
@@ -190,24 +233,42 @@ class DelayedProduce(DelayedOperation):
 class DelayedFetch(DelayedOperation):
     """A fetch waiting for ``min_bytes`` (or any error/divergence) until max wait.
 
-    ``probe() -> (bytes available, must_answer)`` measures the partitions
-    without building a response (Kafka ``DelayedFetch.tryComplete``);
-    ``complete()`` reads them for real once, when the op completes.
+    ``probe(tp) -> (bytes available, must_answer)`` measures one partition
+    without building a response (Kafka ``DelayedFetch.tryComplete``); the op
+    keeps each partition's last measure, so a change re-measures only the
+    partition it names. ``complete()`` reads them for real once, when the op
+    completes.
     """
 
-    def __init__(self, delay_ms: int, min_bytes: int, probe: Callable[[], tuple[int, bool]],
+    def __init__(self, delay_ms: int, min_bytes: int, available: dict[Hashable, int],
+                 probe: Callable[[Any], tuple[int, bool]],
                  complete: Callable[[], Any], future: asyncio.Future[Any]) -> None:
+        """``available``: each partition's bytes as last measured (0 if not yet)."""
         super().__init__(delay_ms)
         self.min_bytes = min_bytes
         self.probe = probe
         self.complete = complete
         self.future = future
+        self._available = dict(available)
+        self._total = sum(self._available.values())
 
     def try_complete(self) -> bool:
-        available, must_answer = self.probe()
-        if must_answer or available >= self.min_bytes:
+        for key in self._available:
+            if self._measure(key):
+                return self.force_complete()
+        return self._total >= self.min_bytes and self.force_complete()
+
+    def try_complete_for(self, key: Hashable) -> bool:
+        if key in self._available and self._measure(key):
             return self.force_complete()
-        return False
+        return self._total >= self.min_bytes and self.force_complete()
+
+    def _measure(self, key: Hashable) -> bool:
+        """Re-measure one partition; True when it must be answered now."""
+        available, must_answer = self.probe(key)
+        self._total += available - self._available[key]
+        self._available[key] = available
+        return must_answer
 
     def on_complete(self) -> None:
         if self.future.done():

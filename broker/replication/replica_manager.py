@@ -109,6 +109,9 @@ class FetchPartitionResult:
     log_start_offset: int = -1
     records: Any = b""                        # bytes or SliceRecords
     diverging_epoch: tuple[int, int] | None = None  # (epoch, end offset) for a follower to truncate to
+    # the partition's change_seq when this read found the fetcher caught up with
+    # nothing to send (-1 otherwise): what a fetch session remembers, see fetch()
+    caught_up_seq: int = -1
 
     @property
     def size(self) -> int:
@@ -324,8 +327,17 @@ class ReplicaManager:
         if self.alter_partitions is not None:
             await self.alter_partitions.shutdown()
 
+    def log_starts_moved(self) -> None:
+        """Retention moved log start offsets: fetch sessions must look again (their
+        answers carry the log start; see ``fetch``'s ``unchanged_since``)."""
+        for p in self.partitions.values():
+            p.mark_changed()
+
     def _partition_changed(self, tp: TopicPartition) -> None:
         """Data, HW or role changed: let waiting fetches and produces re-check."""
+        p = self.partitions.get(tp)
+        if p is not None:
+            p.mark_changed()
         self.fetch_purgatory.check_and_complete(tp)
         self.produce_purgatory.check_and_complete(tp)
 
@@ -391,45 +403,77 @@ class ReplicaManager:
 
     async def fetch(self, replica_id: int, max_wait_ms: int, min_bytes: int, max_bytes: int,
                     isolation: int, entries: dict[TopicPartition, FetchPartitionRequest], *,
-                    hard_max_bytes_limit: bool = False) -> dict[TopicPartition, FetchPartitionResult]:
+                    hard_max_bytes_limit: bool = False,
+                    unchanged_since: dict[TopicPartition, int] | None = None
+                    ) -> dict[TopicPartition, FetchPartitionResult]:
         """Read every partition in request order; wait (purgatory) while short of ``min_bytes``.
 
         ``max_bytes`` bounds the whole response; unless ``hard_max_bytes_limit``
         (Fetch v0-2) the first non-empty partition returns at least one whole
         batch even above the limits (Kafka's "at least one batch" rule).
+
+        ``unchanged_since`` (incremental fetch sessions): tp -> the partition's
+        ``change_seq`` when the session last found its fetcher caught up, for
+        partitions whose fetch position has not changed since. While the number
+        is the same nothing new can be answered: such a partition is left out of
+        the result unread (a follower's caught-up time is refreshed), yet still
+        watched, so new data wakes the fetch. This keeps a replica fetch over
+        1,000 mostly idle partitions at the cost of the few that changed.
         """
+        known = unchanged_since or {}
+        partitions = self.partitions
+        skip: set[TopicPartition] = set()      # unchanged since the session last looked
         if replica_id >= 0:
+            now = self.clock()
             for tp, req in entries.items():
-                p = self.partitions.get(tp)
-                if (p is not None and _valid_follower_position(p, req)
+                p = partitions.get(tp)
+                if p is None:
+                    continue
+                if known.get(tp) == p.change_seq and p.refresh_caught_up_follower(replica_id, now):
+                    skip.add(tp)
+                    continue
+                if (_valid_follower_position(p, req)
                         and p.update_follower_fetch_state(replica_id, req.fetch_offset)):
                     self._partition_changed(tp)
+        elif known:
+            skip = {tp for tp, seq in known.items()
+                    if (p := partitions.get(tp)) is not None and p.change_seq == seq}
 
         def read() -> dict[TopicPartition, FetchPartitionResult]:
-            return self._read_all(replica_id, max_bytes, isolation, entries, hard_max_bytes_limit)
+            """The delayed read: partitions changed while the fetch waited are read."""
+            still = {tp for tp in skip
+                     if (p := partitions.get(tp)) is not None and p.change_seq == known[tp]}
+            return self._read_all(replica_id, max_bytes, isolation, entries, hard_max_bytes_limit,
+                                  still)
 
-        results = read()
+        results = self._read_all(replica_id, max_bytes, isolation, entries, hard_max_bytes_limit,
+                                 skip)
         if (max_wait_ms <= 0 or not entries or sum(r.size for r in results.values()) >= min_bytes
                 or any(r.error or r.diverging_epoch for r in results.values())):
             return results
 
-        def probe() -> tuple[int, bool]:
-            now = read()
-            return (sum(r.size for r in now.values()),
-                    any(r.error or r.diverging_epoch for r in now.values()))
+        def probe(tp: TopicPartition) -> tuple[int, bool]:
+            r = self._read_partition(tp, entries[tp], replica_id, isolation,
+                                     entries[tp].max_bytes, True)
+            return r.size, bool(r.error or r.diverging_epoch)
 
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        op = DelayedFetch(max_wait_ms, min_bytes, probe, read, future)
-        self.fetch_purgatory.try_complete_else_watch(op, list(entries))
+        measured = dict.fromkeys(entries, 0)
+        measured.update((tp, r.size) for tp, r in results.items())
+        op = DelayedFetch(max_wait_ms, min_bytes, measured, probe, read, future)
+        self.fetch_purgatory.watch(op, list(entries))   # just measured: short of min_bytes
         return await future  # type: ignore[no-any-return]
 
     def _read_all(self, replica_id: int, max_bytes: int, isolation: int,
                   entries: dict[TopicPartition, FetchPartitionRequest],
-                  hard_max_bytes_limit: bool) -> dict[TopicPartition, FetchPartitionResult]:
+                  hard_max_bytes_limit: bool, skip: set[TopicPartition]
+                  ) -> dict[TopicPartition, FetchPartitionResult]:
         remaining = max_bytes
         min_one = not hard_max_bytes_limit
         out: dict[TopicPartition, FetchPartitionResult] = {}
         for tp, req in entries.items():
+            if tp in skip:
+                continue   # nothing new since the session last looked (see fetch)
             r = self._read_partition(tp, req, replica_id, isolation,
                                      max(0, min(req.max_bytes, remaining)), min_one)
             if r.size:
@@ -453,9 +497,14 @@ class ReplicaManager:
         diverging = p.diverging_epoch(req.last_fetched_epoch, req.fetch_offset)
         if diverging is not None:
             return FetchPartitionResult(ErrorCode.NONE, hw, lso, start, b"", diverging)
+        upper = p.fetch_upper_bound(replica_id, isolation)
+        if start <= req.fetch_offset == (p.log_end_offset if upper is None else upper):
+            # caught up: nothing to read (the common case of a replica fetch over many
+            # partitions, most of them idle)
+            return FetchPartitionResult(ErrorCode.NONE, hw, lso, start, b"",
+                                        caught_up_seq=p.change_seq)
         try:
-            rr = p.read(req.fetch_offset, limit, upper=p.fetch_upper_bound(replica_id, isolation),
-                        min_one_batch=min_one)
+            rr = p.read(req.fetch_offset, limit, upper=upper, min_one_batch=min_one)
         except OffsetOutOfRangeError:
             return FetchPartitionResult(ErrorCode.OFFSET_OUT_OF_RANGE, hw, lso, start)
         records = SliceRecords(rr.slice) if rr.slice.size else b""
@@ -549,6 +598,7 @@ class ReplicaManager:
             return ErrorCode.OFFSET_OUT_OF_RANGE, -1
         if plog.maybe_increment_log_start_offset(target):
             log.info("%s-%d: log start offset moved to %d by DeleteRecords", tp[0], tp[1], target)
+            self._partition_changed(tp)
         return ErrorCode.NONE, plog.log_start_offset
 
     # -- background work (the broker schedules these) ------------------------------------

@@ -86,7 +86,8 @@ def test_delayed_fetch_completes_on_min_bytes() -> None:
         p = Purgatory("fetch", clock)
         available = [0]
         fut = asyncio.get_running_loop().create_future()
-        op = DelayedFetch(1000, 10, lambda: (available[0], False), lambda: available[0], fut)
+        op = DelayedFetch(1000, 10, {"k": 0}, lambda _tp: (available[0], False), lambda: available[0],
+                          fut)
         assert not p.try_complete_else_watch(op, ["k"])
         available[0] = 5
         p.check_and_complete("k")
@@ -95,3 +96,83 @@ def test_delayed_fetch_completes_on_min_bytes() -> None:
         p.check_and_complete("k")
         assert fut.result() == 12 and clock.pending == 0
     asyncio.run(main())
+
+
+def test_delayed_fetch_remeasures_only_the_changed_partition() -> None:
+    async def main() -> None:
+        clock = FakeClock()
+        p = Purgatory("fetch", clock)
+        keys = [("t", i) for i in range(1000)]
+        available = dict.fromkeys(keys, 0)
+        probed: list[tuple[str, int]] = []
+
+        def probe(tp: tuple[str, int]) -> tuple[int, bool]:
+            probed.append(tp)
+            return available[tp], False
+        fut = asyncio.get_running_loop().create_future()
+        op = DelayedFetch(1000, 10, dict(available), probe, lambda: "read", fut)
+        p.watch(op, keys)
+        available[("t", 3)] = 4
+        p.check_and_complete(("t", 3))
+        available[("t", 7)] = 5
+        p.check_and_complete(("t", 7))
+        assert probed == [("t", 3), ("t", 7)] and not fut.done()
+        available[("t", 3)] = 6        # re-measured, not added twice: 6 + 5 >= 10
+        p.check_and_complete(("t", 3))
+        assert fut.result() == "read" and p.watched() == 0
+    asyncio.run(main())
+
+
+def test_delayed_fetch_answers_at_once_on_an_error_in_one_partition() -> None:
+    async def main() -> None:
+        p = Purgatory("fetch", FakeClock())
+        fut = asyncio.get_running_loop().create_future()
+        op = DelayedFetch(1000, 1 << 20, {"a": 0, "b": 0},
+                          lambda tp: (0, tp == "b"), lambda: "answer", fut)
+        p.watch(op, ["a", "b"])
+        assert p.check_and_complete("a") == 0
+        assert p.check_and_complete("b") == 1 and fut.result() == "answer"
+    asyncio.run(main())
+
+
+def test_delayed_produce_checks_only_the_changed_partition() -> None:
+    async def main() -> None:
+        p = Purgatory("produce", FakeClock())
+        hw = {("t", i): 0 for i in range(100)}
+        checked: list[tuple[str, int]] = []
+
+        def check(tp: tuple[str, int], required: int) -> tuple[bool, int]:
+            checked.append(tp)
+            return hw[tp] >= required, ErrorCode.NONE
+        fut = asyncio.get_running_loop().create_future()
+        op = DelayedProduce(500, dict.fromkeys(hw, 1), check, fut)
+        assert not p.try_complete_else_watch(op, list(hw))
+        checked.clear()
+        for tp in hw:
+            hw[tp] = 1
+            p.check_and_complete(tp)
+        assert checked == list(hw)       # one check per change, not one per pending partition
+        assert fut.result() == dict.fromkeys(hw, ErrorCode.NONE)
+    asyncio.run(main())
+
+
+def test_completed_ops_leave_watch_lists_lazily_and_in_a_sweep() -> None:
+    clock = FakeClock()
+    p = Purgatory("t", clock)
+    p.PURGE_AFTER = 10
+    first = Op(100)
+    p.try_complete_else_watch(first, ["a", "b", "c"])
+    first.ready = True
+    assert p.check_and_complete("a") == 1
+    # completed: no longer counted, dropped from "b" when "b" is next checked
+    assert p.watched() == 0 and p.watched("b") == 0
+    assert p.check_and_complete("b") == 0 and "b" not in p._watchers and "c" in p._watchers
+    ops = [Op(100) for _ in range(4)]
+    for op in ops:
+        p.try_complete_else_watch(op, ["x", "y", "z"])
+    for op in ops[:3]:
+        op.force_complete()      # 2 + 9 stale entries: past PURGE_AFTER, swept
+    assert set(p._watchers) == {"x", "y", "z"} and p._stale == 0
+    assert all(list(ops_at) == [ops[3]] for ops_at in p._watchers.values())
+    ops[3].force_complete()
+    assert p._stale == 3 and p.watched() == 0
