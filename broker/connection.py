@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+import time
 from typing import Any
 
 from broker.context import RequestContext
@@ -35,6 +36,8 @@ from protocol.primitives import DecodeError
 from protocol.spec import all_apis
 
 log = logging.getLogger(__name__)
+# one line per request received and answered, at DEBUG (Kafka's kafka.request.logger)
+request_log = logging.getLogger("pybroker.request")
 _ids = itertools.count(1)
 
 
@@ -106,6 +109,12 @@ class Connection:
                         self.peer, spec.name, header.api_version, e, frame[:64].hex())
             return False
         ctx = RequestContext(header=header, connection=self, broker=self.broker)
+        traced = request_log.isEnabledFor(logging.DEBUG)
+        if traced:
+            started = time.monotonic()
+            request_log.debug("%s v%d corr %d from %s (%s): received", spec.name,
+                              header.api_version, header.correlation_id, self.peer,
+                              header.client_id)
         try:
             response = await dispatch(ctx, header, body)
         except Exception:
@@ -114,6 +123,11 @@ class Connection:
             return False
         if response is not None:
             await self._send(header.api_key, header.api_version, header.correlation_id, response)
+        if traced:
+            request_log.debug("%s v%d corr %d from %s: answered in %.1f ms, error %s",
+                              spec.name, header.api_version, header.correlation_id, self.peer,
+                              (time.monotonic() - started) * 1000,
+                              getattr(response, "error_code", "-"))
         return True
 
     async def _send(self, api_key: int, version: int, correlation_id: int, body: Any) -> None:

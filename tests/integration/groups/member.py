@@ -15,6 +15,7 @@ import asyncio
 import json
 import signal
 import sys
+import time
 from typing import Any
 
 SESSION_TIMEOUT_MS = 6000
@@ -62,12 +63,24 @@ def run_kafka_python(bootstrap: str, topic: str, group: str, assignor: str) -> N
     from kafka.coordinator.assignors.range import RangePartitionAssignor
     from kafka.coordinator.assignors.cooperative_sticky import CooperativeStickyAssignor
     from kafka.errors import KafkaError
-    c = KafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=group,
+    c = KafkaConsumer(bootstrap_servers=bootstrap, group_id=group,
                       auto_offset_reset="earliest", enable_auto_commit=False,
                       session_timeout_ms=SESSION_TIMEOUT_MS, heartbeat_interval_ms=500,
                       partition_assignment_strategy=[
                           CooperativeStickyAssignor if assignor == "cooperative"
                           else RangePartitionAssignor])
+    # Subscribe only once the client's metadata knows the topic. kafka-python 3.0.12
+    # loses a leader otherwise: a leader that joined before its metadata had the
+    # partitions assigns nothing, rejoins when the metadata arrives, and if
+    # poll(timeout_ms=100) gives up while that join is in flight, performing the
+    # assignment clears the very condition (metadata snapshot != assignment snapshot)
+    # that join_group_async loops on — the finished join is never collected, the
+    # heartbeat it disabled is never re-enabled, and the member sits out of the group
+    # until the session times out and for ever after. Found from the member's and the
+    # coordinator's request logs (the broker answered every request of that member).
+    while not stop and not c.partitions_for_topic(topic):
+        time.sleep(0.05)
+    c.subscribe([topic])
     last: list[int] | None = None
     while not stop:
         batches = c.poll(timeout_ms=100)
@@ -115,6 +128,13 @@ async def run_aiokafka(bootstrap: str, topic: str, group: str, assignor: str) ->
 
 def main() -> None:
     client, bootstrap, topic, group, assignor = sys.argv[1:6]
+    import logging
+    import os
+    # the client's own group-protocol log on stderr (the test reports it on failure)
+    logging.basicConfig(stream=sys.stderr, level=logging.WARNING,
+                        format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    for name in ("kafka.coordinator", "aiokafka.consumer.group_coordinator"):
+        logging.getLogger(name).setLevel(os.environ.get("MEMBER_LOG_LEVEL", "INFO"))
     signal.signal(signal.SIGTERM, on_term)
     if client == "confluent":
         run_confluent(bootstrap, topic, group, assignor)
