@@ -290,6 +290,12 @@ class KafkaConnection:
             if fut.done():  # resolved at the deadline, or failed by the connection
                 return fut.result()
             raise
+        except asyncio.CancelledError:
+            # the caller went away (a fetcher stopping): the request stays pending so the
+            # response still pairs by correlation id, and whatever ends it is not
+            # reported as "Future exception was never retrieved"
+            fut.add_done_callback(_consume_outcome)
+            raise
 
     # -- reading ---------------------------------------------------------------------
 
@@ -387,3 +393,9 @@ class KafkaConnection:
     def __repr__(self) -> str:
         state = "closed" if self.closed else f"{self.in_flight} in flight"
         return f"<KafkaConnection {self.host}:{self.port} {state}>"
+
+
+def _consume_outcome(fut: asyncio.Future[Any]) -> None:
+    """Mark a future's exception retrieved (nobody awaits it any more)."""
+    if not fut.cancelled():
+        fut.exception()
