@@ -51,3 +51,22 @@ def rss_kib(pid: int) -> dict[str, int]:
 
 def command_line() -> str:
     return " ".join([".venv/bin/python", os.path.relpath(sys.argv[0], REPO), *sys.argv[1:]])
+
+
+class Figures:
+    """The figures a benchmark prints, each against its target if it has one:
+    ``targets`` maps a figure's name to (">=" or "<=", target)."""
+
+    def __init__(self, targets: dict[str, tuple[str, float]], width: int = 24) -> None:
+        self.targets = targets
+        self.width = width
+        self.values: dict[str, float] = {}
+
+    def report(self, name: str, value: float, unit: str, extra: str = "") -> None:
+        self.values[name] = value
+        op, target = self.targets.get(name, ("", None))
+        verdict = ""
+        if target is not None:
+            ok = value >= target if op == ">=" else value <= target
+            verdict = f"  [target {op} {target:g} {unit}: {'met' if ok else 'NOT met'}]"
+        print(f"{name:<{self.width}} {value:12.3f} {unit}{verdict} {extra}", flush=True)

@@ -34,7 +34,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from bench._env import command_line, zookeeper  # noqa: E402
+from bench._env import Figures, command_line, zookeeper  # noqa: E402
 from broker.client import KafkaConnection  # noqa: E402
 from broker.coordinator import partition_for_group  # noqa: E402
 from protocol.api_keys import ApiKey  # noqa: E402
@@ -48,17 +48,8 @@ TARGETS = {"rebalance_10_members_s": ("<=", 1.0), "offset_commits_per_s": (">=",
 ROUNDS = 3           # commits per partition of each failover group
 BASE = {"log.level": "WARN", "group.initial.rebalance.delay.ms": "0",
         "auto.create.topics.enable": "false"}
-figures: dict[str, float] = {}
-
-
-def report(name: str, value: float, unit: str, extra: str = "") -> None:
-    figures[name] = value
-    op, target = TARGETS.get(name, ("", None))
-    verdict = ""
-    if target is not None:
-        ok = value >= target if op == ">=" else value <= target
-        verdict = f"  [target {op} {target:g} {unit}: {'met' if ok else 'NOT met'}]"
-    print(f"{name:<28} {value:12.3f} {unit}{verdict} {extra}", flush=True)
+FIGURES = Figures(TARGETS, width=28)
+report = FIGURES.report
 
 
 async def coordinator_conn(port: int, group: str) -> KafkaConnection:
@@ -344,7 +335,7 @@ def main() -> int:
                     run(bench_failover(c, args.groups))
                 finally:
                     c.stop()
-    print("# " + "  ".join(f"{k}={v:.3f}" for k, v in figures.items()), flush=True)
+    print("# " + "  ".join(f"{k}={v:.3f}" for k, v in FIGURES.values.items()), flush=True)
     return 0
 
 

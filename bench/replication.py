@@ -36,6 +36,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from bench._env import Figures  # noqa: E402
 from tests.fault.cluster_faults import FaultCluster, FaultError, wait_for, zookeeper  # noqa: E402
 
 RECORD = 1024
@@ -48,17 +49,8 @@ OVERRIDES = {
 TARGETS = {"produce_mb_s": (">=", 60.0), "e2e_p99_ms": ("<=", 10.0),
            "failover_s": ("<=", 2.0), "controlled_shutdown_s": ("<=", 3.0),
            "controller_failover_s": ("<=", 10.0)}
-figures: dict[str, float] = {}
-
-
-def report(name: str, value: float, unit: str, extra: str = "") -> None:
-    figures[name] = value
-    op, target = TARGETS.get(name, ("", None))
-    verdict = ""
-    if target is not None:
-        ok = value >= target if op == ">=" else value <= target
-        verdict = f"  [target {op} {target:g} {unit}: {'met' if ok else 'NOT met'}]"
-    print(f"{name:<24} {value:10.3f} {unit}{verdict} {extra}", flush=True)
+FIGURES = Figures(TARGETS, width=24)
+report = FIGURES.report
 
 
 def producer(bootstrap: str, **conf: Any) -> Any:

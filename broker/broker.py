@@ -38,6 +38,7 @@ from broker.replication.leader_endpoint import metadata_resolver, remote_endpoin
 from broker.replication.partition_state import PartitionState
 from broker.replication.replica_manager import ReplicaManager
 from broker.server import KafkaServer
+from broker.tasks import bounded_step
 from controller import ClusterStore, Controller
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
@@ -327,20 +328,10 @@ class Broker:
         log.info("[KafkaServer id=%d] shut down completed", self.broker_id)
 
     async def _shutdown_step(self, what: str, step: Awaitable[Any]) -> None:
-        """One shutdown step, bounded: a step that hangs (a peer that never answers,
-        a task that ignores cancellation) is logged by name and left behind, so the
-        flush, the checkpoints and the clean-shutdown marker still happen (Kafka's
-        shutdown swallows each component's failure the same way)."""
-        task = asyncio.ensure_future(step)
-        # asyncio.wait, not wait_for: wait_for awaits the cancelled step, which a
-        # step that swallows cancellation would make endless
-        done, _ = await asyncio.wait({task}, timeout=SHUTDOWN_STEP_TIMEOUT_S)
-        if not done:
-            task.cancel()
-            log.warning("shutdown: %s did not stop within %.0f s; going on", what,
-                        SHUTDOWN_STEP_TIMEOUT_S)
-        elif not task.cancelled() and task.exception() is not None:
-            log.error("shutdown: stopping %s failed: %r; going on", what, task.exception())
+        """One shutdown step, bounded: the flush, the checkpoints and the clean-shutdown
+        marker still happen after a step that hangs (Kafka's shutdown swallows each
+        component's failure the same way)."""
+        await bounded_step(what, step, SHUTDOWN_STEP_TIMEOUT_S)
 
     async def _controlled_shutdown(self) -> None:
         """Ask the active controller to move our leaderships away (ControlledShutdown)."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable
 
 log = logging.getLogger(__name__)
 
@@ -23,3 +24,18 @@ async def cancel_and_wait(task: asyncio.Task[object], retry_s: float = 0.5) -> N
         await asyncio.wait({task}, timeout=retry_s)
         if not task.done():
             log.debug("task %s survived a cancel; cancelling again", task.get_name())
+
+
+async def bounded_step(what: str, step: Awaitable[object], timeout: float) -> None:
+    """Await ``step`` for at most ``timeout`` seconds; a step that hangs (a peer that
+    never answers, a task that ignores cancellation) is cancelled, logged by name and
+    left behind, and a failure is logged, never raised (a shutdown goes on)."""
+    task = asyncio.ensure_future(step)
+    # asyncio.wait, not wait_for: wait_for awaits the cancelled step, which a step
+    # that swallows cancellation would make endless
+    done, _ = await asyncio.wait({task}, timeout=timeout)
+    if not done:
+        task.cancel()
+        log.warning("shutdown: %s did not stop within %.0f s; going on", what, timeout)
+    elif not task.cancelled() and task.exception() is not None:
+        log.error("shutdown: stopping %s failed: %r; going on", what, task.exception())

@@ -44,6 +44,8 @@ from broker.replication.replica_manager import FetchPartitionRequest, FetchParti
 from protocol import legacy_records, records
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
+from protocol.fetch_session import (FINAL_EPOCH, INITIAL_EPOCH, INT32_MAX, INVALID_SESSION_ID,
+                                    next_epoch)
 from protocol.schema import ZERO_UUID, Struct
 from protocol.spec import api
 
@@ -56,10 +58,6 @@ EPOCH_END = SPEC.structs["EpochEndOffset"]
 LEADER = SPEC.structs["LeaderIdAndEpoch"]
 NODE = SPEC.structs["NodeEndpoint"]
 
-INVALID_SESSION_ID = 0
-INITIAL_EPOCH = 0
-FINAL_EPOCH = -1
-INT32_MAX = 0x7FFFFFFF
 
 TP = tuple[str, int]
 
@@ -97,10 +95,6 @@ class FetchSession:
     epoch: int = 1
     partitions: dict[TP, CachedPartition] = field(default_factory=dict)  # ordered
     last_used_ms: int = 0
-
-
-def next_epoch(epoch: int) -> int:
-    return 1 if epoch >= INT32_MAX else epoch + 1
 
 
 class FetchSessionCache:

@@ -34,6 +34,7 @@ from typing import Any, Protocol
 from broker.client import KafkaConnection, KafkaConnectionError
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
+from protocol.fetch_session import INITIAL_EPOCH, INVALID_SESSION_ID, SESSION_ERRORS, next_epoch
 from protocol.spec import api
 
 log = logging.getLogger(__name__)
@@ -42,11 +43,6 @@ TopicPartition = tuple[str, int]
 MAX_FETCH_VERSION = 12
 EARLIEST_TIMESTAMP = -2
 LATEST_TIMESTAMP = -1
-INITIAL_EPOCH = 0            # SessionEpoch of a full request that opens a session
-NO_SESSION = 0
-SESSION_ERRORS = frozenset({ErrorCode.FETCH_SESSION_ID_NOT_FOUND,
-                            ErrorCode.INVALID_FETCH_SESSION_EPOCH,
-                            ErrorCode.FETCH_SESSION_TOPIC_ID_ERROR})
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,7 +133,7 @@ class RemoteLeaderEndpoint:
         self._reset_session()
 
     def _reset_session(self) -> None:
-        self.session_id = NO_SESSION
+        self.session_id = INVALID_SESSION_ID
         self.session_epoch = INITIAL_EPOCH
         # what the leader's session holds for each partition (as we last sent it)
         self._in_session: dict[TopicPartition, FetchRequestPartition] = {}
@@ -221,13 +217,13 @@ class RemoteLeaderEndpoint:
                           forgotten: list[TopicPartition], session_id: int) -> None:
         """Kafka ``FetchSessionHandler.handleResponse`` for an answer without error."""
         if full:
-            if session_id == NO_SESSION:      # the leader keeps none: full requests again
-                self.session_id, self._in_session = NO_SESSION, {}
+            if session_id == INVALID_SESSION_ID:      # the leader keeps none: full requests again
+                self.session_id, self._in_session = INVALID_SESSION_ID, {}
                 return
             self.session_id, self.session_epoch = session_id, 1
             self._in_session = dict(partitions)
             return
-        self.session_epoch = 1 if self.session_epoch >= 0x7FFFFFFF else self.session_epoch + 1
+        self.session_epoch = next_epoch(self.session_epoch)
         self._in_session.update(sent)
         for tp in forgotten:
             del self._in_session[tp]

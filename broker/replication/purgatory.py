@@ -20,7 +20,8 @@ Theory of operation (Kafka's verbs; asyncio replaces locks and reaper threads):
    awaits). A completed op leaves its watch lists lazily, as Kafka's: the next
    check of a key drops it, and a sweep of every list runs once completed
    entries pile up (a replica fetch watches all of its 1,000 partitions and
-   completes on one; unwatching the other 999 each time was most of its cost). Expiry runs ``force_complete``
+   completes on one; unwatching the other 999 each time was most of its
+   cost). Expiry runs ``force_complete``
    then ``on_expiration``, as Kafka's ``DelayedOperation.run``.
 
 Everything runs on the event loop thread, so a check never interleaves with

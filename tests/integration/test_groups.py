@@ -42,12 +42,17 @@ def cluster(zookeeper: str, tmp_path_factory: pytest.TempPathFactory) -> Iterato
         c.stop()
 
 
-class Member:
-    def __init__(self, client: str, bootstrap: str, topic: str, group: str, assignor: str) -> None:
-        self.stderr = tempfile.TemporaryFile()  # kept for the failure report
-        self.proc = subprocess.Popen(
-            [sys.executable, str(MEMBER), client, bootstrap, topic, group, assignor],
-            stdout=subprocess.PIPE, stderr=self.stderr, text=True, cwd=REPO)
+class MemberProcess:
+    """One group member in its own process printing JSON events (one per line) that
+    land in ``assigned`` / ``records`` / ``closed``; other lines are ignored. Its
+    stderr is kept for the failure report."""
+
+    leave_timeout = 30.0
+
+    def __init__(self, argv: list[str]) -> None:
+        self.stderr = tempfile.TemporaryFile()
+        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=self.stderr,
+                                     text=True, cwd=REPO)
         self.assigned: list[int] = []
         self.records: list[tuple[int, int]] = []
         self.closed = False
@@ -57,6 +62,8 @@ class Member:
     def _read(self) -> None:
         assert self.proc.stdout is not None
         for line in self.proc.stdout:
+            if not line.startswith("{"):
+                continue
             event = json.loads(line)
             if "assigned" in event:
                 self.assigned = event["assigned"]
@@ -67,7 +74,8 @@ class Member:
 
     def leave(self) -> None:
         self.proc.send_signal(signal.SIGTERM)
-        self.proc.wait(30)
+        self.proc.wait(self.leave_timeout)
+        self._reader.join(10)
 
     def crash(self) -> None:
         os.kill(self.proc.pid, signal.SIGKILL)
@@ -77,6 +85,13 @@ class Member:
         if self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait(10)
+
+
+class Member(MemberProcess):
+    """A Python client's member (tests/integration/groups/member.py)."""
+
+    def __init__(self, client: str, bootstrap: str, topic: str, group: str, assignor: str) -> None:
+        super().__init__([sys.executable, str(MEMBER), client, bootstrap, topic, group, assignor])
 
 
 def wait_for(cond: object, timeout: float, what: str) -> None:
@@ -124,7 +139,7 @@ CASES = [("confluent", "eager"), ("confluent", "cooperative"), ("kafka-python", 
          ("kafka-python", "cooperative"), ("aiokafka", "eager")]
 
 
-def stderr_tails(members: list[Member], lines: int = 15) -> str:
+def stderr_tails(members: list[MemberProcess], lines: int = 15) -> str:
     out = []
     for i, m in enumerate(members):
         m.stderr.seek(0)

@@ -10,12 +10,8 @@ resume exactly after the committed offsets.
 
 from __future__ import annotations
 
-import json
-import os
 import shutil
-import signal
 import subprocess
-import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -25,7 +21,8 @@ import pytest
 
 from tests.integration.clients.test_java_client import JAR_DIR, JARS, java_classpath  # noqa: F401
 from tests.integration.cluster import REPO, Cluster
-from tests.integration.test_groups import balanced, create_topic, flatten, produce, wait_for
+from tests.integration.test_groups import (MemberProcess, balanced, create_topic, flatten,
+                                           produce, wait_for)
 
 pytestmark = pytest.mark.integration
 
@@ -53,46 +50,15 @@ def member_classpath(java_classpath: str, tmp_path_factory: pytest.TempPathFacto
     return f"{java_classpath}:{out}"
 
 
-class JavaMember:
-    """One JavaGroupMember process; its events land in ``assigned``/``records``/``closed``."""
+class JavaMember(MemberProcess):
+    """One JavaGroupMember process (tests/integration/JavaGroupMember.java)."""
+
+    leave_timeout = 60.0
 
     def __init__(self, classpath: str, bootstrap: str, topic: str, group: str,
                  assignor: str) -> None:
-        self.proc = subprocess.Popen(
-            ["java", "-cp", classpath, "JavaGroupMember", bootstrap, topic, group, assignor],
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=REPO)
-        self.assigned: list[int] = []
-        self.records: list[tuple[int, int]] = []
-        self.closed = False
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
-
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            if not line.startswith("{"):
-                continue
-            event = json.loads(line)
-            if "assigned" in event:
-                self.assigned = event["assigned"]
-            elif "record" in event:
-                self.records.append(tuple(event["record"]))  # type: ignore[arg-type]
-            elif "closed" in event:
-                self.closed = True
-
-    def leave(self) -> None:
-        self.proc.send_signal(signal.SIGTERM)
-        self.proc.wait(60)
-        self._reader.join(10)
-
-    def crash(self) -> None:
-        os.kill(self.proc.pid, signal.SIGKILL)
-        self.proc.wait(10)
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait(10)
+        super().__init__(["java", "-cp", classpath, "JavaGroupMember", bootstrap, topic, group,
+                          assignor])
 
 
 @pytest.mark.parametrize("assignor", ["eager", "cooperative"])

@@ -32,6 +32,16 @@ def on_term(*_: Any) -> None:
     stop = True
 
 
+def report(records: Any, assignment: list[int], last: list[int] | None) -> list[int]:
+    """Emit each (partition, offset) polled, then the assignment if it changed."""
+    for partition, offset in records:
+        emit(record=[partition, offset])
+    now = sorted(assignment)
+    if now != last:
+        emit(assigned=now)
+    return now
+
+
 def run_confluent(bootstrap: str, topic: str, group: str, assignor: str) -> None:
     from confluent_kafka import Consumer, KafkaException
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
@@ -43,13 +53,8 @@ def run_confluent(bootstrap: str, topic: str, group: str, assignor: str) -> None
     last: list[int] | None = None
     while not stop:
         msgs = c.consume(100, 0.1)
-        for m in msgs:
-            if m.error() is None:
-                emit(record=[m.partition(), m.offset()])
-        now = sorted(tp.partition for tp in c.assignment())
-        if now != last:
-            last = now
-            emit(assigned=now)
+        last = report(((m.partition(), m.offset()) for m in msgs if m.error() is None),
+                      [tp.partition for tp in c.assignment()], last)
         if msgs:
             try:
                 c.commit(asynchronous=False)
@@ -84,13 +89,8 @@ def run_kafka_python(bootstrap: str, topic: str, group: str, assignor: str) -> N
     last: list[int] | None = None
     while not stop:
         batches = c.poll(timeout_ms=100)
-        for records in batches.values():
-            for r in records:
-                emit(record=[r.partition, r.offset])
-        now = sorted(tp.partition for tp in c.assignment())
-        if now != last:
-            last = now
-            emit(assigned=now)
+        last = report(((r.partition, r.offset) for rs in batches.values() for r in rs),
+                      [tp.partition for tp in c.assignment()], last)
         if batches:
             try:
                 c.commit()
@@ -110,13 +110,8 @@ async def run_aiokafka(bootstrap: str, topic: str, group: str, assignor: str) ->
     try:
         while not stop:
             batches = await c.getmany(timeout_ms=100)
-            for records in batches.values():
-                for r in records:
-                    emit(record=[r.partition, r.offset])
-            now = sorted(tp.partition for tp in c.assignment())
-            if now != last:
-                last = now
-                emit(assigned=now)
+            last = report(((r.partition, r.offset) for rs in batches.values() for r in rs),
+                          [tp.partition for tp in c.assignment()], last)
             if batches:
                 try:
                     await c.commit()

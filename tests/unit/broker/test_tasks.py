@@ -35,3 +35,20 @@ def test_a_finished_task_is_left_as_it_is() -> None:
         await cancel_and_wait(task)
         assert task.result() == 7
     asyncio.run(main())
+
+
+def test_bounded_step_leaves_a_hanging_step_behind_and_swallows_failures(caplog) -> None:  # noqa: ANN001
+    from broker.tasks import bounded_step
+
+    async def main() -> None:
+        hang = asyncio.Event()
+        started = asyncio.get_running_loop().time()
+        await bounded_step("a hanging thing", hang.wait(), 0.05)
+        assert asyncio.get_running_loop().time() - started < 1.0
+
+        async def fail() -> None:
+            raise RuntimeError("boom")
+        await bounded_step("a failing thing", fail(), 1.0)
+    asyncio.run(main())
+    text = caplog.text
+    assert "a hanging thing did not stop within" in text and "a failing thing failed" in text

@@ -201,3 +201,32 @@ def test_hw_never_backwards_and_consumer_fetch_completes_when_it_moves(tmp_path:
         c.elect(1, to=[1])                        # new epoch: follower LEOs unknown again
         assert p.high_watermark == 3 and p.followers[2].log_end_offset == -1
     run(main())
+
+
+def test_session_skip_reads_nothing_yet_keeps_the_follower_in_sync_and_sees_new_data(
+        tmp_path: Path) -> None:
+    """ReplicaManager.fetch(unchanged_since=...): a partition whose change_seq is the
+    one at which the session last found the follower caught up is not read (left out
+    of the result), the follower still counts as caught up (no ISR shrink after the
+    lag time), and once the partition changes it is read and answered again."""
+    async def main() -> None:
+        c = FakeCluster(tmp_path, lag_ms=LAG)
+        c.elect(1)
+        rm, p = c.nodes[1].replicas, c.nodes[1].partition()
+        await rm.append_records(1, 1000, {TP: batch(4)})
+        req = {TP: FetchPartitionRequest(4, 1 << 20, c.leader_epoch, -1, 0)}
+        await follower_fetch(c, 3, 4)
+        first = await rm.fetch(2, 0, 1, 1 << 20, 0, req)
+        seq = first[TP].caught_up_seq
+        assert seq == p.change_seq and first[TP].size == 0   # caught up: remembered
+        for _ in range(3):                 # idle fetches over twice the lag time
+            c.clock.advance(LAG // 2)
+            await follower_fetch(c, 3, 4)
+            again = await rm.fetch(2, 0, 1, 1 << 20, 0, req, unchanged_since={TP: seq})
+            assert TP not in again       # skipped, not read
+        assert rm.maybe_shrink_isr() == 0 and p.isr == {1, 2, 3}
+        await rm.append_records(1, 1000, {TP: batch(2)})
+        assert p.change_seq != seq
+        after = await rm.fetch(2, 0, 1, 1 << 20, 0, req, unchanged_since={TP: seq})
+        assert after[TP].size > 0 and after[TP].caught_up_seq == -1   # read: 2 new records
+    run(main())
