@@ -6,6 +6,8 @@ An index of the active segment is preallocated (sparse ``ftruncate``) to
 ``trim`` cuts the file to ``entries * entry_size`` when the segment is rolled
 or closed, so after a clean shutdown the file length gives the entry count.
 Indexes of older segments are opened read-only, lazily, by the segment.
+The maps keep no file descriptor (``storage.fdless_mmap``): ``_mm`` is the
+mapped buffer and never leaves this class (entries are returned as tuples).
 
 Invariant: both fields of an entry increase strictly with the slot, so one
 binary search serves lookups by either field.
@@ -13,10 +15,11 @@ binary search serves lookups by either field.
 
 from __future__ import annotations
 
-import mmap
 import os
 import struct
-from typing import ClassVar
+from typing import Any, ClassVar
+
+from storage.fdless_mmap import FdlessMap
 
 
 class CorruptIndexError(Exception):
@@ -33,19 +36,27 @@ class MmapIndex:
         size = self.ENTRY.size
         self.max_entries = max(1, max_index_size // size)
         self.writable = writable
-        self._mm: mmap.mmap | None = None
+        self._map: FdlessMap | None = None
+        self._mm: Any = None      # the map's buffer, for struct's pack_into/unpack_from
         fd = os.open(path, (os.O_RDWR | os.O_CREAT) if writable else os.O_RDONLY, 0o644)
         try:
             length = os.fstat(fd).st_size
             self.entries = min(length // size, self.max_entries)
             if writable:
                 os.ftruncate(fd, self.max_entries * size)
-                self._mm = mmap.mmap(fd, self.max_entries * size)
+                self._set_map(FdlessMap(fd, self.max_entries * size, writable=True))
             elif self.entries:
-                self._mm = mmap.mmap(fd, self.entries * size, access=mmap.ACCESS_READ)
+                self._set_map(FdlessMap(fd, self.entries * size, writable=False))
         finally:
             os.close(fd)
         self._length_on_open = length
+
+    def _set_map(self, mapping: FdlessMap | None) -> None:
+        if self._map is not None:
+            self._mm = None
+            self._map.close()
+        self._map = mapping
+        self._mm = None if mapping is None else mapping.buffer
 
     # -- reading ------------------------------------------------------------------
 
@@ -109,17 +120,15 @@ class MmapIndex:
         self.entries = 0
 
     def flush(self) -> None:
-        if self._mm is not None and self.writable:
-            self._mm.flush()
+        if self._map is not None and self.writable:
+            self._map.flush()
 
     def trim(self) -> None:
         """Close the mapping and cut the file to the valid entries."""
         self.close(trim=True)
 
     def close(self, trim: bool = True) -> None:
-        if self._mm is not None:
-            self._mm.close()
-            self._mm = None
+        self._set_map(None)
         if self.writable and trim:
             os.truncate(self.path, self.size_in_bytes)
         self.writable = False
@@ -127,9 +136,11 @@ class MmapIndex:
     def reopen_read_only(self) -> None:
         """After ``trim``: map the trimmed file read-only."""
         if self._mm is None and self.entries:
-            with open(self.path, "rb") as f:
-                self._mm = mmap.mmap(f.fileno(), self.entries * self.ENTRY.size,
-                                     access=mmap.ACCESS_READ)
+            fd = os.open(self.path, os.O_RDONLY)
+            try:
+                self._set_map(FdlessMap(fd, self.entries * self.ENTRY.size, writable=False))
+            finally:
+                os.close(fd)
 
     def check_file_length(self) -> None:
         """A read-only index must be whole entries (Kafka's sanity check)."""

@@ -4,15 +4,20 @@ The ``.log`` is a plain concatenation of magic-2 record batches (layout in
 ``protocol.records``). A segment is in one of two states:
 
 * **active** (the last segment of a log, the only one written): the ``.log``
-  is extended to ``segment.bytes`` (sparse ``ftruncate``; ``posix_fallocate``
-  with ``log.preallocate``) and mapped read-write; appends copy into the map
-  and patch offsets there. ``size`` is the real data length; bytes past it are
-  zero, because truncation cuts the file and extends it again. Both indexes are
-  preallocated and mapped read-write.
+  is open read-write through one ``FileHandle``; appends go in with pwrite
+  (offsets patched in the buffer first) and reads with pread on the same fd,
+  as Kafka's FileChannel does. The file is ``size`` bytes long (with
+  ``log.preallocate``, ``posix_fallocate`` makes it ``segment.bytes`` with a
+  zero tail). Both indexes are preallocated and mapped read-write.
 * **sealed**: the ``.log`` is cut to ``size`` and nothing is open until a read
   needs it: the read fd, the read-only index maps, the first-batch timestamp
   and max timestamp are all loaded lazily, so opening thousands of segments
-  costs one directory listing.
+  costs one directory listing. A segment sealed by roll keeps its handle.
+
+File descriptors: one per open segment, for the ``.log`` — the index maps keep
+none (``storage.fdless_mmap``). CPython's mmap holds a dup()ed fd per map, and
+a .log map plus two index maps plus the write fd made 4 per partition, which
+put 10,000 partitions past this machine's 20,000-descriptor limit.
 
 ``seal`` (roll/close) cuts the ``.log`` and both indexes to their valid
 length, which is what makes a clean restart cheap. After a crash the active
@@ -43,13 +48,14 @@ INT32_MAX = 0x7FFFFFFF
 
 
 class FileHandle:
-    """A read-only fd closed when the last holder (segment or slice) lets go."""
+    """An fd closed when the last holder (segment or slice) lets go; read-write
+    for the active segment (the writer and its readers share it)."""
 
     __slots__ = ("fd", "path")
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, *, writable: bool = False) -> None:
         self.path = path
-        self.fd = os.open(path, os.O_RDONLY)
+        self.fd = os.open(path, (os.O_RDWR | os.O_CREAT) if writable else os.O_RDONLY, 0o644)
 
     def __del__(self) -> None:
         try:
@@ -90,8 +96,7 @@ class LogSegment:
         self.index_path = filenames.index_file(dir_path, base_offset)
         self.time_index_path = filenames.time_index_file(dir_path, base_offset)
         self._handle: FileHandle | None = None
-        self._wfd = -1
-        self._mm: mmap.mmap | None = None
+        self._active = False
         self._offset_index: OffsetIndex | None = None
         self._time_index: TimeIndex | None = None
         self._next_offset: int | None = None
@@ -113,7 +118,7 @@ class LogSegment:
 
     @property
     def active(self) -> bool:
-        return self._mm is not None
+        return self._active
 
     def __repr__(self) -> str:
         return f"LogSegment({self.log_path!r}, size={self.size}, active={self.active})"
@@ -121,21 +126,15 @@ class LogSegment:
     # -- state changes ----------------------------------------------------------------
 
     def activate(self) -> None:
-        """Open for appends: preallocate and map the .log and both indexes."""
+        """Open for appends: the .log read-write, both indexes preallocated and mapped."""
         if self.active:
             return
-        map_size = max(self.config.segment_bytes, self.size, 1)
-        fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            os.ftruncate(fd, self.size)  # drop any stale tail past the valid data
-            if self.config.preallocate:
-                os.posix_fallocate(fd, 0, map_size)
-            os.ftruncate(fd, map_size)
-            self._mm = mmap.mmap(fd, map_size)
-        except BaseException:
-            os.close(fd)
-            raise
-        self._wfd = fd
+        handle = FileHandle(self.log_path, writable=True)
+        os.ftruncate(handle.fd, self.size)  # drop any stale tail past the valid data
+        if self.config.preallocate:
+            os.posix_fallocate(handle.fd, 0, max(self.config.segment_bytes, self.size, 1))
+        self._handle = handle
+        self._active = True
         self._close_indexes()
         self._offset_index = self._open_index(OffsetIndex, self.index_path, writable=True)
         self._time_index = self._open_index(TimeIndex, self.time_index_path, writable=True)
@@ -146,14 +145,11 @@ class LogSegment:
         """Stop appends: final time-index entry, cut .log and indexes to size."""
         if not self.active:
             return
-        assert self._mm is not None and self._time_index is not None
+        assert self._handle is not None and self._time_index is not None
         if self._max_ts is not None and self._max_ts >= 0:
             self._time_index.maybe_append(self._max_ts, self._offset_of_max_ts, final=True)
-        self._mm.close()
-        self._mm = None
-        os.ftruncate(self._wfd, self.size)
-        os.close(self._wfd)
-        self._wfd = -1
+        os.ftruncate(self._handle.fd, self.size)   # the handle stays, for reads
+        self._active = False
         self._close_indexes()
 
     def close(self) -> None:
@@ -170,12 +166,7 @@ class LogSegment:
 
     def delete(self) -> None:
         """Rename every file to ``.deleted`` then remove it (open slices keep their data)."""
-        if self.active:
-            assert self._mm is not None
-            self._mm.close()
-            self._mm = None
-            os.close(self._wfd)
-            self._wfd = -1
+        self._active = False
         self._close_indexes()
         self._handle = None
         for path in (self.log_path, self.index_path, self.time_index_path):
@@ -188,7 +179,8 @@ class LogSegment:
     def flush(self) -> None:
         """fsync the .log and both indexes."""
         if self.active:
-            os.fsync(self._wfd)
+            assert self._handle is not None
+            os.fsync(self._handle.fd)
         elif os.path.exists(self.log_path):
             _fsync_path(self.log_path)
         for index, path in ((self._offset_index, self.index_path),
@@ -252,13 +244,10 @@ class LogSegment:
         """Header of the complete batch at ``pos``, or None (end, torn, or not a batch)."""
         if pos + HEADER_SIZE > self.size:
             return None
-        if self._mm is not None:
-            header = records.read_header(self._mm, pos)
-        else:
-            raw = os.pread(self.handle().fd, HEADER_SIZE, pos)
-            if len(raw) < HEADER_SIZE:
-                return None
-            header = records.read_header(raw)
+        raw = os.pread(self.handle().fd, HEADER_SIZE, pos)
+        if len(raw) < HEADER_SIZE:
+            return None
+        header = records.read_header(raw)
         if header.batch_length < records.MIN_BATCH_LENGTH or pos + header.size > self.size:
             return None
         return header
@@ -273,8 +262,6 @@ class LogSegment:
             pos += header.size
 
     def read_batch(self, pos: int, header: BatchHeader) -> bytes:
-        if self._mm is not None:
-            return self._mm[pos:pos + header.size]
         return os.pread(self.handle().fd, header.size, pos)
 
     def translate_offset(self, offset: int, start_position: int = 0) -> tuple[int, BatchHeader] | None:
@@ -364,17 +351,17 @@ class LogSegment:
         the batches' own (follower). ``leader_epoch`` is stamped into each
         batch when given; ``append_time`` makes the batches LogAppendTime.
 
-        The bytes go in with pwrite, as Kafka's FileChannel.write; the mapping
-        serves reads. A first store through a shared mapping into a sparse page
-        costs a page fault with block allocation — measured ~300 us on ext4
-        against ~1 us for pwrite — which made a round of small appends to many
-        partitions (one new page each) cost a third of a millisecond apiece.
+        The bytes go in with pwrite, as Kafka's FileChannel.write. (Through a
+        shared mapping, the first store into a sparse page costs a page fault
+        with block allocation — measured ~300 us on ext4 against ~1 us for
+        pwrite — which made a round of small appends to many partitions, one
+        new page each, cost a third of a millisecond apiece.)
         """
-        mm = self._mm
-        if mm is None:
+        if not self.active:
             raise ValueError(f"segment {self.log_path} is not active")
+        assert self._handle is not None
         start = self.size
-        if start + len(data) > len(mm):
+        if start + len(data) > INT32_MAX:   # index positions are 32-bit
             raise ValueError(f"append of {len(data)} bytes overflows segment {self.log_path}")
         patched = base_offsets is not None or leader_epoch is not None or append_time is not None
         buf = bytearray(data) if patched else data
@@ -391,7 +378,7 @@ class LogSegment:
                 records.set_log_append_time(buf, rel, append_time)
                 max_ts = append_time
             entries.append((start + rel, header.size, base + header.last_offset_delta, max_ts))
-        written = os.pwrite(self._wfd, buf, start)
+        written = os.pwrite(self._handle.fd, buf, start)
         if written != len(buf):
             raise OSError(f"short write to {self.log_path}: {written} of {len(buf)} bytes")
         if start == 0:
@@ -416,8 +403,9 @@ class LogSegment:
 
     def truncate_to(self, offset: int) -> int:
         """Drop the batch holding ``offset`` and all after it (active only); bytes removed."""
-        if self._mm is None:
+        if not self.active:
             raise ValueError(f"segment {self.log_path} is not active")
+        assert self._handle is not None
         found = self.translate_offset(offset)
         if found is None:
             return 0
@@ -425,9 +413,7 @@ class LogSegment:
         removed = self.size - pos
         self.offset_index.truncate_to(offset)
         self.time_index.truncate_to(offset)
-        # Cut then re-extend: the tail reads as zeros, so a crash cannot resurrect it.
-        os.ftruncate(self._wfd, pos)
-        os.ftruncate(self._wfd, len(self._mm))
+        os.ftruncate(self._handle.fd, pos)   # gone from the file: a crash cannot resurrect it
         self.size = pos
         self._bytes_since_index = 0
         self._rolling_ts_loaded = False

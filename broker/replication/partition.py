@@ -239,6 +239,17 @@ class Partition:
         self.maybe_increment_high_watermark()
         return new_epoch
 
+    def start_follower_clocks(self) -> None:
+        """ISR followers count as caught up from now on: called once the whole
+        LeaderAndIsr that made us leader has been applied. Applying one for
+        10,000 new partitions takes half a minute here, nobody can fetch from us
+        meanwhile, and clocks started at ``make_leader`` had run out by the end:
+        every new leader shrank its ISR to itself at once."""
+        now = self.clock()
+        for r, s in self.followers.items():
+            if r in self.isr and s.last_caught_up_ms < now:
+                s.last_caught_up_ms = now
+
     def make_follower(self, state: PartitionState) -> bool:
         """Follow ``state.leader``; True if the leader or epoch changed (the fetcher seam:
         issue 4 truncates by leader epoch and starts fetching on True)."""

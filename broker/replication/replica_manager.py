@@ -209,6 +209,8 @@ class ReplicaManager:
             result[state.tp] = self._become(state, leaders, followers)
         if leaders:
             self.fetchers.remove_partitions(p.tp for p in leaders)
+            for p in leaders:
+                p.start_follower_clocks()
         if followers:
             # a new leader or epoch: stop fetching at the old one, truncate by epoch, refetch
             self.fetchers.remove_partitions(p.tp for p in followers)

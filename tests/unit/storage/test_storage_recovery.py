@@ -12,8 +12,9 @@ from storage.log import PartitionLog
 CONFIG = LogConfig(segment_bytes=4000, index_interval_bytes=200, segment_index_bytes=4096)
 
 
-def build(dir_path: str, batches: int = 60, close: bool = True) -> PartitionLog:
-    log = PartitionLog.open(dir_path, CONFIG, clock=lambda: 5)
+def build(dir_path: str, batches: int = 60, close: bool = True,
+          config: LogConfig = CONFIG) -> PartitionLog:
+    log = PartitionLog.open(dir_path, config, clock=lambda: 5)
     for i in range(batches):
         log.append(R.build_batch([(b"k%d" % i, b"v" * 90, 1000 + i), (None, b"w", 1000 + i)]),
                    leader_epoch=i // 20)
@@ -50,11 +51,22 @@ def test_truncated_tail_is_cut(tmp_path: object) -> None:
     assert log.leader_epoch_cache.entries() == [(0, 0), (1, 40), (2, 80)]
 
 
+def test_crash_without_close_recovers_everything(tmp_path: object) -> None:
+    d = os.path.join(str(tmp_path), "t-0")
+    old = build(d, close=False)  # "killed": the active segment was never sealed
+    log = PartitionLog.open(d, CONFIG)
+    del old
+    assert log.log_end_offset == 120
+    assert all_offsets(log) == list(range(120))
+
+
 def test_crash_leaves_zeroed_preallocated_tail(tmp_path: object) -> None:
     d = os.path.join(str(tmp_path), "t-0")
-    old = build(d, close=False)  # "killed": active .log still at its preallocated size
-    assert os.path.getsize(last_log(d)) == CONFIG.segment_bytes
-    log = PartitionLog.open(d, CONFIG)
+    config = LogConfig(segment_bytes=4000, index_interval_bytes=200, segment_index_bytes=4096,
+                       preallocate=True)
+    old = build(d, close=False, config=config)  # "killed": active .log at its preallocated size
+    assert os.path.getsize(last_log(d)) == config.segment_bytes
+    log = PartitionLog.open(d, config)
     del old
     assert log.log_end_offset == 120
     assert all_offsets(log) == list(range(120))

@@ -230,3 +230,24 @@ def test_session_skip_reads_nothing_yet_keeps_the_follower_in_sync_and_sees_new_
         after = await rm.fetch(2, 0, 1, 1 << 20, 0, req, unchanged_since={TP: seq})
         assert after[TP].size > 0 and after[TP].caught_up_seq == -1   # read: 2 new records
     run(main())
+
+
+def test_slow_leader_and_isr_does_not_shrink_at_once(tmp_path: Path) -> None:
+    """Followers' lag clocks start when the whole LeaderAndIsr is applied: with
+    a clock that moves past replica.lag.time.max.ms while it is applied (as
+    creating 10,000 partitions takes), no follower is out of sync right after."""
+    c = FakeCluster(tmp_path, lag_ms=LAG)
+    rm = c.nodes[1].replicas
+    real_become = rm._become
+
+    def slow_become(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        out = real_become(*args, **kwargs)
+        c.clock.advance(LAG + 1)           # applying this partition took a while
+        return out
+    rm._become = slow_become               # type: ignore[method-assign]
+    c.elect(1, to=[1])
+    p = c.nodes[1].partition()
+    assert p.is_leader and p.isr == {1, 2, 3}
+    assert rm.maybe_shrink_isr() == 0
+    c.clock.advance(LAG + 1)                # followers that then never fetch do go
+    assert rm.maybe_shrink_isr() == 1
