@@ -3,6 +3,9 @@ min.insync.replicas=2, 1 KiB records (issue 4's targets in brackets).
 
 1. produce throughput, idempotent confluent-kafka producer            [>= 60 MB/s]
 2. end-to-end latency produce -> consumer receipt at 5 MB/s, p99      [<= 10 ms]
+   with a producer that keeps one request in flight per broker (acks=all, ordered,
+   linger.ms=0); then, without a target, the idempotent producer at linger.ms=0,
+   which busy-polls (see bench_latency) and takes one of the two cores
 3. failover: 1,000 partitions led by the broker that is SIGKILLed; time from its
    ZooKeeper session expiry until every partition has a new leader that took an
    acks=all write (Produce straight to the leaders; also through 4
@@ -96,15 +99,31 @@ def bench_produce(fc: FaultCluster, mb: int, rf: int = 3, max_s: float = 90.0) -
 
 
 def bench_latency(fc: FaultCluster, seconds: float, rf: int = 3, mb_s: float = 5.0) -> None:
+    """Two producers, one after the other, each on a topic of its own.
+
+    The target figure uses acks=all with max.in.flight=1 (records stay in order
+    without idempotence). The idempotent producer at linger.ms=0 is reported too,
+    without a target: librdkafka caps an idempotent partition at 5 *messages* in
+    flight, and when it is at the cap with records waiting it still sets its
+    wake-up to "now" before finding it may not send (rd_kafka_toppar_producer_serve
+    in rdkafka_broker.c), so its broker thread spins until the response comes and
+    takes one of this machine's two cores away from the three brokers."""
+    e2e_latency(fc, "lat", seconds, rf, mb_s, "",
+                {"enable.idempotence": False, "max.in.flight": 1})
+    e2e_latency(fc, "lat_idem", seconds, rf, mb_s, "_idempotent", {})   # no target
+
+
+def e2e_latency(fc: FaultCluster, topic: str, seconds: float, rf: int, mb_s: float,
+                suffix: str, conf: dict[str, Any]) -> None:
     from confluent_kafka import Consumer, TopicPartition
 
-    fc.create_topic("lat", 3, rf, {"min.insync.replicas": str(min(2, rf))})
+    fc.create_topic(topic, 3, rf, {"min.insync.replicas": str(min(2, rf))})
     lat_ms: list[float] = []
     stop = threading.Event()
-    c = Consumer({"bootstrap.servers": fc.bootstrap, "group.id": "lat", "log_level": 3,
+    c = Consumer({"bootstrap.servers": fc.bootstrap, "group.id": topic, "log_level": 3,
                   "enable.auto.commit": False, "fetch.wait.max.ms": 100,
                   "fetch.min.bytes": 1})
-    c.assign([TopicPartition("lat", i, 0) for i in range(3)])
+    c.assign([TopicPartition(topic, i, 0) for i in range(3)])
 
     def consume() -> None:
         while not stop.is_set():     # poll: consume(n, t) would wait for n records
@@ -113,28 +132,32 @@ def bench_latency(fc: FaultCluster, seconds: float, rf: int = 3, mb_s: float = 5
                 lat_ms.append((time.time_ns() - int(m.value()[:19])) / 1e6)
     t = threading.Thread(target=consume, daemon=True)
     t.start()
-    p = producer(fc.bootstrap, **{"linger.ms": 0})
+    p = producer(fc.bootstrap, **{"linger.ms": 0, **conf})
     rate = mb_s * 1e6 / RECORD
     pad = b"x" * (RECORD - 19)
     t0 = time.monotonic()
+    cpu0 = time.process_time()
     sent = 0
     while time.monotonic() - t0 < seconds:
         due = int((time.monotonic() - t0) * rate)
         while sent < due:
-            p.produce("lat", b"%019d" % time.time_ns() + pad, partition=sent % 3)
+            p.produce(topic, b"%019d" % time.time_ns() + pad, partition=sent % 3)
             sent += 1
         p.poll(0)
         time.sleep(0.0005)
     p.flush(30)
+    cpu = (time.process_time() - cpu0) / (time.monotonic() - t0) * 100
     wait_for("the consumer to catch up", lambda: len(lat_ms) >= sent, 20, 0.1)
     stop.set()
     t.join(5)
     c.close()
     warm = lat_ms[int(len(lat_ms) * 0.1):]          # skip the first 10 % (warm-up)
     q = statistics.quantiles(warm, n=1000)
-    report("e2e_p50_ms", q[499], "ms")
-    report("e2e_p99_ms", q[989], "ms", f"({len(warm)} records at {mb_s:g} MB/s, "
-                                      f"p99.9 {q[998]:.2f} ms, max {max(warm):.2f} ms)")
+    settings = ", ".join(f"{k}={v}" for k, v in {"linger.ms": 0, **conf}.items())
+    report(f"e2e{suffix}_p50_ms", q[499], "ms")
+    report(f"e2e{suffix}_p99_ms", q[989], "ms",
+           f"({len(warm)} records at {mb_s:g} MB/s, p99.9 {q[998]:.2f} ms, "
+           f"max {max(warm):.2f} ms; producer {settings}; client process CPU {cpu:.0f} %)")
 
 
 # -- 3. failover -------------------------------------------------------------------------

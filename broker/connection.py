@@ -16,7 +16,10 @@ Theory of operation:
    unparseable request (unknown key, unsupported version, malformed body)
    closes the connection, as Kafka does.
 4. Produce with acks=0 gets no response (the handler returns None).
-5. A connection idle for ``connections.max.idle.ms`` is closed.
+5. A connection idle for ``connections.max.idle.ms`` (nothing read, no request
+   in flight) is closed. One timer per connection checks it, re-armed for the
+   rest of the period when there was activity; a per-read timeout cost a timer
+   reschedule and two context-manager calls on every read.
 """
 
 from __future__ import annotations
@@ -54,19 +57,23 @@ class Connection:
         config = broker.config
         self.frames = FrameBuffer(config.socket_request_max_bytes)
         self.idle_timeout = config.connections_max_idle_ms / 1000
+        self._last_read = 0.0        # loop time of the last read
+        self._in_request = False     # a request is being handled (not idle)
+        self._idle_timer: asyncio.TimerHandle | None = None
+        self._closed_idle = False
 
     async def run(self) -> None:
+        loop = asyncio.get_running_loop()
+        self._last_read = loop.time()
+        self._idle_timer = loop.call_later(self.idle_timeout, self._check_idle)
         try:
             while True:
-                try:
-                    # asyncio.timeout, not wait_for (Python 3.11's can swallow a cancel)
-                    async with asyncio.timeout(self.idle_timeout):
-                        data = await self.reader.read(256 * 1024)
-                except TimeoutError:
-                    log.info("closing idle connection %s after %.0f s", self.peer,
-                             self.idle_timeout)
-                    return
+                data = await self.reader.read(256 * 1024)
+                self._last_read = loop.time()
                 if not data:
+                    if self._closed_idle:
+                        log.info("closed idle connection %s after %.0f s", self.peer,
+                                 self.idle_timeout)
                     return
                 try:
                     frames = self.frames.feed(data)
@@ -74,13 +81,33 @@ class Connection:
                     log.warning("closing connection %s: %s (socket.request.max.bytes=%d)",
                                 self.peer, e, self.frames.max_frame_size)
                     return
-                for frame in frames:
-                    if not await self._handle(frame):
-                        return
+                self._in_request = True
+                try:
+                    for frame in frames:
+                        if not await self._handle(frame):
+                            return
+                finally:
+                    self._in_request = False
+                    self._last_read = loop.time()
         except (ConnectionError, OSError) as e:
             log.debug("connection %s: %s", self.peer, e)
         finally:
+            if self._idle_timer is not None:
+                self._idle_timer.cancel()
             self.writer.close()
+
+    def _check_idle(self) -> None:
+        """Close the connection if nothing was read (and no request ran) for
+        ``idle_timeout``; otherwise look again when that could first be true.
+        Closing the transport ends the pending read with EOF."""
+        loop = asyncio.get_running_loop()
+        idle_for = loop.time() - self._last_read
+        if not self._in_request and idle_for >= self.idle_timeout:
+            self._closed_idle = True
+            self.writer.close()
+            return
+        wait = self.idle_timeout if self._in_request else self.idle_timeout - idle_for
+        self._idle_timer = loop.call_later(wait, self._check_idle)
 
     async def _handle(self, frame: bytes) -> bool:
         """Handle one request; False means close the connection."""

@@ -8,6 +8,7 @@ clean-shutdown marker); a second signal during shutdown exits at once.
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import signal
 import sys
@@ -44,6 +45,15 @@ def run_broker(config_path: str, overrides: list[str]) -> int:
             return 1
 
 
+def _freeze_startup_objects() -> None:
+    """Move what startup made (modules, classes, schemas, functions: ~40,000 objects)
+    out of the cyclic collector's reach. They live as long as the process; left
+    in the oldest generation, each full collection walked them all and paused
+    the event loop 15-30 ms, a visible step in produce-to-consume latency."""
+    gc.collect()
+    gc.freeze()
+
+
 async def _serve(config: BrokerConfig) -> int:
     from broker.broker import Broker
 
@@ -64,6 +74,7 @@ async def _serve(config: BrokerConfig) -> int:
         loop.add_signal_handler(sig, on_signal, sig)
     broker = Broker(config)
     await broker.start()
+    _freeze_startup_objects()
     try:
         await stop.wait()
     finally:

@@ -523,13 +523,22 @@ def test_close_fails_pending_and_is_idempotent() -> None:
 
 
 def test_record_payload_is_written_without_copy() -> None:
-    """The records chunk handed to the transport is the caller's own buffer."""
+    """The records chunk handed to the transport is the caller's own buffer, and
+    the whole frame goes in one writelines (one writev on uvloop)."""
     async def body(fake: FakeKafka) -> None:
         fake.add_topic("t", 1)
         conn = await KafkaConnection.open("127.0.0.1", fake.port)
         written: list[Any] = []
-        real_write = conn._writer.write
-        conn._writer.write = lambda data: (written.append(data), real_write(data))[1]  # type: ignore
+        calls: list[int] = []
+        real_writelines = conn._writer.writelines
+
+        def writelines(chunks: Any) -> None:
+            chunks = list(chunks)
+            calls.append(len(chunks))
+            written.extend(chunks)
+            real_writelines(chunks)
+        conn._writer.writelines = writelines  # type: ignore[method-assign]
+        conn._writer.write = lambda data: calls.append(-1)  # type: ignore
         batch = records.build_batch([(b"k", b"x" * 5000, 1)])
         s = api(0).request.structs
         req = api(0).request.new(acks=1, timeout_ms=1000, topic_data=[s["TopicProduceData"].new(
@@ -537,6 +546,7 @@ def test_record_payload_is_written_without_copy() -> None:
         resp = await conn.request(ApiKey.PRODUCE, req)
         assert resp.responses[0].partition_responses[0].base_offset == 0
         assert any(chunk is batch for chunk in written)
+        assert len(calls) == 1 and calls[0] >= 3     # size, header, body..., records
         await conn.close()
     run(body)
 

@@ -104,3 +104,22 @@ def test_idle_connection_is_closed() -> None:
         assert await asyncio.wait_for(reader.read(), 5) == b""
         await server.stop()
     run(go())
+
+
+def test_a_connection_in_use_outlives_the_idle_period() -> None:
+    """Requests 80 ms apart over 0.6 s on a 200 ms idle limit: never idle, still open;
+    then silent: closed after the limit."""
+    async def go() -> None:
+        server = await _start(connections_max_idle_ms=200)
+        loop = asyncio.get_running_loop()
+        reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+        for corr in range(8):
+            writer.write(_api_versions(3, corr))
+            assert decode_response(18, 3, await _read_frame(reader))[0] == corr
+            await asyncio.sleep(0.08)
+        quiet_from = loop.time()
+        assert await asyncio.wait_for(reader.read(), 5) == b""
+        assert 0.1 <= loop.time() - quiet_from < 2.0
+        writer.close()
+        await server.stop()
+    run(go())

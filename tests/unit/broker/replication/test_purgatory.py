@@ -176,3 +176,57 @@ def test_completed_ops_leave_watch_lists_lazily_and_in_a_sweep() -> None:
     assert all(list(ops_at) == [ops[3]] for ops_at in p._watchers.values())
     ops[3].force_complete()
     assert p._stale == 3 and p.watched() == 0
+
+
+def test_a_completed_fetch_left_in_idle_watch_lists_keeps_nothing_alive() -> None:
+    """A follower's fetch op is watched under every partition of its session and
+    completes on the one that changed; the entries under the idle ones stay
+    until a sweep, and must not keep the read result (or its closures) alive."""
+    import gc
+    import weakref
+
+    class Result:
+        pass
+
+    async def main() -> None:
+        p = Purgatory("fetch", FakeClock())
+        refs = []
+        for _ in range(3):
+            result = Result()
+            refs.append(weakref.ref(result))
+            fut = asyncio.get_running_loop().create_future()
+            op = DelayedFetch(500, 1, {"busy": 0, "idle": 0},
+                              lambda tp: (1 if tp == "busy" else 0, False),
+                              lambda result=result: result, fut)  # type: ignore[misc]
+            p.watch(op, ["busy", "idle"])
+            del result
+            assert p.check_and_complete("busy") == 1
+            assert isinstance(fut.result(), Result)
+            del fut, op
+        assert len(p._watchers["idle"]) == 3      # stale entries, not yet swept
+        gc.collect()
+        assert [r() for r in refs] == [None, None, None]
+    asyncio.run(main())
+
+
+def test_the_sweep_visits_only_keys_of_completed_ops() -> None:
+    clock = FakeClock()
+    p = Purgatory("t", clock)
+    p.PURGE_AFTER = 4
+    live = Op(100)
+    p.watch(live, ["quiet"])
+    done = [Op(100) for _ in range(2)]
+    for op in done:
+        p.watch(op, ["a", "b"])
+    visited: list[object] = []
+    watchers = p._watchers
+
+    class Spy(dict):  # type: ignore[type-arg]
+        def get(self, key, default=None):  # type: ignore[no-untyped-def]
+            visited.append(key)
+            return super().get(key, default)
+    p._watchers = Spy(watchers)
+    for op in done:
+        op.force_complete()                 # 4 stale entries: swept
+    assert sorted(visited) == ["a", "b"] and p._stale == 0
+    assert set(p._watchers) == {"quiet"} and p.watched() == 1
