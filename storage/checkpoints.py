@@ -26,13 +26,28 @@ class CheckpointError(Exception):
     """A checkpoint file is malformed."""
 
 
-def write_lines_atomically(path: str, lines: Iterable[str]) -> None:
+def write_lines_atomically(path: str, lines: Iterable[str], sync: bool = True) -> None:
+    """Replace ``path`` by tmp file + rename. ``sync=False`` skips both fsyncs: the
+    caller must ``sync_file`` before it relies on the content surviving a crash
+    (until then a crash leaves the old file or the new one)."""
     tmp = path + ".tmp"
     with open(tmp, "w", encoding="utf-8") as f:
         f.write("".join(line + "\n" for line in lines))
-        f.flush()
-        os.fsync(f.fileno())
+        if sync:
+            f.flush()
+            os.fsync(f.fileno())
     os.replace(tmp, path)
+    if sync:
+        fsync_dir(os.path.dirname(path) or ".")
+
+
+def sync_file(path: str) -> None:
+    """fsync ``path`` and its directory (makes an earlier unsynced replace durable)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
     fsync_dir(os.path.dirname(path) or ".")
 
 
@@ -80,11 +95,11 @@ def read_offsets(path: str) -> dict[tuple[str, int], int]:
         raise CheckpointError(f"{path}: {exc}") from None
 
 
-def write_epochs(path: str, entries: Iterable[tuple[int, int]]) -> None:
+def write_epochs(path: str, entries: Iterable[tuple[int, int]], sync: bool = True) -> None:
     """Leader-epoch checkpoint: (epoch, start offset) pairs in order."""
     items = list(entries)
     write_lines_atomically(path, [str(VERSION), str(len(items))]
-                           + [f"{epoch} {offset}" for epoch, offset in items])
+                           + [f"{epoch} {offset}" for epoch, offset in items], sync)
 
 
 def read_epochs(path: str) -> list[tuple[int, int]]:

@@ -248,7 +248,11 @@ class PartitionLog:
 
     @_locked
     def flush(self, offset: int | None = None) -> None:
-        """fsync segments holding offsets in [recovery_point, offset); advance the recovery point."""
+        """fsync segments holding offsets in [recovery_point, offset); advance the recovery point.
+
+        The leader-epoch checkpoint is synced first: its unsynced entries start at or
+        above the recovery point, where recovery would rebuild them (see leader_epoch)."""
+        self.leader_epoch_cache.sync()
         offset = self.log_end_offset if offset is None else min(offset, self.log_end_offset)
         if offset <= self.recovery_point:
             return

@@ -58,8 +58,7 @@ class TimeIndex(MmapIndex):
             return False
         if not self.writable or self._mm is None:
             raise ValueError(f"time index {self.path} is not writable")
-        self.ENTRY.pack_into(self._mm, self.entries * self.ENTRY.size, timestamp, rel)
-        self.entries += 1
+        self._write_entry((timestamp, rel))
         return True
 
     def truncate_to(self, offset: int) -> None:

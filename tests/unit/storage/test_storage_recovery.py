@@ -184,3 +184,47 @@ def test_filenames() -> None:
     assert filenames.filename_prefix(170410) == "00000000000000170410"
     assert filenames.parse_base_offset("/x/00000000000000170410.log.deleted") == 170410
     assert filenames.parse_partition_dir("my-topic-12") == ("my-topic", 12)
+
+
+def test_new_epoch_is_written_unsynced_and_synced_before_the_recovery_point_moves(
+        tmp_path: object, monkeypatch: object) -> None:
+    """assign (append path) writes the leader-epoch checkpoint without fsync; flush
+    fsyncs it before advancing the recovery point past its entries."""
+    from storage import checkpoints
+    synced: list[str] = []
+    real_fsync = os.fsync
+
+    def fsync(fd: int) -> None:
+        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+        real_fsync(fd)
+    monkeypatch.setattr(os, "fsync", fsync)  # type: ignore[attr-defined]
+    d = os.path.join(str(tmp_path), "t-0")
+    log = PartitionLog.open(d, CONFIG)
+    epoch_file = os.path.join(d, filenames.LEADER_EPOCH_CHECKPOINT)
+    log.append(R.build_batch([(None, b"a", 1)]), leader_epoch=3)
+    assert checkpoints.read_epochs(epoch_file) == [(3, 0)]         # written ...
+    assert epoch_file not in synced                                # ... not fsync'd
+    log.flush()
+    assert epoch_file in synced and log.recovery_point == 1
+    first_log_sync = min(i for i, p in enumerate(synced) if p.endswith(".log"))
+    assert synced.index(epoch_file) < first_log_sync
+
+
+def test_an_unsynced_epoch_lost_in_a_crash_is_rebuilt_by_recovery(tmp_path: object) -> None:
+    """The crash loses the checkpoint written after the last flush (the file is back
+    to its synced content); the entries it held start at or above the recovery
+    point, and recovery re-reads them from the batches."""
+    from storage import checkpoints
+    d = os.path.join(str(tmp_path), "t-0")
+    log = PartitionLog.open(d, CONFIG)
+    for i in range(30):
+        log.append(R.build_batch([(None, b"v" * 90, 1000 + i)]), leader_epoch=i // 10)
+        if i == 12:
+            log.flush()                      # recovery point 13: epochs 0 and 1 durable
+    assert log.leader_epoch_cache.entries() == [(0, 0), (1, 10), (2, 20)]
+    epoch_file = os.path.join(d, filenames.LEADER_EPOCH_CHECKPOINT)
+    checkpoints.write_epochs(epoch_file, [(0, 0), (1, 10)])   # what the disk kept
+    del log                                  # killed: no close, no clean-shutdown marker
+    again = PartitionLog.open(d, CONFIG, recovery_point=13)
+    assert again.log_end_offset == 30
+    assert again.leader_epoch_cache.entries() == [(0, 0), (1, 10), (2, 20)]
