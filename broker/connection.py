@@ -5,10 +5,13 @@ Theory of operation:
 1. Bytes read from the socket go through ``FrameBuffer``; a frame larger than
    ``socket.request.max.bytes`` (or with a negative size) closes the
    connection with a log line — nothing of it is buffered.
-2. Requests are handled one at a time, in arrival order, as Kafka's
-   processors do (a connection is "muted" while its request is in flight).
-   Clients may pipeline freely; the frames wait in the buffer. This keeps
-   responses in request order and appends from one connection in order.
+2. Requests are handled in arrival order and answered in that order. As in
+   Kafka, the next request is not looked at while one is being handled (the
+   connection is "muted"), with one exception: a Produce unmutes the
+   connection once its records are appended, so the next request's append does
+   not wait for this one's acks=all replication (up to ``MAX_PIPELINED_PRODUCES``
+   produces per connection wait at once). Appends from one connection stay in
+   order, and every response waits for the responses before it.
 3. The header is decoded first (bytes left after a request body are ignored,
    as Kafka does), so even a request we cannot parse has a
    correlation id: an ApiVersions request of a version above ours gets
@@ -34,11 +37,16 @@ from broker.context import RequestContext
 from broker.dispatch import dispatch, supported
 from protocol.codec import decode_from
 from protocol.framing import FrameBuffer, FrameTooLarge, InvalidFrameSize, size_prefixed
-from protocol.headers import API_VERSIONS, decode_request_header, encode_response
+from protocol.headers import API_VERSIONS, RequestHeader, decode_request_header, encode_response
 from protocol.primitives import DecodeError
 from protocol.spec import all_apis
 
+PRODUCE = 0
+
 log = logging.getLogger(__name__)
+# Produce requests of one connection that may wait for replication at once
+# (librdkafka and the Java client send up to 5; a 6th waits its turn, muted)
+MAX_PIPELINED_PRODUCES = 5
 # one line per request received and answered, at DEBUG (Kafka's kafka.request.logger)
 request_log = logging.getLogger("pybroker.request")
 _ids = itertools.count(1)
@@ -61,6 +69,9 @@ class Connection:
         self._in_request = False     # a request is being handled (not idle)
         self._idle_timer: asyncio.TimerHandle | None = None
         self._closed_idle = False
+        self._pipelined: set[asyncio.Task[None]] = set()   # produces past their append
+        self._last_response: asyncio.Future[None] | None = None  # done once written
+        self._failed = False
 
     async def run(self) -> None:
         loop = asyncio.get_running_loop()
@@ -71,6 +82,8 @@ class Connection:
                 data = await self.reader.read(256 * 1024)
                 self._last_read = loop.time()
                 if not data:
+                    if self._pipelined:     # answer what was asked before the EOF
+                        await asyncio.gather(*self._pipelined, return_exceptions=True)
                     if self._closed_idle:
                         log.info("closed idle connection %s after %.0f s", self.peer,
                                  self.idle_timeout)
@@ -94,6 +107,8 @@ class Connection:
         finally:
             if self._idle_timer is not None:
                 self._idle_timer.cancel()
+            for task in list(self._pipelined):
+                task.cancel()
             self.writer.close()
 
     def _check_idle(self) -> None:
@@ -102,11 +117,12 @@ class Connection:
         Closing the transport ends the pending read with EOF."""
         loop = asyncio.get_running_loop()
         idle_for = loop.time() - self._last_read
-        if not self._in_request and idle_for >= self.idle_timeout:
+        busy = self._in_request or bool(self._pipelined)
+        if not busy and idle_for >= self.idle_timeout:
             self._closed_idle = True
             self.writer.close()
             return
-        wait = self.idle_timeout if self._in_request else self.idle_timeout - idle_for
+        wait = self.idle_timeout if busy else self.idle_timeout - idle_for
         self._idle_timer = loop.call_later(wait, self._check_idle)
 
     async def _handle(self, frame: bytes) -> bool:
@@ -119,6 +135,8 @@ class Connection:
         if not supported(header.api_key, header.api_version):
             if header.api_key == API_VERSIONS:
                 from broker.handlers.api_versions import unsupported_version_body
+                if self._last_response is not None and not self._last_response.done():
+                    await self._last_response
                 await self._send(API_VERSIONS, 0, header.correlation_id,
                                  unsupported_version_body())
                 return True
@@ -136,23 +154,62 @@ class Connection:
                         self.peer, spec.name, header.api_version, e, frame[:64].hex())
             return False
         ctx = RequestContext(header=header, connection=self, broker=self.broker)
+        if header.api_key == PRODUCE and len(self._pipelined) < MAX_PIPELINED_PRODUCES:
+            return await self._pipeline_produce(ctx, header, body, spec.name)
+        return await self._answer(ctx, header, body, spec.name, self._last_response, None)
+
+    async def _pipeline_produce(self, ctx: RequestContext, header: RequestHeader, body: Any,
+                                name: str) -> bool:
+        """Run a Produce in a task of its own and come back once its records are
+        appended (or it ended): the caller may read the next request while this
+        one waits for replication. Its response still goes after the one before."""
+        loop = asyncio.get_running_loop()
+        appended: asyncio.Future[None] = loop.create_future()
+
+        def unmute(*_: Any) -> None:
+            if not appended.done():
+                appended.set_result(None)
+        ctx.appended = unmute
+        written: asyncio.Future[None] = loop.create_future()
+        previous, self._last_response = self._last_response, written
+        task = loop.create_task(self._answer(ctx, header, body, name, previous, written))
+        self._pipelined.add(task)
+        task.add_done_callback(self._pipelined.discard)
+        task.add_done_callback(unmute)
+        await appended
+        return not self._failed
+
+    async def _answer(self, ctx: RequestContext, header: RequestHeader, body: Any, name: str,
+                      previous: asyncio.Future[None] | None,
+                      written: asyncio.Future[None] | None) -> bool:
+        """Handle, wait for the response before this one, write ours; False (and the
+        connection closed) when the handler failed."""
         traced = request_log.isEnabledFor(logging.DEBUG)
         if traced:
             started = time.monotonic()
-            request_log.debug("%s v%d corr %d from %s (%s): received", spec.name,
+            request_log.debug("%s v%d corr %d from %s (%s): received", name,
                               header.api_version, header.correlation_id, self.peer,
                               header.client_id)
         try:
-            response = await dispatch(ctx, header, body)
-        except Exception:
-            log.exception("error handling %s v%d from %s; closing the connection",
-                          spec.name, header.api_version, self.peer)
-            return False
-        if response is not None:
-            await self._send(header.api_key, header.api_version, header.correlation_id, response)
+            try:
+                response = await dispatch(ctx, header, body)
+            except Exception:
+                log.exception("error handling %s v%d from %s; closing the connection",
+                              name, header.api_version, self.peer)
+                self._failed = True
+                self.writer.close()
+                return False
+            if previous is not None and not previous.done():
+                await previous
+            if response is not None and not self._failed:
+                await self._send(header.api_key, header.api_version, header.correlation_id,
+                                 response)
+        finally:
+            if written is not None and not written.done():
+                written.set_result(None)
         if traced:
             request_log.debug("%s v%d corr %d from %s: answered in %.1f ms, error %s",
-                              spec.name, header.api_version, header.correlation_id, self.peer,
+                              name, header.api_version, header.correlation_id, self.peer,
                               (time.monotonic() - started) * 1000,
                               getattr(response, "error_code", "-"))
         return True

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from protocol.headers import RequestHeader
 
@@ -16,6 +16,9 @@ class RequestContext:
     header: RequestHeader
     connection: Connection
     broker: Any  # broker.broker.Broker: the services (config, logs, replicas, metadata)
+    # Produce: called once the records are appended, before the wait for acks; the
+    # connection then reads its next request (see broker.connection)
+    appended: Callable[[], None] | None = None
 
     @property
     def version(self) -> int:

@@ -118,7 +118,8 @@ async def handle_produce(ctx: RequestContext, request: Struct) -> Struct | None:
                 early[tp] = (e.code, e.message)
     results = await ctx.broker.replicas.append_records(
         request.acks, request.timeout_ms, entries,
-        transactional_id=request.transactional_id, single_batch=version >= 3)
+        transactional_id=request.transactional_id, single_batch=version >= 3,
+        appended=ctx.appended)
     errors = {tp: (r.error, r.error_message) for tp, r in results.items() if r.error}
     errors.update(early)
     if request.acks == 0:

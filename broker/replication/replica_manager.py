@@ -348,11 +348,14 @@ class ReplicaManager:
     async def append_records(self, acks: int, timeout_ms: int,
                              entries: dict[TopicPartition, Any], *,
                              transactional_id: str | None = None,
-                             single_batch: bool = False) -> dict[TopicPartition, ProduceResult]:
+                             single_batch: bool = False,
+                             appended: Callable[[], None] | None = None
+                             ) -> dict[TopicPartition, ProduceResult]:
         """Append each partition's records as leader; wait for the HW with acks=all.
 
         ``single_batch``: Produce v3+ (exactly one batch per partition).
         ``transactional_id`` is accepted for the seam; transactions come later.
+        ``appended`` is called once every append is done, before the wait.
         """
         if acks not in (-1, 0, 1):
             return {tp: ProduceResult(ErrorCode.INVALID_REQUIRED_ACKS) for tp in entries}
@@ -379,6 +382,8 @@ class ReplicaManager:
             pending[tp] = r.last_offset + 1
             if not r.duplicate:
                 self._partition_changed(tp)
+        if appended is not None:
+            appended()
         if acks == -1 and pending:
             errors = await self._wait_for_high_watermark(timeout_ms, pending)
             for tp, error in errors.items():

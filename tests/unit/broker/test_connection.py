@@ -123,3 +123,62 @@ def test_a_connection_in_use_outlives_the_idle_period() -> None:
         writer.close()
         await server.stop()
     run(go())
+
+
+def _produce(correlation_id: int, partition: int) -> bytes:
+    from protocol import records
+    s = api(0).request.structs
+    body = api(0).request.new(acks=-1, timeout_ms=5000, topic_data=[s["TopicProduceData"].new(
+        name="t", partition_data=[s["PartitionProduceData"].new(
+            index=partition, records=records.build_batch([(None, b"v", 1)]))])])
+    return _framed(encode_request(RequestHeader(0, 9, correlation_id, "c"), body))
+
+
+def test_produces_are_appended_in_order_and_wait_for_acks_together() -> None:
+    """Six acks=all produces on one connection: each is appended as it arrives,
+    without waiting for the earlier ones' replication; the sixth (past
+    MAX_PIPELINED_PRODUCES) mutes the connection until it is answered. Acks that
+    complete in reverse still answer in request order, and a request after them
+    is answered after them."""
+    from broker.replication.replica_manager import ProduceResult
+
+    async def go() -> None:
+        appended_order: list[int] = []
+        acked: dict[int, asyncio.Event] = {}
+
+        async def append_records(acks: int, timeout_ms: int, entries: dict, *,  # type: ignore[type-arg]
+                                 transactional_id: str | None = None, single_batch: bool = False,
+                                 appended: object = None) -> dict:  # type: ignore[type-arg]
+            (tp,) = entries
+            appended_order.append(tp[1])
+            if appended is not None:   # None: the sixth, handled muted
+                appended()  # type: ignore[operator]
+            acked[tp[1]] = asyncio.Event()
+            await acked[tp[1]].wait()
+            return {tp: ProduceResult(0, tp[1] * 10)}
+        broker = SimpleNamespace(config=BrokerConfig(),
+                                 replicas=SimpleNamespace(append_records=append_records))
+        server = KafkaServer(broker, Endpoint("PLAINTEXT", "127.0.0.1", 0))
+        await server.start()
+        reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+        writer.write(b"".join(_produce(p, p) for p in range(6)) + _api_versions(3, 99))
+        for _ in range(100):
+            if len(appended_order) == 6:
+                break
+            await asyncio.sleep(0.01)
+        assert appended_order == [0, 1, 2, 3, 4, 5]   # in order, none waiting for another
+        for p in (5, 4, 3, 2):
+            acked[p].set()
+        await asyncio.sleep(0.05)
+        acked[0].set()
+        cid, body = decode_response(0, 9, await _read_frame(reader))
+        assert (cid, body.responses[0].partition_responses[0].base_offset) == (0, 0)
+        acked[1].set()
+        for expected in (1, 2, 3, 4, 5):
+            cid, body = decode_response(0, 9, await _read_frame(reader))
+            assert (cid, body.responses[0].partition_responses[0].base_offset) == (
+                expected, expected * 10)
+        assert decode_response(18, 3, await _read_frame(reader))[0] == 99
+        writer.close()
+        await server.stop()
+    run(go())
