@@ -43,20 +43,22 @@ def write_lines_atomically(path: str, lines: Iterable[str], sync: bool = True) -
 
 def sync_file(path: str) -> None:
     """fsync ``path`` and its directory (makes an earlier unsynced replace durable)."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    fsync_path(path)
     fsync_dir(os.path.dirname(path) or ".")
 
 
-def fsync_dir(path: str) -> None:
+def fsync_path(path: str) -> None:
+    """fsync a file or directory by name (the storage layer's one way to do it)."""
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def fsync_dir(path: str) -> None:
+    """fsync a directory: makes creates, renames and deletes in it durable."""
+    fsync_path(path)
 
 
 def _read_entries(path: str, fields: int) -> list[list[str]]:

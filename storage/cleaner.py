@@ -502,7 +502,7 @@ class CleanedWriter:
         for index in (self._oi, self._ti):
             index.flush()
             index.close(trim=True)
-            _fsync(index.path)
+            checkpoints.fsync_path(index.path)
         if mtime_from is not None:
             with contextlib.suppress(FileNotFoundError):
                 st = os.stat(mtime_from)
@@ -523,10 +523,3 @@ class CleanedWriter:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(self._path(kind, filenames.CLEANED))
 
-
-def _fsync(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

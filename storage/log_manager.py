@@ -180,7 +180,7 @@ class LogManager:
             log.close()
             shutil.copytree(log.dir, future)
             for f in os.listdir(future):
-                _fsync_file(os.path.join(future, f))
+                checkpoints.fsync_path(os.path.join(future, f))
             checkpoints.fsync_dir(target)
             doomed = f"{log.dir}.{tag}{filenames.DELETE_DIR_SUFFIX}"
             os.replace(log.dir, doomed)
@@ -250,13 +250,6 @@ class LogManager:
                     lambda log: log.log_start_offset
                     if log.log_start_offset > log.segments[0].base_offset else None)
 
-
-def _fsync_file(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _reopen_in_place(log: PartitionLog, path: str) -> None:

@@ -38,7 +38,7 @@ from typing import NamedTuple
 
 from protocol import records
 from protocol.records import HEADER_SIZE, MAGIC, BatchHeader
-from storage import filenames
+from storage import checkpoints, filenames
 from storage.config import LogConfig
 from storage.mmap_index import CorruptIndexError
 from storage.offset_index import OffsetIndex
@@ -182,13 +182,13 @@ class LogSegment:
             assert self._handle is not None
             os.fsync(self._handle.fd)
         elif os.path.exists(self.log_path):
-            _fsync_path(self.log_path)
+            checkpoints.fsync_path(self.log_path)
         for index, path in ((self._offset_index, self.index_path),
                             (self._time_index, self.time_index_path)):
             if index is not None and index.writable:
                 index.flush()
             elif os.path.exists(path):
-                _fsync_path(path)
+                checkpoints.fsync_path(path)
 
     # -- indexes (lazy for sealed segments) ------------------------------------------
 
@@ -481,10 +481,3 @@ def _scan_valid(seg: LogSegment, file_size: int,
             valid = pos + header.size
     return valid
 
-
-def _fsync_path(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
