@@ -167,10 +167,16 @@ def _header_spans(buf: np.ndarray, at: np.ndarray) -> tuple[np.ndarray, ...]:
     count, used = read_varints(buf, at)
     if (count < 0).any():
         raise _corrupt("negative header count")
+    # a header takes at least 2 bytes (two varints): a count the buffer cannot hold is
+    # corruption, not an allocation of that many slots (nor a cumsum that overflows)
+    if (count > len(buf) // 2).any():
+        raise _corrupt("header count does not fit the batch")
     pos = at + used
     list_offsets = np.zeros(len(at) + 1, np.int64)
     np.cumsum(count, out=list_offsets[1:])
     total = int(list_offsets[-1])
+    if total > len(buf) // 2:
+        raise _corrupt("header count does not fit the batch")
     k_at, k_len = np.empty(total, np.int64), np.empty(total, np.int64)
     v_at, v_len = np.empty(total, np.int64), np.empty(total, np.int64)
     for h in range(int(count.max(initial=0))):

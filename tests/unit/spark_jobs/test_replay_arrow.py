@@ -249,3 +249,26 @@ def test_corrupt_bodies_raise_or_decode_like_the_record_decoder(
         return
     got = list(zip(cols.offset.tolist(), cols.key.to_pylist(), cols.value.to_pylist()))
     assert got == want
+
+
+def test_a_huge_header_count_is_corruption_not_an_allocation() -> None:
+    """A record whose header count varint says 2^60 (found by the test above: numpy
+    tried to allocate 2.5 EiB): CorruptRecordError."""
+    builder = records.BatchBuilder(base_offset=0)
+    builder.append(b"k", b"v", 1)
+    batch = builder.build()
+    body = bytearray(records.batch_body(batch, 0))
+    assert body[-1] == 0                       # the only record's header count
+    n = 1 << 60
+    zigzag, huge = n << 1, bytearray()
+    while zigzag >= 0x80:
+        huge.append((zigzag & 0x7F) | 0x80)
+        zigzag >>= 7
+    huge.append(zigzag)
+    body[-1:] = huge
+    assert body[0] < 0x80                      # the record's length, one zigzag byte:
+    body[0] += 2 * (len(huge) - 1)             # grown to match, so only the count is wrong
+    bad = bytearray(batch[:records.HEADER_SIZE]) + body
+    with pytest.raises(records.CorruptRecordError):
+        replay_arrow.decode_bodies([bytes(body)], [records.read_header(bad)],
+                                   replay.arrow_schema().field("headers").type)
