@@ -35,13 +35,12 @@ from typing import Any
 
 from broker.context import RequestContext
 from broker.dispatch import dispatch, supported
+from protocol.api_keys import ApiKey
 from protocol.codec import decode_from
 from protocol.framing import FrameBuffer, FrameTooLarge, InvalidFrameSize, size_prefixed
 from protocol.headers import API_VERSIONS, RequestHeader, decode_request_header, encode_response
 from protocol.primitives import DecodeError
 from protocol.spec import all_apis
-
-PRODUCE = 0
 
 log = logging.getLogger(__name__)
 # Produce requests of one connection that may wait for replication at once
@@ -154,7 +153,7 @@ class Connection:
                         self.peer, spec.name, header.api_version, e, frame[:64].hex())
             return False
         ctx = RequestContext(header=header, connection=self, broker=self.broker)
-        if header.api_key == PRODUCE and len(self._pipelined) < MAX_PIPELINED_PRODUCES:
+        if header.api_key == ApiKey.PRODUCE and len(self._pipelined) < MAX_PIPELINED_PRODUCES:
             return await self._pipeline_produce(ctx, header, body, spec.name)
         return await self._answer(ctx, header, body, spec.name, self._last_response, None)
 
@@ -202,8 +201,14 @@ class Connection:
             if previous is not None and not previous.done():
                 await previous
             if response is not None and not self._failed:
-                await self._send(header.api_key, header.api_version, header.correlation_id,
-                                 response)
+                try:
+                    await self._send(header.api_key, header.api_version, header.correlation_id,
+                                     response)
+                except (ConnectionError, OSError) as e:   # in a task: nobody else would see it
+                    log.debug("connection %s: %s", self.peer, e)
+                    self._failed = True
+                    self.writer.close()
+                    return False
         finally:
             if written is not None and not written.done():
                 written.set_result(None)
