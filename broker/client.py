@@ -35,6 +35,8 @@ from __future__ import annotations
 import asyncio
 import functools
 import struct
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
 from protocol import codec
@@ -82,10 +84,11 @@ class NoCommonVersion(KafkaConnectionError):
 
 
 @functools.cache
-def our_versions() -> dict[int, tuple[int, int]]:
+def our_versions() -> Mapping[int, tuple[int, int]]:
     """api key -> (min, max) version this client can encode (our schemas); built
-    once (it is asked on every request). Do not mutate."""
-    return {k: (a.request.valid.lo, a.request.valid.hi) for k, a in all_apis().items()}
+    once, read-only (it is asked on every request)."""
+    return MappingProxyType({k: (a.request.valid.lo, a.request.valid.hi)
+                             for k, a in all_apis().items()})
 
 
 def common_version(ours: tuple[int, int], theirs: tuple[int, int]) -> int | None:

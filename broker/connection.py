@@ -44,7 +44,8 @@ from protocol.spec import all_apis
 
 log = logging.getLogger(__name__)
 # Produce requests of one connection that may wait for replication at once
-# (librdkafka and the Java client send up to 5; a 6th waits its turn, muted)
+# (librdkafka and the Java client send up to 5). One more is still appended on
+# arrival, but handled muted: the next request is read once it is answered.
 MAX_PIPELINED_PRODUCES = 5
 # one line per request received and answered, at DEBUG (Kafka's kafka.request.logger)
 request_log = logging.getLogger("pybroker.request")
@@ -134,8 +135,7 @@ class Connection:
         if not supported(header.api_key, header.api_version):
             if header.api_key == API_VERSIONS:
                 from broker.handlers.api_versions import unsupported_version_body
-                if self._last_response is not None and not self._last_response.done():
-                    await self._last_response
+                await _after(self._last_response)
                 await self._send(API_VERSIONS, 0, header.correlation_id,
                                  unsupported_version_body())
                 return True
@@ -198,8 +198,7 @@ class Connection:
                 self._failed = True
                 self.writer.close()
                 return False
-            if previous is not None and not previous.done():
-                await previous
+            await _after(previous)
             if response is not None and not self._failed:
                 try:
                     await self._send(header.api_key, header.api_version, header.correlation_id,
@@ -225,3 +224,9 @@ class Connection:
         # slice is read out only here
         self.writer.writelines([c.tobytes() if hasattr(c, "wire_size") else c for c in chunks])
         await self.writer.drain()
+
+
+async def _after(earlier: asyncio.Future[None] | None) -> None:
+    """Wait until the response before this one is written (responses go in order)."""
+    if earlier is not None and not earlier.done():
+        await earlier

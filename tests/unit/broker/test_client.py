@@ -55,7 +55,7 @@ class FakeKafka:
                  versions: dict[int, tuple[int, int]] | None = None) -> None:
         self.node_id = node_id
         self.api_versions_max = api_versions_max
-        self.versions = versions if versions is not None else our_versions()
+        self.versions = versions if versions is not None else dict(our_versions())
         self.topics: dict[str, FakeTopic] = {}
         self.seen: list[RequestHeader] = []
         self.delays: dict[int, float] = {}       # api key -> seconds before answering
