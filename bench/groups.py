@@ -1,5 +1,5 @@
 """Consumer-group benchmarks (issue 5's targets in brackets), driven over the Kafka protocol
-with the broker's own asyncio client (broker/client.py), so the figures are the broker's:
+with the broker's own asyncio client (client/), so the figures are the broker's:
 
 1. rebalance: 10 members join an empty group at once (group.initial.rebalance.delay.ms=0);
    time until all 10 hold an assignment of one generation. Members behave as Kafka's
@@ -35,7 +35,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from bench._env import Figures, command_line, zookeeper  # noqa: E402
-from broker.client import KafkaConnection  # noqa: E402
+from client import KafkaConnection  # noqa: E402
 from broker.coordinator import partition_for_group  # noqa: E402
 from protocol.api_keys import ApiKey  # noqa: E402
 from protocol.errors import ErrorCode  # noqa: E402

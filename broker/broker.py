@@ -27,7 +27,7 @@ from typing import Any
 
 from broker import coordinator, topic_config
 from broker.acl.authorizer import AclAuthorizer, build_authorizer
-from broker.client_admin import BrokerPool
+from client import BrokerPool
 from broker.config import BrokerConfig, ConfigError
 from broker.listeners import Endpoint, parse_listeners
 from broker.metadata_cache import MetadataCache

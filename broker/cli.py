@@ -17,12 +17,12 @@ import importlib
 import sys
 
 TOOLS = {
-    "topics": "broker.tools.topics",
-    "console-producer": "broker.tools.console_producer",
-    "console-consumer": "broker.tools.console_consumer",
-    "consumer-groups": "broker.tools.consumer_groups",
-    "reassign-partitions": "broker.tools.reassign_partitions",
-    "leader-election": "broker.tools.leader_election",
+    "topics": "tools.topics",
+    "console-producer": "tools.console_producer",
+    "console-consumer": "tools.console_consumer",
+    "consumer-groups": "tools.consumer_groups",
+    "reassign-partitions": "tools.reassign_partitions",
+    "leader-election": "tools.leader_election",
 }
 
 

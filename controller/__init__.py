@@ -4,7 +4,7 @@ Only the names below may be imported from outside this package (broker/ uses
 the facade, never a submodule).
 """
 
-from controller.assignment import assign_replicas
+from client.assignment import assign_replicas
 from controller.channel import BrokerTransport
 from controller.controller import Controller
 from controller.errors import (BadVersionError, ControllerMovedError, InvalidPartitions,

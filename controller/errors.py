@@ -4,6 +4,8 @@ needs to know kazoo."""
 
 from __future__ import annotations
 
+from client.assignment import InvalidPartitions, InvalidReplicationFactor  # re-exported
+
 
 class ZkError(Exception):
     """Any ZooKeeper failure we do not handle more precisely."""
@@ -40,14 +42,6 @@ class TopicAlreadyExists(Exception):
 
 class TopicNotFound(Exception):
     """/brokers/topics/<topic> does not exist."""
-
-
-class InvalidReplicationFactor(ValueError):
-    """The replication factor is not within 1..number of brokers."""
-
-
-class InvalidPartitions(ValueError):
-    """The partition count is not positive (or does not grow)."""
 
 
 class StaleBrokerEpochError(Exception):

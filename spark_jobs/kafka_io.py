@@ -2,7 +2,7 @@
 
 Spark calls a Python data source synchronously (``partitions``, ``read``,
 ``latestOffset``, ``write``...), while the broker's own client
-(``broker.client`` / ``broker.client_admin``) is asyncio. ``KafkaIO`` bridges
+(``client``) is asyncio. ``KafkaIO`` bridges
 the two: it owns one event loop running in a daemon thread, and each public
 method submits a coroutine to it and waits for the result. Connections (one
 per broker, ``BrokerPool``) live on that loop between calls, so a Python
@@ -39,8 +39,8 @@ from collections.abc import Coroutine, Iterator
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from broker.client import KafkaConnection, KafkaConnectionError
-from broker.client_admin import BrokerPool, ClusterMetadata, KafkaAdmin
+from client import KafkaConnection, KafkaConnectionError
+from client import BrokerPool, ClusterMetadata, KafkaAdmin
 from protocol import records
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode

@@ -34,7 +34,7 @@ Theory of operation:
    the source's schema.
    Topic: one task per source partition (its segments in order, so order
    within a partition is kept) produces the records to the target topic with the broker's
-   own client (``broker.client*``), keeping keys, headers and timestamps
+   own client (``client``), keeping keys, headers and timestamps
    (CreateTime), to the same partition when the target has enough partitions,
    else to murmur2(key) (records without a key: source partition modulo the
    count). Delivery is at least once: a retried Spark task sends its
@@ -370,7 +370,7 @@ def _target_partition(seg: Segment, key: bytes | None, count: int) -> int:
         return seg.partition
     if key is None:
         return seg.partition % count
-    from broker.client_partitioner import partition_for_key
+    from client.partitioner import partition_for_key
     return partition_for_key(key, count)
 
 
@@ -382,7 +382,7 @@ def produce_segment(seg: Segment, bounds: Bounds, topic: str, servers: str,
 
 async def _produce_segment(seg: Segment, bounds: Bounds, topic: str, servers: str,
                            codec: int) -> tuple[int, int]:
-    from broker.client_admin import KafkaAdmin
+    from client import KafkaAdmin
 
     async with KafkaAdmin(servers) as admin:
         count = await _partition_count(admin, topic)

@@ -9,7 +9,7 @@ Columns, as Spark's Kafka sink takes them:
     headers    array<struct<key: string, value: binary>>   optional
 
 A null partition goes to ``murmur2(key) % partitions`` for a keyed record
-(``broker.client_partitioner``, the same partition a Java or librdkafka
+(``client.partitioner``, the same partition a Java or librdkafka
 producer picks) and to a sticky partition for a null key (KIP-480). Strings
 are written as UTF-8. Every record gets CreateTime = the time it was
 batched.
@@ -39,7 +39,7 @@ from typing import Any
 from pyspark.sql.datasource import DataSourceStreamWriter, DataSourceWriter, WriterCommitMessage
 from pyspark.sql.types import (ArrayType, BinaryType, IntegerType, StringType, StructType)
 
-from broker.client_partitioner import StickyPartitioner, partition_for_key
+from client.partitioner import StickyPartitioner, partition_for_key
 from protocol.records import BatchBuilder
 from spark_jobs.kafka_io import TP, ClientConfig, KafkaIO, shared_client
 

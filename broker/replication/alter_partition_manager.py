@@ -35,7 +35,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from broker.client import KafkaConnectionError
+from client import KafkaConnectionError
 from broker.tasks import cancel_and_wait
 from broker.replication.partition import (FENCED_ERRORS, REVERT_ERRORS, Partition,
                                           PendingIsrChange)
@@ -53,7 +53,7 @@ SPEC = api(ApiKey.ALTER_PARTITION).request
 
 
 class Connection(Protocol):
-    """The part of broker.client.KafkaConnection we use."""
+    """The part of client.KafkaConnection we use."""
 
     def version_for(self, api_key: int, max_version: int | None = None) -> int: ...
 
@@ -62,7 +62,7 @@ class Connection(Protocol):
 
 
 class Pool(Protocol):
-    """The part of broker.client_admin.BrokerPool we use."""
+    """The part of client.BrokerPool we use."""
 
     async def get(self, host: str, port: int) -> Any: ...
 

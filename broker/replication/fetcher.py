@@ -41,7 +41,7 @@ import logging
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from broker.client import KafkaConnectionError
+from client import KafkaConnectionError
 from broker.tasks import cancel_and_wait
 from broker.replication.leader_endpoint import (EpochEndOffset, FetchedPartition,
                                                 FetchRequestPartition, LeaderEndpoint,

@@ -2,7 +2,7 @@
 between the fetcher's logic and the wire.
 
 ``LeaderEndpoint`` is the Protocol the fetcher uses; ``RemoteLeaderEndpoint``
-speaks it over a dedicated ``broker.client.KafkaConnection`` (its own socket,
+speaks it over a dedicated ``client.KafkaConnection`` (its own socket,
 so a long-polling replica Fetch never queues behind the controller's
 requests), reconnecting after a drop. Tests use a fake (STYLE.md §12).
 
@@ -31,7 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from broker.client import KafkaConnection, KafkaConnectionError
+from client import KafkaConnection, KafkaConnectionError
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.fetch_session import INITIAL_EPOCH, INVALID_SESSION_ID, SESSION_ERRORS, next_epoch

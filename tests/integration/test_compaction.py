@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from broker.client_admin import OP_SET, KafkaAdmin
+from client import OP_SET, KafkaAdmin
 from protocol.records import build_batch, iter_all_records
 from tests.integration.cluster import BrokerProcess, Cluster, WireClient
 from tests.integration.multi import create_topic, produce, wait_until

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from broker.tools import consumer_groups as cg
+from tools import consumer_groups as cg
 from tests.integration.cluster import Cluster
 from tests.integration.multi import wait_until
 

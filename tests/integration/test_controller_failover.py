@@ -141,7 +141,7 @@ def test_controlled_shutdown_moves_leaderships_first(cluster3: Cluster) -> None:
 
 
 def _reassign(c: Cluster, plan: Path, targets: dict[tuple[str, int], list[int]]) -> str:
-    from broker.tools import reassign_partitions
+    from tools import reassign_partitions
     plan.write_text(json.dumps({"version": 1, "partitions": [
         {"topic": t, "partition": p, "replicas": r} for (t, p), r in targets.items()]}))
     out, err = io.StringIO(), io.StringIO()
@@ -159,7 +159,7 @@ def _reassign(c: Cluster, plan: Path, targets: dict[tuple[str, int], list[int]])
 
 
 def test_reassignment_tool_and_preferred_election(cluster3: Cluster, tmp_path: Path) -> None:
-    from broker.tools import leader_election, reassign_partitions
+    from tools import leader_election, reassign_partitions
     c = cluster3
     create_topic(c.brokers[0], "mv", {0: [0, 1, 2], 1: [0, 1, 2]})
     until(lambda: [v[0] for v in leaders(c.brokers[0], "mv").values()] == [0, 0], 20,

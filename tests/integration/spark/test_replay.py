@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from broker.client_partitioner import partition_for_key
+from client.partitioner import partition_for_key
 from protocol import records
 from spark_jobs import replay
 from storage import checkpoints, filenames

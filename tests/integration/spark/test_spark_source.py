@@ -367,7 +367,7 @@ def test_fail_on_data_loss_when_the_topic_is_deleted(spark: Any, broker: Any,
 
 def test_sink_batch_and_streaming_as_consumers_read(spark: Any, broker: Any,
                                                     tmp_path: Path) -> None:
-    from broker.client_partitioner import partition_for_key
+    from client.partitioner import partition_for_key
 
     boot = broker.bootstrap
     create_topic(boot, "sink-a", 3)

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from broker.client import KafkaConnectionError
+from client import KafkaConnectionError
 from broker.replication.fetcher import ReplicaFetcherManager
 from broker.replication.leader_endpoint import (EpochEndOffset, FetchedPartition,
                                                 FetchRequestPartition)

@@ -7,7 +7,7 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from broker.client import KafkaConnectionError
+from client import KafkaConnectionError
 from broker.replication.alter_partition_manager import AlterPartitionManager
 from protocol.api_keys import ApiKey
 from protocol.codec import decode, encode

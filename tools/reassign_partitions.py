@@ -27,9 +27,9 @@ import json
 from argparse import Namespace
 from typing import IO, Any, Callable
 
-from broker.client_admin import KafkaAdmin
-from broker.tools import ToolError, ToolParser, UsageExit, run, streams
-from controller import assign_replicas
+from client import KafkaAdmin
+from tools import ToolError, ToolParser, UsageExit, run, streams
+from client.assignment import assign_replicas
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.schema import Struct

@@ -1,8 +1,9 @@
-"""The broker's own Kafka-protocol client: one asyncio connection to one broker.
+"""One asyncio connection to one broker: handshake, versions, pipelined requests.
 
-Used by the command-line tools (``broker/tools``) and, wrapped into
-``controller.BrokerTransport``, by the controller to send LeaderAndIsr /
-UpdateMetadata / StopReplica. Built only on ``protocol/``: request headers and
+Everything of ours that talks to a broker goes through it: the tools, the Spark
+layer, the benchmarks, and the broker's own outgoing paths (follower fetches,
+AlterPartition, the controller's LeaderAndIsr / UpdateMetadata / StopReplica
+through ``client.pool.BrokerPool``). Built only on ``protocol/``: request headers and
 bodies are encoded with ``protocol.headers`` / ``protocol.codec``, responses are
 split with ``protocol.framing.FrameBuffer`` and decoded with
 ``protocol.headers.decode_response``.
@@ -39,6 +40,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
+from client.errors import KafkaConnectionError, NoCommonVersion, RequestTimedOut
 from protocol import codec
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
@@ -49,8 +51,7 @@ from protocol.schema import Struct
 from protocol.spec import all_apis, api
 
 __all__ = [
-    "KafkaConnection", "KafkaConnectionError", "RequestTimedOut", "NoCommonVersion",
-    "DEFAULT_CLIENT_ID", "DEFAULT_TIMEOUT", "our_versions", "common_version",
+    "KafkaConnection", "DEFAULT_CLIENT_ID", "DEFAULT_TIMEOUT", "our_versions", "common_version",
 ]
 
 DEFAULT_CLIENT_ID = "pybroker-client"
@@ -59,28 +60,6 @@ SOFTWARE_NAME = "pybroker"
 SOFTWARE_VERSION = "0.1.0"
 _INT16 = struct.Struct(">h")
 _READ_CHUNK = 256 * 1024
-
-
-class KafkaConnectionError(ConnectionError):
-    """The connection to a broker could not be made, was lost, or is closed."""
-
-    def __init__(self, message: str, host: str = "", port: int = 0) -> None:
-        super().__init__(message)
-        self.host = host
-        self.port = port
-
-
-class RequestTimedOut(KafkaConnectionError, TimeoutError):
-    """No response within the request's timeout (the connection stays open)."""
-
-
-class NoCommonVersion(KafkaConnectionError):
-    """We and the broker share no version of an API (or it lacks the API)."""
-
-    def __init__(self, message: str, host: str = "", port: int = 0, *,
-                 api_key: int = -1) -> None:
-        super().__init__(message, host, port)
-        self.api_key = api_key
 
 
 @functools.cache

@@ -6,8 +6,8 @@ import random
 
 import pytest
 
-from controller import assign_replicas
-from controller.assignment import rack_alternated
+from client.assignment import assign_replicas
+from client.assignment import rack_alternated
 from controller.errors import InvalidPartitions, InvalidReplicationFactor
 
 

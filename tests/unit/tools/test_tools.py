@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
-from broker.client_partitioner import partition_for_key
-from broker.tools import ToolError, parse_key_values, split_config_list
-from broker.tools import console_consumer, console_producer, topics
+from client.partitioner import partition_for_key
+from tools import ToolError, parse_key_values, split_config_list
+from tools import console_consumer, console_producer, topics
 from protocol import compression, records
-from tests.unit.broker.test_client import FakeKafka
+from tests.unit.client.test_client import FakeKafka
 
 
 @pytest.fixture
@@ -317,7 +317,7 @@ def test_format_record_null_value_and_key() -> None:
 
 
 def test_consumer_rides_over_a_lost_leader_connection() -> None:
-    from broker.client_admin import KafkaAdmin
+    from client import KafkaAdmin
 
     async def main() -> None:
         fake = await FakeKafka().start()

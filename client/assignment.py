@@ -1,5 +1,8 @@
 """Replica assignment, as Kafka's AdminUtils.assignReplicasToBrokers.
 
+Shared by the controller (CreateTopics / CreatePartitions placed by the broker) and
+`pybroker reassign-partitions --generate` (placed by the tool, as Kafka's tool does).
+
 Rack-unaware, brokers sorted by id, n of them: partition i's first replica (the
 preferred leader) is broker[(start + i) mod n]; replica j+1 sits at
 
@@ -18,7 +21,14 @@ from __future__ import annotations
 import random
 from typing import Mapping
 
-from controller.errors import InvalidPartitions, InvalidReplicationFactor
+
+
+class InvalidReplicationFactor(ValueError):
+    """The replication factor is not within 1..number of brokers."""
+
+
+class InvalidPartitions(ValueError):
+    """The partition count is not positive (or does not grow)."""
 
 
 def _replica_index(first: int, shift: int, j: int, n: int) -> int:

@@ -1,7 +1,7 @@
 """Command-line tools in the spirit of Kafka's scripts, talking only the Kafka protocol.
 
 Each module has ``main(argv, *, stdin=None, stdout=None, stderr=None) -> int``
-(the exit status), dispatched by ``pybroker <tool>`` (broker/cli.py) and easy to
+(the exit status), dispatched by ``pybroker <tool>`` (the front door, broker/cli.py) and easy to
 call in-process from tests: streams default to the process's own.
 
 This package holds what the tools share: an argparse parser that reports to
@@ -17,7 +17,7 @@ import sys
 from collections.abc import Awaitable, Callable
 from typing import IO, Any, NoReturn
 
-from broker.client import KafkaConnectionError
+from client import KafkaConnectionError
 from protocol.errors import KafkaError
 
 

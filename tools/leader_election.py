@@ -19,9 +19,9 @@ import json
 from argparse import Namespace
 from typing import IO
 
-from broker.client_admin import KafkaAdmin
-from broker.tools import ToolError, ToolParser, UsageExit, run, streams
-from broker.tools.reassign_partitions import controller_request
+from client import KafkaAdmin
+from tools import ToolError, ToolParser, UsageExit, run, streams
+from tools.reassign_partitions import controller_request
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.spec import api

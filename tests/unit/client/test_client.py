@@ -1,4 +1,4 @@
-"""broker/client.py and client_admin.py against a small in-test broker on 127.0.0.1.
+"""The client package (client/) against a small in-test broker on 127.0.0.1.
 
 ``FakeKafka`` speaks our protocol codec and answers ApiVersions, Metadata,
 Produce, ListOffsets, Fetch and the admin APIs from memory. It handles each
@@ -20,11 +20,11 @@ from typing import Any
 
 import pytest
 
-from broker.client import (KafkaConnection, KafkaConnectionError, NoCommonVersion,
-                           RequestTimedOut, common_version, our_versions)
-from broker.client_admin import (BrokerPool, ClusterMetadata, KafkaAdmin, NewTopic,
+from client import (KafkaConnection, KafkaConnectionError, NoCommonVersion, RequestTimedOut)
+from client.connection import common_version, our_versions
+from client import (BrokerPool, ClusterMetadata, KafkaAdmin, NewTopic,
                                  bootstrap, parse_servers)
-from broker.client_partitioner import StickyPartitioner, murmur2, partition_for_key
+from client.partitioner import StickyPartitioner, murmur2, partition_for_key
 from protocol import records
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode

@@ -10,8 +10,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from broker.tools import ToolError
-from broker.tools import consumer_groups as cg
+from tools import ToolError
+from tools import consumer_groups as cg
 
 
 def args(*argv: str) -> object:

@@ -29,9 +29,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import IO, Any
 
-from broker.client import KafkaConnectionError
-from broker.client_admin import ClusterMetadata, KafkaAdmin
-from broker.tools import ToolError, ToolParser, parse_or_status, parse_key_values, run, streams
+from client import KafkaConnectionError
+from client import ClusterMetadata, KafkaAdmin
+from tools import ToolError, ToolParser, parse_or_status, parse_key_values, run, streams
 from protocol import legacy_records, records
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode

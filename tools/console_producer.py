@@ -29,9 +29,9 @@ import time
 from argparse import Namespace
 from typing import IO
 
-from broker.client_admin import ClusterMetadata, KafkaAdmin
-from broker.client_partitioner import StickyPartitioner
-from broker.tools import ToolError, ToolParser, parse_or_status, parse_key_values, run, streams
+from client import ClusterMetadata, KafkaAdmin
+from client.partitioner import StickyPartitioner
+from tools import ToolError, ToolParser, parse_or_status, parse_key_values, run, streams
 from protocol import compression
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode

@@ -29,9 +29,9 @@ import uuid
 from argparse import Namespace
 from typing import IO
 
-from broker.client_admin import (CONFIG_SOURCE_DEFAULT, OP_DELETE, OP_SET, ClusterMetadata,
+from client import (CONFIG_SOURCE_DEFAULT, OP_DELETE, OP_SET, ClusterMetadata,
                                  KafkaAdmin, NewTopic, TopicInfo)
-from broker.tools import (ToolError, ToolParser, UsageExit, parse_key_values, run,
+from tools import (ToolError, ToolParser, UsageExit, parse_key_values, run,
                           split_config_list, streams)
 from protocol.errors import ErrorCode
 from protocol.schema import Struct

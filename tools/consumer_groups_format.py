@@ -4,7 +4,7 @@ Kafka 3.9's ConsumerGroupCommand prints with printf formats; each formatter
 quotes the one it follows. Also here: the ConsumerProtocol assignment decoder
 (members' assignments are shown per topic), the described group and the rows
 built from it for --describe, the offset clamp of --reset-offsets and the
-Printer the actions write through. broker/tools/consumer_groups.py re-exports
+Printer the actions write through. tools/consumer_groups.py re-exports
 every name.
 """
 

@@ -36,10 +36,10 @@ from argparse import Namespace
 from datetime import datetime, timedelta, timezone
 from typing import IO, Any
 
-from broker.client_admin import KafkaAdmin
-from broker.tools import ToolError, ToolParser, parse_or_status, run, streams
+from client import KafkaAdmin
+from tools import ToolError, ToolParser, parse_or_status, run, streams
 # output and row building live in consumer_groups_format; every name stays importable from here
-from broker.tools.consumer_groups_format import MISSING, TP, GroupDescription, MemberRow, \
+from tools.consumer_groups_format import MISSING, TP, GroupDescription, MemberRow, \
     OffsetRow, Printer, clamp, decode_assignment, error_text, format_assignment, \
     format_delete_offsets, format_members, format_offsets, format_reset_plan, format_state, \
     offset_rows

@@ -1,29 +1,23 @@
-"""Cluster-level client helpers over ``broker.client.KafkaConnection``.
+"""``KafkaAdmin``: the admin verbs over a bootstrap list.
 
-* ``BrokerPool``: one connection per (host, port), opened on first use and
-  reopened after it drops. Its ``send(broker_id, host, port, header, body)``
-  has the shape of ``controller.BrokerTransport.send``.
-* ``bootstrap``: the first reachable server of a ``host:port,host:port`` list.
-* ``ClusterMetadata``: a Metadata response as plain dataclasses (brokers,
-  topics, partitions with leaders), with ``leader(topic, partition)``.
-* ``KafkaAdmin``: Metadata, CreateTopics, DeleteTopics, CreatePartitions,
-  DescribeConfigs and IncrementalAlterConfigs for the tools. Admin requests go
-  to the controller named in Metadata (a ZooKeeper-mode broker that is not
-  the controller answers NOT_CONTROLLER), refreshing and retrying on that.
+Metadata, CreateTopics, DeleteTopics, CreatePartitions, DescribeConfigs and
+IncrementalAlterConfigs for the tools and tests. Admin requests go to the
+controller named in Metadata (a ZooKeeper-mode broker that is not the controller
+answers NOT_CONTROLLER), refreshing and retrying on that.
 """
 
 from __future__ import annotations
 
 import asyncio
-import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from broker.client import (DEFAULT_CLIENT_ID, DEFAULT_TIMEOUT, KafkaConnection,
-                           KafkaConnectionError)
+from client.connection import DEFAULT_CLIENT_ID, DEFAULT_TIMEOUT, KafkaConnection
+from client.errors import KafkaConnectionError
+from client.metadata import ClusterMetadata, metadata_request
+from client.pool import BrokerPool, bootstrap
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
-from protocol.headers import RequestHeader
 from protocol.schema import Struct
 from protocol.spec import api
 
@@ -33,164 +27,6 @@ OP_SET, OP_DELETE, OP_APPEND, OP_SUBTRACT = 0, 1, 2, 3
 CONFIG_SOURCE_DEFAULT = 5  # DescribeConfigs ConfigSource DEFAULT_CONFIG
 _ADMIN_RETRIES = 3
 
-
-def parse_servers(servers: str | list[str] | tuple[str, ...]) -> list[tuple[str, int]]:
-    """'h1:9092,[::1]:9093' (or a list of such) -> [(host, port), ...]."""
-    items = servers.split(",") if isinstance(servers, str) else list(servers)
-    out: list[tuple[str, int]] = []
-    for item in (s.strip() for s in items):
-        if not item:
-            continue
-        host, sep, port = item.rpartition(":")
-        if not sep or not host or not port.isdigit():
-            raise ValueError(f"bad server address {item!r}: expected HOST:PORT")
-        out.append((host.strip("[]"), int(port)))
-    if not out:
-        raise ValueError("no bootstrap server given")
-    return out
-
-
-class BrokerPool:
-    """One KafkaConnection per (host, port); reconnects when one has dropped.
-
-    A request that fails because its connection dropped is not resent (it may
-    have been applied); the next call opens a fresh connection."""
-
-    def __init__(self, *, client_id: str | None = DEFAULT_CLIENT_ID,
-                 timeout: float = DEFAULT_TIMEOUT) -> None:
-        self.client_id = client_id
-        self.timeout = timeout
-        self._conns: dict[tuple[str, int], KafkaConnection] = {}
-        self._locks: dict[tuple[str, int], asyncio.Lock] = {}
-
-    async def get(self, host: str, port: int) -> KafkaConnection:
-        key = (host, port)
-        conn = self._conns.get(key)
-        if conn is not None and not conn.closed:
-            return conn
-        lock = self._locks.setdefault(key, asyncio.Lock())
-        async with lock:  # one connect at a time per address
-            conn = self._conns.get(key)
-            if conn is None or conn.closed:
-                conn = await KafkaConnection.open(host, port, client_id=self.client_id,
-                                                  timeout=self.timeout)
-                self._conns[key] = conn
-            return conn
-
-    async def request(self, host: str, port: int, api_key: int, body: Struct,
-                      version: int | None = None, *, expect_response: bool = True,
-                      timeout: float | None = None) -> Struct | None:
-        conn = await self.get(host, port)
-        return await conn.request(api_key, body, version, expect_response=expect_response,
-                                  timeout=timeout)
-
-    async def send(self, broker_id: int, host: str, port: int, header: RequestHeader,
-                   body: Struct) -> Struct:
-        """``controller.BrokerTransport.send``: api key and version from ``header``."""
-        conn = await self.get(host, port)
-        resp = await conn.request_with_header(header, body)
-        assert resp is not None
-        return resp
-
-    async def close_connection(self, host: str, port: int) -> None:
-        conn = self._conns.pop((host, port), None)
-        if conn is not None:
-            await conn.close()
-
-    async def close(self) -> None:
-        conns, self._conns = list(self._conns.values()), {}
-        for conn in conns:
-            await conn.close()
-
-
-async def bootstrap(servers: str | list[str], *, client_id: str | None = DEFAULT_CLIENT_ID,
-                    timeout: float = DEFAULT_TIMEOUT,
-                    pool: BrokerPool | None = None) -> KafkaConnection:
-    """A handshaken connection to the first reachable server in ``servers``."""
-    errors: list[str] = []
-    for host, port in parse_servers(servers):
-        try:
-            if pool is not None:
-                return await pool.get(host, port)
-            return await KafkaConnection.open(host, port, client_id=client_id, timeout=timeout)
-        except KafkaConnectionError as e:
-            errors.append(str(e))
-    raise KafkaConnectionError("no bootstrap server reachable: " + "; ".join(errors))
-
-
-# -- metadata ----------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class BrokerInfo:
-    node_id: int
-    host: str
-    port: int
-    rack: str | None = None
-
-
-@dataclass(frozen=True)
-class PartitionInfo:
-    partition: int
-    leader: int
-    leader_epoch: int
-    replicas: tuple[int, ...]
-    isr: tuple[int, ...]
-    offline_replicas: tuple[int, ...] = ()
-    error: int = 0
-
-
-@dataclass(frozen=True)
-class TopicInfo:
-    name: str
-    topic_id: uuid.UUID
-    error: int
-    is_internal: bool
-    partitions: dict[int, PartitionInfo] = field(default_factory=dict)
-
-
-@dataclass
-class ClusterMetadata:
-    brokers: dict[int, BrokerInfo]
-    topics: dict[str, TopicInfo]
-    controller_id: int = -1
-    cluster_id: str | None = None
-
-    @classmethod
-    def from_response(cls, resp: Struct) -> ClusterMetadata:
-        brokers = {b.node_id: BrokerInfo(b.node_id, b.host, b.port, b.rack)
-                   for b in resp.brokers}
-        topics: dict[str, TopicInfo] = {}
-        for t in resp.topics:
-            parts = {p.partition_index: PartitionInfo(
-                p.partition_index, p.leader_id, p.leader_epoch, tuple(p.replica_nodes),
-                tuple(p.isr_nodes), tuple(p.offline_replicas), p.error_code)
-                for p in t.partitions}
-            topics[t.name or ""] = TopicInfo(t.name or "", t.topic_id, t.error_code,
-                                             t.is_internal, parts)
-        return cls(brokers, topics, resp.controller_id, resp.cluster_id)
-
-    def leader(self, topic: str, partition: int) -> BrokerInfo | None:
-        t = self.topics.get(topic)
-        p = t.partitions.get(partition) if t else None
-        if p is None or p.leader < 0:
-            return None
-        return self.brokers.get(p.leader)
-
-    def topic_names(self) -> dict[uuid.UUID, str]:
-        return {t.topic_id: name for name, t in self.topics.items()}
-
-
-def metadata_request(version: int, topics: list[str] | None,
-                     allow_auto_create: bool = False) -> Struct:
-    spec = api(ApiKey.METADATA).request
-    if topics is None:
-        wanted: list[Struct] | None = None if version >= 1 else []
-    else:
-        wanted = [spec.structs["MetadataRequestTopic"].new(name=t) for t in topics]
-    return spec.new(topics=wanted, allow_auto_topic_creation=allow_auto_create)
-
-
-# -- admin ---------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
 class NewTopic:

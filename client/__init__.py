@@ -1,0 +1,39 @@
+"""Our asyncio Kafka client, over ``protocol/`` only.
+
+It imports nothing else of ours (a test checks it): the broker's outgoing paths,
+the controller's channel, ``tools/``, ``spark_jobs/`` and ``bench/`` all use it, and
+no Kafka request is built by hand outside this package and the server side.
+
+Map (what lives where):
+
+    errors.py       KafkaConnectionError, RequestTimedOut, NoCommonVersion
+    connection.py   KafkaConnection: one socket, ApiVersions handshake, version choice,
+                    pipelined requests matched by correlation id
+    pool.py         BrokerPool (one connection per broker), bootstrap, parse_servers
+    metadata.py     ClusterMetadata (brokers, topics, partitions, leaders) from Metadata
+    verbs.py        the data-path verbs, written once: produce, fetch, list_offsets,
+                    offset_for_leader_epoch, delete_records, ... (request in, results out)
+    admin.py        KafkaAdmin: topics, partitions, configs, to the controller
+    partitioner.py  Kafka's default partitioner (murmur2, sticky)
+    assignment.py   replica assignment (Kafka's AdminUtils), shared with the controller
+
+Where things go: a new request verb goes in ``verbs.py`` (or a module of its own for
+an API family with state, as the transactional producer will be); TLS and SASL belong
+to ``connection.py``'s opening; nothing here may import broker, controller, storage,
+tools or spark_jobs.
+"""
+
+from client.admin import (CONFIG_SOURCE_DEFAULT, OP_APPEND, OP_DELETE, OP_SET, OP_SUBTRACT,
+                          RESOURCE_BROKER, RESOURCE_TOPIC, KafkaAdmin, NewTopic)
+from client.connection import DEFAULT_CLIENT_ID, DEFAULT_TIMEOUT, KafkaConnection
+from client.errors import KafkaConnectionError, NoCommonVersion, RequestTimedOut
+from client.metadata import BrokerInfo, ClusterMetadata, PartitionInfo, TopicInfo
+from client.pool import BrokerPool, bootstrap, parse_servers
+
+__all__ = [
+    "CONFIG_SOURCE_DEFAULT", "DEFAULT_CLIENT_ID", "DEFAULT_TIMEOUT", "OP_APPEND", "OP_DELETE",
+    "OP_SET", "OP_SUBTRACT", "RESOURCE_BROKER", "RESOURCE_TOPIC", "BrokerInfo", "BrokerPool",
+    "ClusterMetadata", "KafkaAdmin", "KafkaConnection", "KafkaConnectionError", "NewTopic",
+    "NoCommonVersion", "PartitionInfo", "RequestTimedOut", "TopicInfo", "bootstrap",
+    "parse_servers",
+]

@@ -1,0 +1,25 @@
+"""What the client raises when a broker cannot be reached or answered."""
+
+from __future__ import annotations
+
+
+class KafkaConnectionError(ConnectionError):
+    """The connection to a broker could not be made, was lost, or is closed."""
+
+    def __init__(self, message: str, host: str = "", port: int = 0) -> None:
+        super().__init__(message)
+        self.host = host
+        self.port = port
+
+
+class RequestTimedOut(KafkaConnectionError, TimeoutError):
+    """No response within the request's timeout (the connection stays open)."""
+
+
+class NoCommonVersion(KafkaConnectionError):
+    """We and the broker share no version of an API (or it lacks the API)."""
+
+    def __init__(self, message: str, host: str = "", port: int = 0, *,
+                 api_key: int = -1) -> None:
+        super().__init__(message, host, port)
+        self.api_key = api_key
