@@ -12,8 +12,11 @@ Map (what lives where):
     pool.py         BrokerPool (one connection per broker), bootstrap, parse_servers
     metadata.py     ClusterMetadata (brokers, topics, partitions, leaders) from Metadata
     verbs.py        the data-path verbs, written once: produce, fetch, list_offsets,
-                    offset_for_leader_epoch, delete_records, ... (request in, results out)
-    admin.py        KafkaAdmin: topics, partitions, configs, to the controller
+                    offset_for_leader_epoch, delete_records, alter_partition
+                    (plain arguments in, per-partition result dataclasses out)
+    producer.py     send_batches: batches to their leaders, retried (tools, Spark, replay)
+    admin.py        KafkaAdmin: topics, partitions, configs (to the controller), and the
+                    connection to a broker or to a partition's leader
     partitioner.py  Kafka's default partitioner (murmur2, sticky)
     assignment.py   replica assignment (Kafka's AdminUtils), shared with the controller
 

@@ -69,6 +69,19 @@ class KafkaAdmin:
             raise KafkaConnectionError(f"broker {node_id} is not in the cluster metadata")
         return await self.pool.get(b.host, b.port)
 
+    async def leader_connection(self, topic: str, partition: int, *,
+                                refresh: bool = False) -> KafkaConnection:
+        """A connection to the partition's leader, from the cached metadata (refreshed
+        first when ``refresh`` or when no leader is known). KafkaConnectionError when
+        the partition has no leader even then."""
+        if refresh or self.cluster is None or self.cluster.leader(topic, partition) is None:
+            await self.metadata([topic])
+        assert self.cluster is not None
+        leader = self.cluster.leader(topic, partition)
+        if leader is None:
+            raise KafkaConnectionError(f"{topic}-{partition} has no leader")
+        return await self.pool.get(leader.host, leader.port)
+
     async def metadata(self, topics: list[str] | None = None, *,
                        allow_auto_create: bool = False) -> ClusterMetadata:
         """Metadata for ``topics`` (None = all); also refreshes ``self.cluster``."""
