@@ -1,0 +1,36 @@
+"""The daemon: ``pybroker start`` — connections, request dispatch, handlers, replication,
+groups, ACLs, and the broker's side of the control plane.
+
+It may import ``protocol``, ``storage``, ``client`` (its outgoing connections: follower
+fetches, AlterPartition, ControlledShutdown, the controller's channel) and what
+``controller/__init__.py`` exports; never ``tools``, ``spark_jobs`` or ``bench``
+(tests/unit/test_layering.py).
+
+Map — the request path, socket to handler:
+
+    server.py           the asyncio listener; one task per connection
+    connection.py       frames in (protocol.framing), header decode, responses out in order
+    dispatch.py         the handler registry (@handler(api_key, versions)); ApiVersions
+                        bodies are built from it
+    context.py          RequestContext: what a handler sees of the broker and connection
+    handlers/           one module per API family (produce.py, fetch.py, metadata.py, ...)
+
+The services the handlers use:
+
+    broker.py           Broker: holds the services, start-up and shutdown
+    replication/        partitions this broker hosts: Partition (leader/follower, ISR,
+                        high watermark), ReplicaManager, purgatory, follower fetchers,
+                        leader endpoint, AlterPartition manager, producer state
+    coordinator/        the group coordinator and __consumer_offsets
+    acl/                the ZooKeeper-mode ACL authorizer
+    metadata_cache.py   what the controller told us of the cluster
+    config.py, topic_config.py, topic_names.py, listeners.py   configuration and names
+    producer_ids.py     InitProducerId's id blocks
+    main.py, __main__.py, cli.py, local_run.py, zookeeper_runner.py   processes and the
+                        ``pybroker`` front door (tools live in ``tools/``)
+
+Where things go: a new API is a handler module under ``handlers/`` (opening with its
+versions and behaviour notes) plus its service in a room of its own (a subpackage
+beside ``coordinator/``: transactions, security, metrics); a new outgoing request is a
+verb in ``client/``, never a request built here.
+"""

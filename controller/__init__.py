@@ -1,7 +1,30 @@
 """The control plane: ZooKeeper (Kafka's layout) and the controller.
 
 Only the names below may be imported from outside this package (broker/ uses
-the facade, never a submodule).
+the facade, never a submodule). It imports ``protocol`` and ``client`` (replica
+assignment; its channel sends through a ``BrokerTransport``, which the broker
+backs with ``client.BrokerPool``), and only ``kazoo_zk.py`` imports kazoo.
+
+Map:
+
+    controller.py               Controller: active while it holds /controller
+    election.py                 the ephemeral /controller znode and /controller_epoch
+    event_manager.py, events.py one queue, one consumer: the only writer of ControllerContext
+    context.py                  ControllerContext: the active controller's picture
+    partition_state_machine.py  partition states, leader election rules
+    replica_state_machine.py    replica states
+    leader_election.py          preferred / admin-asked elections
+    reassignment.py             partition reassignment (KIP-455)
+    deletion.py                 topic deletion
+    alter_partition.py          AlterPartition: the one way an ISR changes
+    channel.py                  LeaderAndIsr / UpdateMetadata / StopReplica to brokers
+    zk.py, zk_generic.py, zk_partitions.py   ClusterStore: the async view of ZooKeeper
+    zkclient.py, kazoo_zk.py    the ZooKeeper client seam and its kazoo adaptor
+    zkdata.py                   znode paths and JSON as Kafka 3.9 writes them
+    errors.py                   control-plane errors
+
+Where things go: a new controller duty is a module of its own driven by an event in
+``events.py``; a new znode is declared in ``zkdata.py``.
 """
 
 from client.assignment import assign_replicas

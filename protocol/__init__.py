@@ -1,0 +1,27 @@
+"""The Kafka wire protocol, sans-I/O: bytes in, objects out.
+
+Imports nothing else of ours, and no sockets, asyncio or files (tests/unit/test_layering.py).
+Every other package builds on it: ``storage`` (record batches), ``client`` (requests),
+``broker`` (handlers), ``controller`` (its channel's requests), ``spark_jobs`` (decoding).
+
+Map:
+
+    primitives.py       int8..int64, varints, (compact) strings/bytes/arrays, uuid
+    versions.py         version ranges ("0+", "3-7", "none")
+    schema.py           declarative message schemas in Kafka's field vocabulary
+    spec/               one module per API: request and response schemas, all versions
+    codec.py            encode/decode entry points (compiled fast path, codec_compiled.py;
+                        reference interpreter, codec_reference.py; a test keeps them equal)
+    headers.py          request/response headers, whole-frame encode/decode (quirks named there)
+    framing.py          size-prefixed frames with a max-size guard
+    api_keys.py         ApiKey enum
+    errors.py           the error-code table (code, name, retriable, message)
+    records.py          record batches v2 (CRC32C, varint records, patching base offsets)
+    legacy_records.py   message sets v0/v1, read and down-converted
+    compression.py      gzip, snappy, lz4, zstd framed as Kafka frames them
+    fetch_session.py    KIP-227 session ids and epochs (shared by broker and client)
+
+Where things go: a new API is a new ``spec/<api>.py`` (request and response at every
+version; the codec derives the rest); a new record-level format detail goes beside
+``records.py``; nothing here may do I/O.
+"""

@@ -1,11 +1,19 @@
-"""The dependency direction from STYLE.md, checked on the source with ``ast``.
+"""The dependency direction from STYLE.md and DESIGN.md, checked on the source with ``ast``.
 
     protocol    pure: imports nothing of ours outside protocol/; no event loop, no sockets
     storage     sync file I/O: of ours, only protocol.records and protocol.compression (and storage)
-    broker      uses protocol and storage; of controller, only what controller/__init__.py
-                exports (ClusterStore, Controller, ...), never a controller submodule
-    controller  uses protocol; at most one module of it imports kazoo, nothing else does
-    spark_jobs  a leaf: nobody imports it
+    client      our Kafka client: of ours, only protocol (``python -c "import client"`` loads
+                nothing of broker, controller, storage, tools, spark_jobs or pyspark)
+    broker      uses protocol, storage and client; of controller, only what
+                controller/__init__.py exports (ClusterStore, Controller, ...), never a submodule
+    controller  uses protocol and client; at most one module of it imports kazoo, nothing else does
+    tools       uses client (and protocol: error codes, record batches), nothing else of ours
+    spark_jobs  uses client, storage (its readers) and protocol
+    leaves      nobody imports tools, spark_jobs or bench. (The ``pybroker`` front door,
+                broker/cli.py, names each tool's module in a table and imports the one asked
+                for at run time: a command dispatch, not a dependency of the daemon.)
+
+Import cycles among the project's modules are checked in test_import_cycles.py.
 
 Every ``import``/``from ... import`` counts, including relative ones, ones under
 ``if TYPE_CHECKING:`` and ``importlib.import_module("...")`` with a literal name.
@@ -14,13 +22,27 @@ Every ``import``/``from ... import`` counts, including relative ones, ones under
 from __future__ import annotations
 
 import ast
+import os
+import subprocess
+import sys
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-PACKAGES = ("protocol", "storage", "broker", "controller", "spark_jobs")
+PACKAGES = ("protocol", "storage", "client", "broker", "controller", "tools", "spark_jobs", "bench")
+# package -> the packages of ours it may import (besides itself); None: anything
+MAY_IMPORT: dict[str, tuple[str, ...] | None] = {
+    "protocol": (),
+    "client": ("protocol",),
+    "broker": ("protocol", "storage", "client", "controller"),
+    "controller": ("protocol", "client"),
+    "tools": ("client", "protocol"),
+    "spark_jobs": ("client", "storage", "protocol"),
+    "bench": None,
+}
+LEAVES = ("tools", "spark_jobs", "bench")
 NO_IO_MODULES = ("asyncio", "socket", "socketserver", "selectors", "ssl", "uvloop")
 STORAGE_MAY_IMPORT = ("protocol.records", "protocol.compression")
 
@@ -128,13 +150,23 @@ def broker_violations(modules: Modules) -> list[str]:
     return _violations(modules, "broker", lambda n: within(n, submodules))
 
 
-def spark_jobs_violations(modules: Modules) -> list[str]:
+def package_violations(modules: Modules, package: str) -> list[str]:
+    """Imports of ours from ``package`` outside what MAY_IMPORT allows it."""
+    allowed = MAY_IMPORT[package]
+    if allowed is None:
+        return []
+    return _violations(modules, package, lambda n: within(n, PACKAGES)
+                       and not within(n, (package, *allowed)))
+
+
+def leaf_violations(modules: Modules) -> list[str]:
+    """Imports of tools, spark_jobs or bench from any other package."""
     return [
         f"{module} imports {n}"
         for module, names in modules.items()
-        if not within(module, ["spark_jobs"])
         for n in sorted(names)
-        if within(n, ["spark_jobs"])
+        for leaf in LEAVES
+        if within(n, [leaf]) and not within(module, [leaf]) and not within(module, ["bench"])
     ]
 
 
@@ -169,8 +201,28 @@ def test_broker_imports_only_what_controller_exports() -> None:
     assert broker_violations(MODULES) == []
 
 
-def test_nobody_imports_spark_jobs() -> None:
-    assert spark_jobs_violations(MODULES) == []
+@pytest.mark.parametrize("package", [p for p, allowed in MAY_IMPORT.items() if allowed is not None])
+def test_each_package_imports_only_what_it_may(package: str) -> None:
+    assert package_violations(MODULES, package) == []
+
+
+def test_nobody_imports_tools_spark_jobs_or_bench() -> None:
+    assert leaf_violations(MODULES) == []
+
+
+def test_importing_the_client_loads_nothing_else_of_ours() -> None:
+    """In a fresh interpreter: ``import client`` (and every client module) pulls in no
+    module of broker, controller, storage, tools, spark_jobs, nor pyspark."""
+    modules = sorted(m for m in MODULES if within(m, ["client"]))
+    code = ("import importlib, sys\n"
+            f"for m in {modules!r}: importlib.import_module(m)\n"
+            "print('\\n'.join(sorted(sys.modules)))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True,
+                         text=True, check=True, env={**os.environ, "PYTHONPATH": str(REPO)})
+    loaded = out.stdout.split()
+    assert "client.verbs" in loaded
+    forbidden = ("broker", "controller", "storage", "tools", "spark_jobs", "pyspark", "kazoo")
+    assert [m for m in loaded if within(m, forbidden)] == []
 
 
 def test_kazoo_only_behind_one_controller_module() -> None:
@@ -225,8 +277,10 @@ def test_rules_catch_violations() -> None:
         "spark_jobs.replay": {"storage.segment", "pyspark.sql"},
     }
     for check in (protocol_violations, storage_violations, broker_violations,
-                  spark_jobs_violations, kazoo_violations):
+                  leaf_violations, kazoo_violations):
         assert check(good) == [], check.__name__
+    for package in MAY_IMPORT:
+        assert package_violations(good, package) == [], package
     assert io_violations(good, "protocol") == io_violations(good, "storage") == []
 
     assert protocol_violations({"protocol.codec": {"storage.log"}}) == ["protocol.codec imports storage.log"]
@@ -241,6 +295,18 @@ def test_rules_catch_violations() -> None:
     assert broker_violations({"broker.cli": {"controller.zk.ZkClient"}, "controller.zk": set()})
     assert not broker_violations({"broker.broker": {"controller", "controller.Controller"},
                                   "controller": set(), "controller.election": set()})
-    assert spark_jobs_violations({"broker.cli": {"spark_jobs.replay.main"}})
+    assert leaf_violations({"broker.cli": {"spark_jobs.replay.main"}})
+    assert leaf_violations({"client.admin": {"tools.topics"}})
+    assert not leaf_violations({"bench.groups": {"spark_jobs.replay"}, "tools.a": {"tools.b"}})
+    assert package_violations({"client.pool": {"broker.config"}}, "client")
+    assert package_violations({"client.pool": {"storage.log"}}, "client")
+    assert not package_violations({"client.pool": {"protocol.codec", "client.errors"}}, "client")
+    assert package_violations({"tools.topics": {"controller"}}, "tools")
+    assert package_violations({"tools.topics": {"broker.config.BrokerConfig"}}, "tools")
+    assert package_violations({"spark_jobs.source": {"broker.client"}}, "spark_jobs")
+    assert not package_violations({"spark_jobs.replay": {"storage.segment", "client.verbs"}},
+                                  "spark_jobs")
+    assert package_violations({"broker.cli": {"tools.topics"}}, "broker")
+    assert package_violations({"controller.channel": {"broker.config"}}, "controller")
     assert kazoo_violations({"broker.zk": {"kazoo.client"}})
     assert kazoo_violations({"controller.zk": {"kazoo"}, "controller.election": {"kazoo.exceptions"}})
