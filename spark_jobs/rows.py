@@ -21,6 +21,7 @@ nothing is lost.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 from typing import Any
@@ -53,6 +54,15 @@ EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 def schema(include_headers: bool) -> StructType:
     """The Kafka source's schema; ``headers`` last, only when asked for (as Spark's)."""
     return SCHEMA_WITH_HEADERS if include_headers else SCHEMA
+
+
+@functools.cache
+def arrow_schema(include_headers: bool = True) -> Any:
+    """``schema(include_headers)`` as the pyarrow schema Spark derives from it (timestamps
+    in UTC): what Arrow record batches handed to Spark or written to Parquet must match."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    return to_arrow_schema(schema(include_headers), timezone="UTC")
 
 
 def to_datetime(timestamp_ms: int) -> datetime:
