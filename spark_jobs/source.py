@@ -50,7 +50,8 @@ from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadLimit, ReadM
 from pyspark.sql.types import StructType
 
 from spark_jobs import source_options
-from spark_jobs.kafka_io import TP, DataLossError, KafkaIO, data_loss, shared_client
+from spark_jobs.kafka_io import KafkaIO, shared_client
+from spark_jobs.kafka_requests import TP, DataLossError, data_loss
 from spark_jobs.rows import rows_from_batches, schema
 from spark_jobs.source_options import SourceOptions, from_offsets_json, offsets_json, resolve
 
