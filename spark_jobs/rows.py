@@ -17,6 +17,10 @@ treats a naive datetime as the worker's local time, while an aware one maps
 to the exact instant, so UTC-aware values round-trip whatever the machine's
 zone is. Kafka timestamps are milliseconds; datetime holds microseconds, so
 nothing is lost.
+
+``arrow_schema(include_headers)`` is that schema as the pyarrow schema Spark
+derives from it: what Arrow record batches handed to Spark (the source's
+reader, the replay's private source) or written to Parquet must match.
 """
 
 from __future__ import annotations
