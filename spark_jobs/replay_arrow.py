@@ -1,5 +1,9 @@
 """Record batches to Arrow columns without a Python object per record (the bulk replay's decoder).
 
+``arrow_batches(seg, bounds)`` is a segment task's rows as Arrow RecordBatches
+(``spark_jobs.segments`` reads the batches; ``arrow_runs`` decodes them a run
+at a time); the rest is the decoder.
+
 Input: the decompressed bodies of a run of record batches (magic 2), joined
 into one buffer. A body is ``records_count`` records back to back, each::
 
@@ -43,6 +47,7 @@ import pyarrow as pa
 
 from protocol import records
 from spark_jobs import replay_inflate
+from spark_jobs.segments import Bounds, Segment, may_hold_times, segment_batches
 
 PAD = 16          # zero bytes after the joined bodies: varint reads never index past the end
 MAX_VARINT = 10   # bytes of a 64-bit varint
@@ -362,3 +367,15 @@ def arrow_runs(batches: Any, lo: int, hi: int, from_ts: int | None, to_ts: int |
             run = RunBuffer(run_bytes + (1 << 20))
     if run.sizes:
         yield flush()
+
+
+def arrow_batches(seg: Segment, bounds: Bounds) -> Any:
+    """The segment task's rows as RecordBatches in ``rows.arrow_schema()`` (the source's
+    schema with headers), a run of batches at a time; empty batches left out."""
+    from spark_jobs.rows import arrow_schema  # pyspark: only where Spark runs
+
+    wanted = (item for item in segment_batches(seg) if may_hold_times(item[2], bounds))
+    for batch in arrow_runs(wanted, seg.start, seg.end, bounds.from_ts, bounds.to_ts,
+                            seg.topic, seg.partition, arrow_schema()):
+        if batch.num_rows:
+            yield batch

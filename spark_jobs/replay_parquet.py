@@ -28,6 +28,8 @@ import shutil
 from typing import Any
 from urllib.parse import urlparse
 
+from spark_jobs.segments import Bounds, Segment
+
 SPARK_SCHEMA_KEY = b"org.apache.spark.sql.parquet.row.metadata"
 PARTITION_COLUMNS = ("topic", "partition")
 COMPRESSION = "snappy"          # Spark's default Parquet codec
@@ -54,24 +56,23 @@ def file_schema() -> Any:
     import pyarrow as pa
     from pyspark.sql.types import StructType
 
-    from spark_jobs.replay import arrow_schema
-    from spark_jobs.rows import schema
+    from spark_jobs.rows import arrow_schema, schema
 
     spark_schema = StructType([f for f in schema(True).fields if f.name not in PARTITION_COLUMNS])
     fields = [f for f in arrow_schema() if f.name not in PARTITION_COLUMNS]
     return pa.schema(fields, metadata={SPARK_SCHEMA_KEY: spark_schema.json().encode()})
 
 
-def segment_file(output: str, seg: Any) -> str:
+def segment_file(output: str, seg: Segment) -> str:
     return os.path.join(local_path(output), f"topic={seg.topic}", f"partition={seg.partition}",
                         f"part-{seg.base_offset:020d}-{seg.start:020d}.{COMPRESSION}.parquet")
 
 
-def write_segment(seg: Any, bounds: Any, output: str) -> int:
+def write_segment(seg: Segment, bounds: Bounds, output: str) -> int:
     """Write the segment task's rows to its file (none when it has no rows); -> rows."""
     import pyarrow.parquet as pq
 
-    from spark_jobs.replay import arrow_batches
+    from spark_jobs.replay_arrow import arrow_batches
 
     path = segment_file(output, seg)
     tmp = os.path.join(os.path.dirname(path), f".{os.path.basename(path)}.{os.getpid()}.tmp")
@@ -98,7 +99,7 @@ def write_segment(seg: Any, bounds: Any, output: str) -> int:
     return rows
 
 
-def export(spark: Any, tasks: list[Any], bounds: Any, output: str, mode: str) -> int:
+def export(spark: Any, tasks: list[Segment], bounds: Bounds, output: str, mode: str) -> int:
     """One Spark task per segment writes its file; -> rows written.
 
     ``mode``: ``errorifexists`` refuses an existing ``output``; ``overwrite``

@@ -17,10 +17,15 @@ treats a naive datetime as the worker's local time, while an aware one maps
 to the exact instant, so UTC-aware values round-trip whatever the machine's
 zone is. Kafka timestamps are milliseconds; datetime holds microseconds, so
 nothing is lost.
+
+``arrow_schema(include_headers)`` is that schema as the pyarrow schema Spark
+derives from it: what Arrow record batches handed to Spark (the source's
+reader, the replay's private source) or written to Parquet must match.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 from typing import Any
@@ -53,6 +58,15 @@ EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 def schema(include_headers: bool) -> StructType:
     """The Kafka source's schema; ``headers`` last, only when asked for (as Spark's)."""
     return SCHEMA_WITH_HEADERS if include_headers else SCHEMA
+
+
+@functools.cache
+def arrow_schema(include_headers: bool = True) -> Any:
+    """``schema(include_headers)`` as the pyarrow schema Spark derives from it (timestamps
+    in UTC): what Arrow record batches handed to Spark or written to Parquet must match."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    return to_arrow_schema(schema(include_headers), timezone="UTC")
 
 
 def to_datetime(timestamp_ms: int) -> datetime:

@@ -50,8 +50,9 @@ from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadLimit, ReadM
 from pyspark.sql.types import StructType
 
 from spark_jobs import source_options
-from spark_jobs.kafka_io import TP, DataLossError, KafkaIO, data_loss, shared_client
-from spark_jobs.rows import rows_from_batches, schema
+from spark_jobs.kafka_io import KafkaIO, shared_client
+from spark_jobs.kafka_requests import TP, DataLossError, data_loss
+from spark_jobs.rows import arrow_schema, rows_from_batches, schema
 from spark_jobs.source_options import SourceOptions, from_offsets_json, offsets_json, resolve
 
 log = logging.getLogger("spark_jobs.source")
@@ -112,17 +113,16 @@ def read_arrow(opts: SourceOptions, part: KafkaRange) -> Iterator[Any]:
     of checking and converting every tuple field by field; the schema must be
     exactly the one Spark derives (timestamps in UTC)."""
     import pyarrow as pa
-    from pyspark.sql.pandas.types import to_arrow_schema
 
-    arrow_schema = to_arrow_schema(schema(opts.include_headers), timezone="UTC")
-    types = [f.type for f in arrow_schema]
+    target = arrow_schema(opts.include_headers)
+    types = [f.type for f in target]
     rows = read_range(opts, part)
     while True:
         chunk = list(itertools.islice(rows, ARROW_ROWS))
         if not chunk:
             return
         columns = [pa.array(col, type=t) for col, t in zip(zip(*chunk), types)]
-        yield pa.RecordBatch.from_arrays(columns, schema=arrow_schema)
+        yield pa.RecordBatch.from_arrays(columns, schema=target)
 
 
 def report_data_loss(opts: SourceOptions, message: str) -> None:

@@ -26,7 +26,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from spark_jobs.kafka_io import EARLIEST, LATEST, TP, ClientConfig, KafkaIO
+from spark_jobs.kafka_io import KafkaIO
+from spark_jobs.kafka_requests import EARLIEST, LATEST, TP, ClientConfig
 
 # Kafka consumer settings Spark's source refuses because it manages them itself.
 UNSUPPORTED_KAFKA = ("auto.offset.reset", "key.deserializer",

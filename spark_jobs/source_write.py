@@ -41,7 +41,8 @@ from pyspark.sql.types import (ArrayType, BinaryType, IntegerType, StringType, S
 
 from client.partitioner import StickyPartitioner, partition_for_key
 from protocol.records import BatchBuilder
-from spark_jobs.kafka_io import TP, ClientConfig, KafkaIO, shared_client
+from spark_jobs.kafka_io import KafkaIO, shared_client
+from spark_jobs.kafka_requests import TP, ClientConfig
 
 CODECS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
 ACKS = {"all": -1, "-1": -1, "1": 1, "0": 0}

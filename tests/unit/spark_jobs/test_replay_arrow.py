@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from protocol import records
-from spark_jobs import replay, replay_arrow, replay_inflate, replay_parquet
+from spark_jobs import replay_arrow, replay_inflate, replay_parquet, rows, segments
 from storage import checkpoints, filenames
 from storage.config import LogConfig
 from storage.log import PartitionLog
@@ -68,7 +68,7 @@ def _decoded(buf: bytes | bytearray, lo: int = 0, hi: int = 1 << 62,
     triples = ((buf, pos, h) for pos, h in records.iter_batches(buf))
     got: Expected = []
     for batch in replay_arrow.arrow_runs(triples, lo, hi, from_ts, to_ts, "t", 3,
-                                         replay.arrow_schema(), run_bytes):
+                                         rows.arrow_schema(), run_bytes):
         d = batch.to_pydict()
         assert set(d["topic"]) <= {"t"} and set(d["partition"]) <= {3}
         for i in range(batch.num_rows):
@@ -161,7 +161,7 @@ def test_corrupt_records_raise(cut: int) -> None:
     bad = batch[:records.HEADER_SIZE] + body
     with pytest.raises(records.CorruptRecordError):
         replay_arrow.decode_bodies([bytes(body)], [records.read_header(bad)],
-                                   replay.arrow_schema().field("headers").type)
+                                   rows.arrow_schema().field("headers").type)
 
 
 def test_read_varints_matches_the_scalar_reader() -> None:
@@ -194,8 +194,8 @@ def test_segment_files_round_trip(tmp_path: Path) -> None:
              for r in _truth(seg.read_bytes())]
     checkpoints.write_offsets(str(log_dir / filenames.REPLICATION_CHECKPOINT),
                               {("t", 0): end - 3})
-    bounds = replay.make_bounds("5", None)
-    tasks = replay.plan([str(log_dir)], None, bounds)
+    bounds = segments.make_bounds("5", None)
+    tasks = segments.plan([str(log_dir)], None, bounds)
     assert len(tasks) >= 2
     out = tmp_path / "out"
     rows = sum(replay_parquet.write_segment(seg, bounds, str(out)) for seg in tasks)
@@ -244,7 +244,7 @@ def test_corrupt_bodies_raise_or_decode_like_the_record_decoder(
         want = None
     try:
         cols = replay_arrow.decode_bodies([bytes(body)], [header],
-                                          replay.arrow_schema().field("headers").type)
+                                          rows.arrow_schema().field("headers").type)
     except records.CorruptRecordError:
         return
     got = list(zip(cols.offset.tolist(), cols.key.to_pylist(), cols.value.to_pylist()))
@@ -271,4 +271,4 @@ def test_a_huge_header_count_is_corruption_not_an_allocation() -> None:
     bad = bytearray(batch[:records.HEADER_SIZE]) + body
     with pytest.raises(records.CorruptRecordError):
         replay_arrow.decode_bodies([bytes(body)], [records.read_header(bad)],
-                                   replay.arrow_schema().field("headers").type)
+                                   rows.arrow_schema().field("headers").type)
