@@ -4,8 +4,9 @@
   (same codec; zstd is impossible there). v3+ must carry exactly one magic-2
   batch per partition (INVALID_RECORD otherwise), as Kafka checks.
 * acks 0 / 1 / -1 (all); anything else is INVALID_REQUIRED_ACKS. acks=0 gets
-  no response; if one of its partitions failed, the connection is closed so
-  the client refreshes metadata (Kafka does the same).
+  no response (NO_RESPONSE); if one of its partitions failed, CLOSE_CONNECTION:
+  the connection closes after the earlier responses, so the client refreshes
+  metadata (Kafka does the same).
 * Errors are per partition with nothing appended. NOT_LEADER_OR_FOLLOWER
   carries the current leader (v10+ tagged CurrentLeader and NodeEndpoints,
   from the metadata cache). A partition we do not host but the cluster knows
@@ -22,7 +23,7 @@ from typing import Any
 from broker.acl.acl_model import AclOperation, ResourceType
 from broker.acl.authorizer import allowed
 from broker.context import RequestContext
-from broker.dispatch import handler
+from broker.dispatch import CLOSE_CONNECTION, NO_RESPONSE, HandlerResult, handler
 from protocol import legacy_records
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
@@ -96,7 +97,7 @@ def upconvert(data: Any) -> bytearray:
 
 
 @handler(ApiKey.PRODUCE)
-async def handle_produce(ctx: RequestContext, request: Struct) -> Struct | None:
+async def handle_produce(ctx: RequestContext, request: Struct) -> HandlerResult:
     version = ctx.version
     early: dict[tuple[str, int], tuple[int, str | None]] = {}
     entries: dict[tuple[str, int], Any] = {}
@@ -127,10 +128,8 @@ async def handle_produce(ctx: RequestContext, request: Struct) -> Struct | None:
             log.info("closing connection %s: acks=0 produce failed for %s",
                      getattr(ctx.connection, "peer", "?"),
                      ", ".join(f"{t}-{p}: {ErrorCode.from_code(c).name}" for (t, p), (c, _) in errors.items()))
-            writer = getattr(ctx.connection, "writer", None)
-            if writer is not None:
-                writer.close()
-        return None
+            return CLOSE_CONNECTION
+        return NO_RESPONSE
     return _response(ctx, request, results, early)
 
 
