@@ -49,7 +49,7 @@ from broker.acl.authorizer import allowed, allowed_cluster
 from broker.config import BrokerConfig, key_of
 from broker.context import RequestContext
 from broker.dispatch import handler
-from broker.handlers.create_topics import TopicError
+from broker.topic_creation import TopicError
 from broker.topic_config import ConfigEntry, ConfigSource, ConfigType, SynonymValue
 from controller import TopicNotFound
 from protocol.api_keys import ApiKey

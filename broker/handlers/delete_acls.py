@@ -15,7 +15,7 @@ from broker.acl.acl_model import AclOperation
 from broker.acl.authorizer import allowed_cluster
 from broker.context import RequestContext
 from broker.dispatch import handler
-from broker.handlers.describe_acls import binding_filter
+from broker.handler_support import binding_filter
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.schema import Struct

@@ -12,11 +12,11 @@
 
 from __future__ import annotations
 
-from broker.acl.acl_model import (AclBindingFilter, AclOperation, EntryFilter, PatternFilter,
-                                  PatternType, PermissionType, ResourcePattern, ResourceType)
+from broker.acl.acl_model import AclOperation, ResourcePattern
 from broker.acl.authorizer import allowed_cluster
 from broker.context import RequestContext
 from broker.dispatch import handler
+from broker.handler_support import binding_filter
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.schema import Struct
@@ -25,23 +25,6 @@ from protocol.spec import api
 SPEC = api(ApiKey.DESCRIBE_ACLS).response
 RESOURCE = SPEC.structs["DescribeAclsResource"]
 ACL = SPEC.structs["AclDescription"]
-
-
-def binding_filter(version: int, s: Struct) -> AclBindingFilter | None:
-    """A DescribeAcls / DeleteAcls filter struct; None when it has an unknown
-    element Kafka would refuse."""
-    ptype = s.pattern_type_filter
-    if version == 0 and ptype == PatternType.ANY:
-        ptype = PatternType.LITERAL
-    try:
-        f = AclBindingFilter(
-            PatternFilter(ResourceType(s.resource_type_filter), s.resource_name_filter,
-                          PatternType(ptype)),
-            EntryFilter(s.principal_filter, s.host_filter, AclOperation(s.operation),
-                        PermissionType(s.permission_type)))
-    except ValueError:
-        return None
-    return None if f.has_unknown() else f
 
 
 @handler(ApiKey.DESCRIBE_ACLS)

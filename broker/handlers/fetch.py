@@ -39,7 +39,7 @@ from broker.acl.acl_model import AclOperation, ResourceType
 from broker.acl.authorizer import allowed, allowed_cluster
 from broker.context import RequestContext
 from broker.dispatch import handler
-from broker.handlers.produce import LEADER_HINT_ERRORS, leader_hint, node_endpoints, refine_unknown
+from broker.handler_support import LEADER_HINT_ERRORS, leader_hint, node_endpoints, refine_unknown
 from broker.replication.replica_manager import FetchPartitionRequest, FetchPartitionResult
 from protocol import legacy_records, records
 from protocol.api_keys import ApiKey

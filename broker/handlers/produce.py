@@ -24,6 +24,7 @@ from broker.acl.acl_model import AclOperation, ResourceType
 from broker.acl.authorizer import allowed
 from broker.context import RequestContext
 from broker.dispatch import CLOSE_CONNECTION, NO_RESPONSE, HandlerResult, handler
+from broker.handler_support import LEADER_HINT_ERRORS, leader_hint, node_endpoints, refine_unknown
 from protocol import legacy_records
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
@@ -38,41 +39,6 @@ TOPIC = SPEC.structs["TopicProduceResponse"]
 PARTITION = SPEC.structs["PartitionProduceResponse"]
 LEADER = SPEC.structs["LeaderIdAndEpoch"]
 NODE = SPEC.structs["NodeEndpoint"]
-
-LEADER_HINT_ERRORS = (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH)
-
-
-def leader_hint(ctx: RequestContext, topic: str, partition: int) -> tuple[int, int] | None:
-    """(leader id, leader epoch) of a partition from the metadata cache, None if unknown."""
-    metadata = getattr(ctx.broker, "metadata", None)
-    if metadata is None:
-        return None
-    try:
-        for meta in metadata.partitions(topic):
-            if meta.partition == partition:
-                return meta.leader, meta.leader_epoch
-    except (KeyError, LookupError):
-        return None
-    return None
-
-
-def node_endpoints(ctx: RequestContext, leader_ids: set[int], node_spec: Any) -> list[Struct]:
-    """NodeEndpoint structs for the leaders named in CurrentLeader fields (KIP-951)."""
-    metadata = getattr(ctx.broker, "metadata", None)
-    out = []
-    for broker_id in sorted(leader_ids):
-        b = metadata.broker(broker_id) if metadata is not None else None
-        if b is not None:
-            out.append(node_spec.new(node_id=b.id, host=b.host, port=b.port, rack=b.rack))
-    return out
-
-
-def refine_unknown(ctx: RequestContext, topic: str, partition: int, error: int) -> int:
-    """Not hosted here: NOT_LEADER_OR_FOLLOWER if the cluster knows the partition."""
-    if error == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION and leader_hint(ctx, topic, partition) is not None:
-        return ErrorCode.NOT_LEADER_OR_FOLLOWER
-    return error
-
 
 def upconvert(data: Any) -> bytearray:
     """A v0-2 message set as one magic-2 batch (raises KafkaError with Kafka's codes).
