@@ -37,7 +37,7 @@ import logging
 import time
 from typing import Any
 
-from broker.context import RequestContext
+from broker.context import BrokerServices, RequestContext
 from broker.dispatch import Outcome, dispatch, supported, unsupported_version_body
 from protocol.api_keys import ApiKey
 from protocol.codec import decode_from
@@ -57,7 +57,7 @@ _ids = itertools.count(1)
 
 
 class Connection:
-    def __init__(self, broker: Any, reader: asyncio.StreamReader,
+    def __init__(self, broker: BrokerServices, reader: asyncio.StreamReader,
                  writer: asyncio.StreamWriter) -> None:
         self.id = next(_ids)
         self.broker = broker

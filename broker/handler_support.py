@@ -24,11 +24,8 @@ LEADER_HINT_ERRORS = (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_
 
 def leader_hint(ctx: RequestContext, topic: str, partition: int) -> tuple[int, int] | None:
     """(leader id, leader epoch) of a partition from the metadata cache, None if unknown."""
-    metadata = getattr(ctx.broker, "metadata", None)
-    if metadata is None:
-        return None
     try:
-        for meta in metadata.partitions(topic):
+        for meta in ctx.broker.metadata.partitions(topic):
             if meta.partition == partition:
                 return meta.leader, meta.leader_epoch
     except (KeyError, LookupError):
@@ -38,10 +35,9 @@ def leader_hint(ctx: RequestContext, topic: str, partition: int) -> tuple[int, i
 
 def node_endpoints(ctx: RequestContext, leader_ids: set[int], node_spec: Any) -> list[Struct]:
     """NodeEndpoint structs for the leaders named in CurrentLeader fields (KIP-951)."""
-    metadata = getattr(ctx.broker, "metadata", None)
     out = []
     for broker_id in sorted(leader_ids):
-        b = metadata.broker(broker_id) if metadata is not None else None
+        b = ctx.broker.metadata.broker(broker_id)
         if b is not None:
             out.append(node_spec.new(node_id=b.id, host=b.host, port=b.port, rack=b.rack))
     return out

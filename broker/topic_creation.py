@@ -216,9 +216,8 @@ def auto_create_request(config: Any, name: str) -> TopicRequest:
                             configs=dict(OFFSETS_TOPIC_CONFIGS))
     if name == topic_names.TRANSACTION_STATE_TOPIC:
         configs = dict(TXN_TOPIC_CONFIGS)
-        configs["min.insync.replicas"] = str(
-            getattr(config, "transaction_state_log_min_isr", 2))
-        return TopicRequest(name, getattr(config, "transaction_state_log_num_partitions", 50),
-                            getattr(config, "transaction_state_log_replication_factor", 3),
+        configs["min.insync.replicas"] = str(config.transaction_state_log_min_isr)
+        return TopicRequest(name, config.transaction_state_log_num_partitions,
+                            config.transaction_state_log_replication_factor,
                             configs=configs)
     return TopicRequest(name, config.num_partitions, config.default_replication_factor)

@@ -29,7 +29,7 @@ MATCHING = SPEC.structs["DeleteAclsMatchingAcl"]
 @handler(ApiKey.DELETE_ACLS)
 async def handle_delete_acls(ctx: RequestContext, request: Struct) -> Struct:
     n = len(request.filters)
-    auth = getattr(ctx.broker, "authorizer", None)
+    auth = ctx.broker.authorizer
     if not allowed_cluster(ctx, AclOperation.ALTER):
         return _all(n, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, None)
     if auth is None:

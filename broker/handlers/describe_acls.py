@@ -30,7 +30,7 @@ ACL = SPEC.structs["AclDescription"]
 @handler(ApiKey.DESCRIBE_ACLS)
 async def handle_describe_acls(ctx: RequestContext, request: Struct) -> Struct:
     response = SPEC.new(throttle_time_ms=0, error_code=0, error_message=None, resources=[])
-    auth = getattr(ctx.broker, "authorizer", None)
+    auth = ctx.broker.authorizer
     if not allowed_cluster(ctx, AclOperation.DESCRIBE):
         response.error_code = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
         return response

@@ -92,7 +92,7 @@ async def handle_produce(ctx: RequestContext, request: Struct) -> HandlerResult:
     if request.acks == 0:
         if errors:
             log.info("closing connection %s: acks=0 produce failed for %s",
-                     getattr(ctx.connection, "peer", "?"),
+                     ctx.connection.peer,
                      ", ".join(f"{t}-{p}: {ErrorCode.from_code(c).name}" for (t, p), (c, _) in errors.items()))
             return CLOSE_CONNECTION
         return NO_RESPONSE
