@@ -1,4 +1,4 @@
-"""ApiVersions (key 18), versions 0-4.
+"""ApiVersions (API key 18), versions 0-4.
 
 Answers with every registered handler's version range (built by
 ``broker.dispatch.api_versions_body`` from the registry). A request version
