@@ -88,6 +88,11 @@ class BrokerConfig:
     replica_lag_time_max_ms: int = field(default=30_000, metadata=_valid(_positive))
     offsets_topic_num_partitions: int = field(default=50, metadata=_valid(_positive))
     offsets_topic_replication_factor: int = field(default=3, metadata=_valid(_positive))
+    # __transaction_state, when Metadata/FindCoordinator auto-create it (Kafka's defaults)
+    transaction_state_log_num_partitions: int = field(default=50, metadata=_valid(_positive))
+    transaction_state_log_replication_factor: int = field(default=3,
+                                                          metadata=_valid(_positive))
+    transaction_state_log_min_isr: int = field(default=2, metadata=_valid(_positive))
     group_initial_rebalance_delay_ms: int = field(default=3000, metadata=_valid(_non_negative))
     group_min_session_timeout_ms: int = field(default=6000, metadata=_valid(_non_negative))
     group_max_session_timeout_ms: int = field(default=1_800_000, metadata=_valid(_positive))

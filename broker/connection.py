@@ -18,7 +18,11 @@ Theory of operation:
    UNSUPPORTED_VERSION in a v0 body (clients retry lower); any other
    unparseable request (unknown key, unsupported version, malformed body)
    closes the connection, as Kafka does.
-4. Produce with acks=0 gets no response (the handler returns None).
+4. A handler returns a response body or an ``Outcome`` (``broker.dispatch``):
+   ``NO_RESPONSE`` (Produce with acks=0) writes nothing; ``CLOSE_CONNECTION``
+   (an acks=0 Produce that failed somewhere) writes nothing and closes the
+   connection once the responses before it are written, as Kafka does so the
+   client refreshes its metadata. Handlers never touch the socket.
 5. A connection idle for ``connections.max.idle.ms`` (nothing read, no request
    in flight) is closed. One timer per connection checks it, re-armed for the
    rest of the period when there was activity; a per-read timeout cost a timer
@@ -33,8 +37,8 @@ import logging
 import time
 from typing import Any
 
-from broker.context import RequestContext
-from broker.dispatch import dispatch, supported
+from broker.context import BrokerServices, RequestContext
+from broker.dispatch import Outcome, dispatch, supported, unsupported_version_body
 from protocol.api_keys import ApiKey
 from protocol.codec import decode_from
 from protocol.framing import FrameBuffer, FrameTooLarge, InvalidFrameSize, size_prefixed
@@ -53,7 +57,7 @@ _ids = itertools.count(1)
 
 
 class Connection:
-    def __init__(self, broker: Any, reader: asyncio.StreamReader,
+    def __init__(self, broker: BrokerServices, reader: asyncio.StreamReader,
                  writer: asyncio.StreamWriter) -> None:
         self.id = next(_ids)
         self.broker = broker
@@ -134,7 +138,6 @@ class Connection:
             return False
         if not supported(header.api_key, header.api_version):
             if header.api_key == API_VERSIONS:
-                from broker.handlers.api_versions import unsupported_version_body
                 await _after(self._last_response)
                 await self._send(API_VERSIONS, 0, header.correlation_id,
                                  unsupported_version_body())
@@ -182,7 +185,7 @@ class Connection:
                       previous: asyncio.Future[None] | None,
                       written: asyncio.Future[None] | None) -> bool:
         """Handle, wait for the response before this one, write ours; False (and the
-        connection closed) when the handler failed."""
+        connection closed) when the handler failed or asked for the close."""
         traced = request_log.isEnabledFor(logging.DEBUG)
         if traced:
             started = time.monotonic()
@@ -199,7 +202,12 @@ class Connection:
                 self.writer.close()
                 return False
             await _after(previous)
-            if response is not None and not self._failed:
+            if response is Outcome.CLOSE_CONNECTION:
+                # the handler logged why; responses before this one are written
+                self._failed = True
+                self.writer.close()
+                return False
+            if not isinstance(response, Outcome) and not self._failed:
                 try:
                     await self._send(header.api_key, header.api_version, header.correlation_id,
                                      response)

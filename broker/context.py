@@ -1,21 +1,80 @@
-"""What a handler sees of the broker: the request, its connection, the services."""
+"""What a handler sees of the broker: the request, its connection, the services.
+
+``BrokerServices`` and ``ConnectionInfo`` list exactly what handlers (and the
+helpers they call: ``broker.handler_support``, ``broker.topic_creation``,
+``broker.coordinator.coordinator_of``) use. ``broker.broker.Broker`` and
+``broker.connection.Connection`` provide them; unit tests pass small fakes with
+the same attributes. An attribute that may legitimately be absent is declared
+``... | None`` rather than probed with ``getattr``.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 from protocol.headers import RequestHeader
 
 if TYPE_CHECKING:
-    from broker.connection import Connection
+    from broker.acl.authorizer import AclAuthorizer
+    from broker.config import BrokerConfig
+    from broker.coordinator import GroupCoordinator
+    from broker.metadata_cache import MetadataCache
+    from broker.producer_ids import ProducerIdManager
+    from broker.replication.partition_state import PartitionState
+    from broker.replication.replica_manager import ReplicaManager
+    from controller import ClusterStore, Controller
+    from storage.log_manager import LogManager
+
+
+class BrokerServices(Protocol):
+    """The services of a broker process that handlers reach through ``ctx.broker``.
+
+    ``logs``, ``replicas``, ``producer_ids`` and ``group_coordinator`` are built
+    in ``Broker.start()`` before any listener opens, so a request always sees
+    them (``Broker`` declares them Optional only for the time before that). The
+    controller starts after the listeners: it may be None, and ``authorizer`` is
+    None unless ``authorizer.class.name`` is set.
+    """
+
+    broker_id: int
+    config: BrokerConfig
+    metadata: MetadataCache           # what the controller's UpdateMetadata said
+    cluster: ClusterStore             # ZooKeeper: topics, configs, cluster id
+    authorizer: AclAuthorizer | None
+    controller: Controller | None
+    group_coordinator: GroupCoordinator | None
+
+    @property
+    def logs(self) -> LogManager: ...
+
+    @property
+    def replicas(self) -> ReplicaManager: ...
+
+    @property
+    def producer_ids(self) -> ProducerIdManager: ...
+
+    def ensure_topic_configs(self, topics: set[str]) -> Awaitable[None]: ...
+
+    def on_leader_and_isr(self, states: list[PartitionState], errors: dict[Any, int]) -> None: ...
+
+    def on_stop_replica(self, partitions: list[tuple[str, int]]) -> None: ...
+
+
+class ConnectionInfo(Protocol):
+    """What handlers know of the client connection; they never write to it (a
+    handler returns a ``dispatch.Outcome`` to ask for no response or a close)."""
+
+    peer: str                                      # "host:port", for logs
+    client_software: tuple[str, str] | None        # ApiVersions v3+: (name, version)
 
 
 @dataclass
 class RequestContext:
     header: RequestHeader
-    connection: Connection
-    broker: Any  # broker.broker.Broker: the services (config, logs, replicas, metadata)
+    connection: ConnectionInfo
+    broker: BrokerServices
     # Produce: called once the records are appended, before the wait for acks; the
     # connection then reads its next request (see broker.connection)
     appended: Callable[[], None] | None = None

@@ -3,13 +3,22 @@
 Handlers live one module per API family under ``broker/handlers/`` and register
 themselves with ``@handler(api_key)``. The ApiVersions response is built from
 this registry, so what we advertise is exactly what we implement.
+
+A handler returns its response body, or an ``Outcome`` when the connection is
+to write nothing (``NO_RESPONSE``: Produce with acks=0) or to close once the
+responses before this one are written (``CLOSE_CONNECTION``: a failed acks=0
+Produce, so the client refreshes its metadata). Handlers never touch the
+socket; ``broker.connection`` acts on what they return.
 """
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Awaitable, Callable
+from typing import TYPE_CHECKING, Awaitable, Callable
 
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
 from protocol.headers import RequestHeader
 from protocol.schema import Struct
 from protocol.spec import api
@@ -17,7 +26,20 @@ from protocol.spec import api
 if TYPE_CHECKING:
     from broker.context import RequestContext
 
-HandlerFn = Callable[["RequestContext", Struct], Awaitable[Struct | None]]
+
+
+class Outcome(enum.Enum):
+    """What a handler asks of the connection instead of a response body."""
+
+    NO_RESPONSE = "no response"            # write nothing (Produce acks=0)
+    CLOSE_CONNECTION = "close connection"  # write nothing; close after the earlier responses
+
+
+NO_RESPONSE = Outcome.NO_RESPONSE
+CLOSE_CONNECTION = Outcome.CLOSE_CONNECTION
+
+HandlerResult = Struct | Outcome
+HandlerFn = Callable[["RequestContext", Struct], Awaitable[HandlerResult]]
 
 
 @dataclass(frozen=True)
@@ -35,7 +57,7 @@ def handler(api_key: int, min_version: int = 0,
             max_version: int | None = None) -> Callable[[HandlerFn], HandlerFn]:
     """Register ``fn`` for ``api_key``; versions default to every version the
     schema declares (Kafka 3.9's range). A handler returns the response body,
-    or None when no response is sent (Produce with acks=0)."""
+    or an ``Outcome`` (see the module docstring)."""
     spec = api(api_key).request
     hi = spec.valid.hi if max_version is None else max_version
 
@@ -66,5 +88,32 @@ def load_handlers() -> None:
         importlib.import_module(f"{pkg.__name__}.{info.name}")
 
 
-async def dispatch(ctx: RequestContext, header: RequestHeader, body: Struct) -> Any:
+async def dispatch(ctx: RequestContext, header: RequestHeader, body: Struct) -> HandlerResult:
     return await REGISTRY[header.api_key].fn(ctx, body)
+
+
+# ---- ApiVersions bodies, built from the registry ------------------------------------------
+# Here rather than in the ApiVersions handler: the connection answers a too-new
+# ApiVersions request itself (before the body is decoded), and the transport
+# imports dispatch, never a handler module.
+
+_API_VERSIONS = api(ApiKey.API_VERSIONS).response
+_API_VERSION = _API_VERSIONS.structs["ApiVersion"]
+
+
+def api_versions_body(error_code: int = 0) -> Struct:
+    """Every registered handler's version range, by api key."""
+    keys = [_API_VERSION.new(api_key=r.api_key, min_version=r.min_version,
+                             max_version=r.max_version)
+            for r in sorted(REGISTRY.values(), key=lambda r: r.api_key)]
+    return _API_VERSIONS.new(error_code=error_code, api_keys=keys, throttle_time_ms=0)
+
+
+def unsupported_version_body() -> Struct:
+    """The answer to an ApiVersions request above our range: UNSUPPORTED_VERSION
+    listing only ApiVersions itself, so the client retries at our maximum (the
+    connection writes it in the v0 layout, which every client can read)."""
+    reg = REGISTRY[ApiKey.API_VERSIONS]
+    return _API_VERSIONS.new(error_code=ErrorCode.UNSUPPORTED_VERSION, api_keys=[
+        _API_VERSION.new(api_key=ApiKey.API_VERSIONS, min_version=reg.min_version,
+                         max_version=reg.max_version)])

@@ -125,7 +125,8 @@ class Writer:
 
 def records_size(data: Any) -> int:
     """Size of a records value: anything with the buffer protocol, or an object
-    carrying ``wire_size`` (e.g. a file slice the connection will sendfile)."""
+    carrying ``wire_size`` (e.g. a segment file slice the connection reads
+    with pread when it writes the response)."""
     size = getattr(data, "wire_size", None)
     if size is not None:
         return int(size)

@@ -23,8 +23,9 @@ put 10,000 partitions past this machine's 20,000-descriptor limit.
 length, which is what makes a clean restart cheap. After a crash the active
 file is still full length with a zero (or torn) tail: ``recover`` rescans it.
 
-Reads return a ``FileSlice`` (file, position, size) that the broker can hand
-to ``sendfile``; its ``read()`` gives the bytes. The slice holds its own
+Reads return a ``FileSlice`` (file, position, size); its ``read()`` gives the
+bytes with one ``pread``, which the broker's connection calls when it writes
+the response through the asyncio transport (no sendfile). The slice holds its own
 reference to the open file, so deleting the segment underneath does not break
 it (the inode lives while the fd does).
 """
@@ -65,7 +66,8 @@ class FileHandle:
 
 
 class FileSlice(NamedTuple):
-    """``size`` bytes at ``position`` of an open segment file (for sendfile)."""
+    """``size`` bytes at ``position`` of an open segment file, read (pread) only
+    when the response is written."""
 
     handle: FileHandle | None
     position: int

@@ -1,5 +1,5 @@
-"""DescribeConfigs (key 32, v0-4), AlterConfigs (key 33, v0-2) and
-IncrementalAlterConfigs (key 44, v0-1), as Kafka's ZooKeeper-mode broker
+"""DescribeConfigs (API key 32), versions 0-4; AlterConfigs (API key 33), versions 0-2;
+IncrementalAlterConfigs (API key 44), versions 0-1; as Kafka's ZooKeeper-mode broker
 (ConfigHelper, ConfigAdminManager.preprocess, ZkAdminManager).
 
 Resources (ResourceType): TOPIC = 2, BROKER = 4, BROKER_LOGGER = 8.
@@ -49,7 +49,7 @@ from broker.acl.authorizer import allowed, allowed_cluster
 from broker.config import BrokerConfig, key_of
 from broker.context import RequestContext
 from broker.dispatch import handler
-from broker.handlers.create_topics import TopicError
+from broker.topic_creation import TopicError
 from broker.topic_config import ConfigEntry, ConfigSource, ConfigType, SynonymValue
 from controller import TopicNotFound
 from protocol.api_keys import ApiKey

@@ -45,7 +45,7 @@ def _binding(c: Struct) -> AclBinding | str:
 @handler(ApiKey.CREATE_ACLS)
 async def handle_create_acls(ctx: RequestContext, request: Struct) -> Struct:
     creations = request.creations
-    auth = getattr(ctx.broker, "authorizer", None)
+    auth = ctx.broker.authorizer
     if not allowed_cluster(ctx, AclOperation.ALTER):
         return _all(len(creations), ErrorCode.CLUSTER_AUTHORIZATION_FAILED, None)
     if auth is None:

@@ -28,7 +28,7 @@ from broker.acl.acl_model import AclOperation, ResourceType
 from broker.acl.authorizer import allowed
 from broker.context import RequestContext
 from broker.dispatch import handler
-from broker.handlers.create_topics import TopicError, has_leaders, wait_until
+from broker.topic_creation import TopicError, has_leaders, wait_until
 from controller import InvalidPartitions, InvalidReplicationFactor, TopicNotFound, \
     assign_replicas
 from protocol.api_keys import ApiKey

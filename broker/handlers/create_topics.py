@@ -1,5 +1,6 @@
-"""CreateTopics (API key 19), versions 0-7; also the topic-creation core that
-Metadata's auto-creation shares (Kafka's ZkAdminManager.createTopics).
+"""CreateTopics (API key 19), versions 0-7. The topic-creation core it shares
+with Metadata's auto-creation (Kafka's ZkAdminManager.createTopics) is
+``broker.topic_creation``.
 
 Per topic, in order (first failure wins, as ZkAdminManager + AdminZkClient):
   1. duplicate entry in the request          -> INVALID_REQUEST
@@ -28,13 +29,7 @@ the controller, which stock clients avoid by sending admin requests there.
 
 from __future__ import annotations
 
-import asyncio
-import logging
-import time
-import uuid
 from collections import Counter
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from typing import Any
 
 from broker import topic_config, topic_names
@@ -42,177 +37,15 @@ from broker.acl.acl_model import AclOperation, ResourceType
 from broker.acl.authorizer import allowed, allowed_cluster
 from broker.context import RequestContext
 from broker.dispatch import handler
-from controller import InvalidPartitions, InvalidReplicationFactor, TopicAlreadyExists, \
-    assign_replicas
+from broker.topic_creation import TopicOutcome, TopicRequest, await_leaders, create_topic
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
-from protocol.schema import ZERO_UUID, Struct
+from protocol.schema import Struct
 from protocol.spec import api
-
-log = logging.getLogger(__name__)
 
 SPEC = api(ApiKey.CREATE_TOPICS).response
 RESULT = SPEC.structs["CreatableTopicResult"]
 RESULT_CONFIG = SPEC.structs["CreatableTopicConfigs"]
-
-NO_LEADER = -1
-LEADER_DURING_DELETE = -2
-POLL_INTERVAL_S = 0.01   # how often a waiting admin request re-reads the metadata cache
-
-
-@dataclass
-class TopicRequest:
-    name: str
-    num_partitions: int = -1             # -1: num.partitions
-    replication_factor: int = -1         # -1: default.replication.factor
-    assignment: dict[int, list[int]] = field(default_factory=dict)
-    configs: dict[str, str | None] = field(default_factory=dict)
-
-
-@dataclass
-class Outcome:
-    name: str
-    error: int = ErrorCode.NONE
-    message: str | None = None
-    assignment: dict[int, list[int]] = field(default_factory=dict)
-    configs: dict[str, str] = field(default_factory=dict)
-    topic_id: uuid.UUID = ZERO_UUID
-
-    @property
-    def ok(self) -> bool:
-        return self.error == ErrorCode.NONE
-
-
-class TopicError(Exception):
-    def __init__(self, error: int, message: str | None = None) -> None:
-        super().__init__(message)
-        self.error = error
-        self.message = message
-
-
-def live_racks(metadata: Any) -> dict[int, str | None]:
-    """Live broker id -> rack, from the metadata cache."""
-    return {b.id: b.rack for b in metadata.brokers()}
-
-
-def check_assignment(assignment: dict[int, list[int]]) -> None:
-    """AdminZkClient.validateTopicCreate's replica checks."""
-    if len({len(r) for r in assignment.values()}) != 1:
-        raise TopicError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                         "All partitions should have the same number of replicas")
-    for p, replicas in sorted(assignment.items()):
-        if not replicas:
-            raise TopicError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                             f"Cannot have replication factor of 0 for partition id {p}.")
-        if len(set(replicas)) != len(replicas):
-            raise TopicError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                             f"Duplicate replica assignment found: {assignment}")
-    if sorted(assignment) != list(range(len(assignment))):
-        raise TopicError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                         "partitions should be a consecutive 0-based integer sequence")
-
-
-def _plan(broker: Any, req: TopicRequest) -> dict[int, list[int]]:
-    """Steps 2-8: -> the assignment to write; raises TopicError."""
-    metadata, config = broker.metadata, broker.config
-    if metadata.has_topic(req.name):
-        raise TopicError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{req.name}' already exists.")
-    nulls = [k for k, v in req.configs.items() if v is None]
-    if nulls:
-        raise TopicError(ErrorCode.INVALID_CONFIG,
-                         f"Null value not supported for topic configs: {','.join(nulls)}")
-    if (req.num_partitions != -1 or req.replication_factor != -1) and req.assignment:
-        raise TopicError(ErrorCode.INVALID_REQUEST,
-                         "Both numPartitions or replicationFactor and replicasAssignments "
-                         "were set. Both cannot be used at the same time.")
-    try:
-        topic_names.validate(req.name)
-    except topic_names.InvalidTopicName as e:
-        raise TopicError(ErrorCode.INVALID_TOPIC_EXCEPTION, str(e)) from None
-    clash = topic_names.colliding(req.name, set(metadata.topics()))
-    if clash:
-        raise TopicError(ErrorCode.INVALID_TOPIC_EXCEPTION,
-                         f"Topic '{req.name}' collides with existing topics: {', '.join(clash)}")
-    if req.assignment:
-        assignment = {p: list(r) for p, r in req.assignment.items()}
-        check_assignment(assignment)
-    else:
-        n = config.num_partitions if req.num_partitions == -1 else req.num_partitions
-        rf = (config.default_replication_factor if req.replication_factor == -1
-              else req.replication_factor)
-        try:
-            assignment = assign_replicas(live_racks(metadata), n, rf)
-        except InvalidPartitions as e:
-            raise TopicError(ErrorCode.INVALID_PARTITIONS, str(e)) from None
-        except InvalidReplicationFactor as e:
-            raise TopicError(ErrorCode.INVALID_REPLICATION_FACTOR, str(e)) from None
-    try:
-        topic_config.validate(req.configs)
-    except topic_config.InvalidConfig as e:
-        raise TopicError(ErrorCode.INVALID_CONFIG, str(e)) from None
-    return assignment
-
-
-async def create_topic(broker: Any, req: TopicRequest, validate_only: bool = False) -> Outcome:
-    """Validate and (unless validate_only) write one topic. Never raises for a
-    client error: the Outcome carries the error code and message."""
-    out = Outcome(req.name)
-    try:
-        out.assignment = _plan(broker, req)
-        out.configs = {k: v for k, v in req.configs.items() if v is not None}
-        if validate_only:
-            return out
-        if topic_names.has_collision_chars(req.name):
-            log.warning("topic %r contains '.' or '_': it could collide with another topic's "
-                        "metric names", req.name)
-        out.topic_id = await broker.cluster.create_topic(req.name, out.assignment, out.configs)
-        log.info("created topic %s (id %s) with %d partitions, replication factor %d",
-                 req.name, out.topic_id, len(out.assignment),
-                 len(next(iter(out.assignment.values()))))
-    except TopicError as e:
-        out.error, out.message = e.error, e.message
-    except TopicAlreadyExists as e:
-        out.error, out.message = ErrorCode.TOPIC_ALREADY_EXISTS, str(e)
-    return out
-
-
-# ---- waiting on the metadata cache (DelayedCreatePartitions / DelayedDeleteTopics) -------
-
-def has_leaders(metadata: Any, topic: str, partitions: Iterable[int]) -> bool:
-    """True once the metadata cache names a live leader for every partition listed."""
-    if not metadata.has_topic(topic):
-        return False
-    leaders = {p.partition: p.leader for p in metadata.partitions(topic)}
-    return all(leaders.get(p, NO_LEADER) not in (NO_LEADER, LEADER_DURING_DELETE)
-               for p in partitions)
-
-
-async def wait_until(done: Callable[[], bool], timeout_ms: int) -> bool:
-    """Poll ``done`` until it holds or ``timeout_ms`` passes; -> whether it held.
-
-    The metadata cache changes only when the controller's UpdateMetadata lands, so
-    a short poll is cheap and needs no hook into the cache."""
-    deadline = time.monotonic() + max(timeout_ms, 0) / 1000
-    while not done():
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            return False
-        await asyncio.sleep(min(POLL_INTERVAL_S, remaining))
-    return True
-
-
-async def await_leaders(broker: Any, outcomes: list[Outcome], timeout_ms: int) -> None:
-    """Wait for leaders of every created topic; the ones without -> REQUEST_TIMED_OUT."""
-    created = [o for o in outcomes if o.ok]
-    if not created:
-        return
-    if timeout_ms > 0:
-        await wait_until(lambda: all(has_leaders(broker.metadata, o.name, o.assignment)
-                                     for o in created), timeout_ms)
-    for o in created:
-        if timeout_ms <= 0 or not has_leaders(broker.metadata, o.name, o.assignment):
-            o.error, o.message = ErrorCode.REQUEST_TIMED_OUT, None
-
 
 # ---- the handler ---------------------------------------------------------------------------
 
@@ -223,7 +56,7 @@ def _topic_request(t: Struct) -> TopicRequest:
         configs={c.name: c.value for c in t.configs})
 
 
-def _result(broker: Any, o: Outcome) -> Struct:
+def _result(broker: Any, o: TopicOutcome) -> Struct:
     res = RESULT.new(name=o.name, error_code=int(o.error), error_message=o.message)
     if o.ok:
         res.topic_id = o.topic_id
@@ -240,18 +73,18 @@ def _result(broker: Any, o: Outcome) -> Struct:
 async def handle_create_topics(ctx: RequestContext, request: Struct) -> Struct:
     broker = ctx.broker
     counts = Counter(t.name for t in request.topics)
-    outcomes: list[Outcome] = []
+    outcomes: list[TopicOutcome] = []
     cluster_create = allowed_cluster(ctx, AclOperation.CREATE, log_denied=False)  # ACL
     for t in request.topics:
         if counts[t.name] > 1:
-            outcomes.append(Outcome(t.name, ErrorCode.INVALID_REQUEST,
+            outcomes.append(TopicOutcome(t.name, ErrorCode.INVALID_REQUEST,
                                     "Found multiple entries for this topic."))
         elif not (cluster_create or allowed(ctx, AclOperation.CREATE, ResourceType.TOPIC,
                                             t.name)):
-            outcomes.append(Outcome(t.name, ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+            outcomes.append(TopicOutcome(t.name, ErrorCode.TOPIC_AUTHORIZATION_FAILED,
                                     "Authorization failed."))
         elif t.name == topic_names.CLUSTER_METADATA_TOPIC:
-            outcomes.append(Outcome(t.name, ErrorCode.INVALID_REQUEST,
+            outcomes.append(TopicOutcome(t.name, ErrorCode.INVALID_REQUEST,
                                     f"Creation of internal topic {t.name} is prohibited."))
         else:
             outcomes.append(await create_topic(broker, _topic_request(t),

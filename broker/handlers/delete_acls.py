@@ -15,7 +15,7 @@ from broker.acl.acl_model import AclOperation
 from broker.acl.authorizer import allowed_cluster
 from broker.context import RequestContext
 from broker.dispatch import handler
-from broker.handlers.describe_acls import binding_filter
+from broker.handler_support import binding_filter
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.schema import Struct
@@ -29,7 +29,7 @@ MATCHING = SPEC.structs["DeleteAclsMatchingAcl"]
 @handler(ApiKey.DELETE_ACLS)
 async def handle_delete_acls(ctx: RequestContext, request: Struct) -> Struct:
     n = len(request.filters)
-    auth = getattr(ctx.broker, "authorizer", None)
+    auth = ctx.broker.authorizer
     if not allowed_cluster(ctx, AclOperation.ALTER):
         return _all(n, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, None)
     if auth is None:

@@ -26,7 +26,7 @@ from broker.acl.acl_model import AclOperation, ResourceType
 from broker.acl.authorizer import allowed
 from broker.context import RequestContext
 from broker.dispatch import handler
-from broker.handlers.create_topics import wait_until
+from broker.topic_creation import wait_until
 from controller import TopicNotFound
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode

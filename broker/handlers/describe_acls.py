@@ -12,11 +12,11 @@
 
 from __future__ import annotations
 
-from broker.acl.acl_model import (AclBindingFilter, AclOperation, EntryFilter, PatternFilter,
-                                  PatternType, PermissionType, ResourcePattern, ResourceType)
+from broker.acl.acl_model import AclOperation, ResourcePattern
 from broker.acl.authorizer import allowed_cluster
 from broker.context import RequestContext
 from broker.dispatch import handler
+from broker.handler_support import binding_filter
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.schema import Struct
@@ -27,27 +27,10 @@ RESOURCE = SPEC.structs["DescribeAclsResource"]
 ACL = SPEC.structs["AclDescription"]
 
 
-def binding_filter(version: int, s: Struct) -> AclBindingFilter | None:
-    """A DescribeAcls / DeleteAcls filter struct; None when it has an unknown
-    element Kafka would refuse."""
-    ptype = s.pattern_type_filter
-    if version == 0 and ptype == PatternType.ANY:
-        ptype = PatternType.LITERAL
-    try:
-        f = AclBindingFilter(
-            PatternFilter(ResourceType(s.resource_type_filter), s.resource_name_filter,
-                          PatternType(ptype)),
-            EntryFilter(s.principal_filter, s.host_filter, AclOperation(s.operation),
-                        PermissionType(s.permission_type)))
-    except ValueError:
-        return None
-    return None if f.has_unknown() else f
-
-
 @handler(ApiKey.DESCRIBE_ACLS)
 async def handle_describe_acls(ctx: RequestContext, request: Struct) -> Struct:
     response = SPEC.new(throttle_time_ms=0, error_code=0, error_message=None, resources=[])
-    auth = getattr(ctx.broker, "authorizer", None)
+    auth = ctx.broker.authorizer
     if not allowed_cluster(ctx, AclOperation.DESCRIBE):
         response.error_code = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
         return response

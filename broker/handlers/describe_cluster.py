@@ -7,18 +7,17 @@ anything else UNSUPPORTED_ENDPOINT_TYPE (INVALID_REQUEST in v0), as Kafka 3.9. W
 every cluster operation is allowed, so the requested authorized-operations
 bitfield holds all of the cluster's.
 
-Also home of the two helpers Metadata shares: ``cluster_id`` (cached per
-ClusterStore: /cluster/id never changes once written) and the authorized-
-operations bitfields.
+``cluster_id`` (cached per ClusterStore: /cluster/id never changes once
+written) and the authorized-operations bitfields, which Metadata shares, are
+in ``broker.handler_support``.
 """
 
 from __future__ import annotations
 
-import weakref
-from typing import Any
-
 from broker.context import RequestContext
 from broker.dispatch import handler
+from broker.handler_support import CLUSTER_OPERATIONS, OPERATIONS_NOT_REQUESTED, cluster_id, \
+    controller_id
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.schema import Struct
@@ -29,40 +28,6 @@ BROKER = SPEC.structs["DescribeClusterBroker"]
 
 ENDPOINT_BROKERS = 1
 ENDPOINT_CONTROLLERS = 2
-OPERATIONS_NOT_REQUESTED = -2147483648   # Integer.MIN_VALUE: the schema default
-
-
-def _bits(*ops: int) -> int:
-    """AclOperation codes -> Kafka's 32-bit authorized-operations field."""
-    out = 0
-    for op in ops:
-        out |= 1 << op
-    return out
-
-
-# AclOperation codes: READ 3, WRITE 4, CREATE 5, DELETE 6, ALTER 7, DESCRIBE 8,
-# CLUSTER_ACTION 9, DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11, IDEMPOTENT_WRITE 12.
-TOPIC_OPERATIONS = _bits(3, 4, 5, 6, 7, 8, 10, 11)          # = 3576
-CLUSTER_OPERATIONS = _bits(5, 7, 8, 9, 10, 11, 12)          # = 8096
-
-_CLUSTER_IDS: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
-
-
-async def cluster_id(broker: Any) -> str:
-    """The cluster id (/cluster/id), read from ZooKeeper once per ClusterStore."""
-    store = broker.cluster
-    cached = _CLUSTER_IDS.get(store)
-    if cached is None:
-        cached = str(await store.cluster_id())
-        _CLUSTER_IDS[store] = cached
-    return cached
-
-
-def controller_id(metadata: Any) -> int:
-    cid = metadata.controller_id
-    return -1 if cid is None else int(cid)
-
-
 def _endpoint_error(version: int, endpoint: int) -> Struct | None:
     """AuthHelper.computeDescribeClusterResponse's endpoint checks."""
     if endpoint == ENDPOINT_BROKERS:

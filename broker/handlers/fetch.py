@@ -37,9 +37,9 @@ from typing import Any
 
 from broker.acl.acl_model import AclOperation, ResourceType
 from broker.acl.authorizer import allowed, allowed_cluster
-from broker.context import RequestContext
+from broker.context import BrokerServices, RequestContext
 from broker.dispatch import handler
-from broker.handlers.produce import LEADER_HINT_ERRORS, leader_hint, node_endpoints, refine_unknown
+from broker.handler_support import LEADER_HINT_ERRORS, leader_hint, node_endpoints, refine_unknown
 from broker.replication.replica_manager import FetchPartitionRequest, FetchPartitionResult
 from protocol import legacy_records, records
 from protocol.api_keys import ApiKey
@@ -133,13 +133,12 @@ class FetchSessionCache:
 _CACHES: weakref.WeakKeyDictionary[Any, FetchSessionCache] = weakref.WeakKeyDictionary()
 
 
-def session_cache(broker: Any) -> FetchSessionCache:
-    """The broker's session cache (an attribute ``fetch_sessions`` wins if the broker has one)."""
-    cache = getattr(broker, "fetch_sessions", None)
+def session_cache(broker: BrokerServices) -> FetchSessionCache:
+    """The broker's session cache, one per broker object (kept here, beside the
+    sessions' rules, so the Broker class need not know about fetch sessions)."""
+    cache = _CACHES.get(broker)
     if cache is None:
-        cache = _CACHES.get(broker)
-        if cache is None:
-            cache = _CACHES[broker] = FetchSessionCache()
+        cache = _CACHES[broker] = FetchSessionCache()
     return cache
 
 
@@ -181,12 +180,11 @@ def _resolve(ctx: RequestContext, request: Struct) -> _Request:
 def _topic_names(ctx: RequestContext) -> dict[uuid.UUID, str]:
     """topic id -> name, from the partitions we host, then the metadata cache."""
     names: dict[uuid.UUID, str] = {}
-    metadata = getattr(ctx.broker, "metadata", None)
-    if metadata is not None:
-        for name in metadata.topics():
-            tid = metadata.topic_id(name)
-            if tid is not None:
-                names[tid] = name
+    metadata = ctx.broker.metadata
+    for name in metadata.topics():
+        tid = metadata.topic_id(name)
+        if tid is not None:
+            names[tid] = name
     for p in ctx.broker.replicas.partitions.values():
         if p.topic_id != ZERO_UUID:
             names[p.topic_id] = p.topic

@@ -24,8 +24,7 @@ from typing import Any
 from broker.context import RequestContext
 from broker.coordinator import OFFSETS_TOPIC, coordinator_of
 from broker.dispatch import handler
-from broker.handlers.create_topics import create_topic
-from broker.handlers.metadata import auto_create_request
+from broker.topic_creation import auto_create_request, create_topic
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.schema import Struct

@@ -32,7 +32,7 @@ async def handle_init_producer_id(ctx: RequestContext, request: Struct) -> Struc
             return SPEC.new(error_code=ErrorCode.INVALID_REQUEST, producer_id=-1, producer_epoch=-1)
         log.warning("InitProducerId for transactional id %r from %s: transactions are not "
                     "supported yet, answering COORDINATOR_NOT_AVAILABLE", tid,
-                    getattr(ctx.connection, "peer", "?"))
+                    ctx.connection.peer)
         return SPEC.new(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE, producer_id=-1,
                         producer_epoch=-1)
     try:

@@ -25,7 +25,7 @@ MEMBER = SPEC.structs["JoinGroupResponseMember"]
 
 def client_host(ctx: RequestContext) -> str:
     """Kafka's InetAddress.toString form: "/127.0.0.1"."""
-    peer = getattr(ctx.connection, "peer", "") or ""
+    peer = ctx.connection.peer
     return "/" + peer.rsplit(":", 1)[0] if peer and peer != "?" else ""
 
 

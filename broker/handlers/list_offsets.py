@@ -16,7 +16,7 @@ from broker.acl.acl_model import AclOperation, ResourceType
 from broker.acl.authorizer import allowed
 from broker.context import RequestContext
 from broker.dispatch import handler
-from broker.handlers.produce import refine_unknown
+from broker.handler_support import refine_unknown
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
 from protocol.schema import Struct

@@ -20,7 +20,7 @@ Unknown topics asked by name (never for "all topics"): with
 ``auto.create.topics.enable`` and the request's AllowAutoTopicCreation (v4+;
 always true before) the topic is created with num.partitions and
 default.replication.factor (the internal topics with their own settings)
-through the shared CreateTopics core, and answered LEADER_NOT_AVAILABLE this
+through the topic-creation core (``broker.topic_creation``), and answered LEADER_NOT_AVAILABLE this
 time, as Kafka; a creation error (e.g. INVALID_REPLICATION_FACTOR) is answered
 as is. Otherwise UNKNOWN_TOPIC_OR_PARTITION, or INVALID_TOPIC_EXCEPTION for an
 illegal name.
@@ -36,9 +36,9 @@ from broker.acl.acl_model import CLUSTER_NAME, AclOperation, ResourceType
 from broker.acl.authorizer import allowed, allowed_cluster, authorized_operations
 from broker.context import RequestContext
 from broker.dispatch import handler
-from broker.handlers.create_topics import TopicRequest, create_topic
-from broker.handlers.describe_cluster import CLUSTER_OPERATIONS, OPERATIONS_NOT_REQUESTED, \
+from broker.handler_support import CLUSTER_OPERATIONS, OPERATIONS_NOT_REQUESTED, \
     TOPIC_OPERATIONS, cluster_id, controller_id
+from broker.topic_creation import auto_create_request, create_topic
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.schema import ZERO_UUID, Struct
@@ -48,31 +48,6 @@ SPEC = api(ApiKey.METADATA).response
 BROKER = SPEC.structs["MetadataResponseBroker"]
 TOPIC = SPEC.structs["MetadataResponseTopic"]
 PARTITION = SPEC.structs["MetadataResponsePartition"]
-
-# Kafka's settings for the internal topics it creates on demand
-# (GroupCoordinator.groupMetadataTopicConfigs, TransactionStateManager).
-OFFSETS_TOPIC_CONFIGS = {"cleanup.policy": "compact", "compression.type": "producer",
-                         "segment.bytes": "104857600"}
-TXN_TOPIC_CONFIGS = {"cleanup.policy": "compact", "compression.type": "uncompressed",
-                     "segment.bytes": "104857600", "unclean.leader.election.enable": "false",
-                     "min.insync.replicas": "2"}
-
-
-def auto_create_request(config: Any, name: str) -> TopicRequest:
-    """What Kafka's AutoTopicCreationManager asks for, per topic name."""
-    if name == topic_names.GROUP_METADATA_TOPIC:
-        return TopicRequest(name, config.offsets_topic_num_partitions,
-                            config.offsets_topic_replication_factor,
-                            configs=dict(OFFSETS_TOPIC_CONFIGS))
-    if name == topic_names.TRANSACTION_STATE_TOPIC:
-        configs = dict(TXN_TOPIC_CONFIGS)
-        configs["min.insync.replicas"] = str(
-            getattr(config, "transaction_state_log_min_isr", 2))
-        return TopicRequest(name, getattr(config, "transaction_state_log_num_partitions", 50),
-                            getattr(config, "transaction_state_log_replication_factor", 3),
-                            configs=configs)
-    return TopicRequest(name, config.num_partitions, config.default_replication_factor)
-
 
 def _topic(error: int, name: str | None, topic_id: uuid.UUID | None,
            partitions: list[Struct] | None = None) -> Struct:

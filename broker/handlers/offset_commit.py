@@ -13,11 +13,10 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from broker.context import RequestContext
 from broker.coordinator import OffsetAndMetadata, coordinator_of
 from broker.dispatch import handler
+from broker.handler_support import partition_exists
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.schema import Struct
@@ -26,12 +25,6 @@ from protocol.spec import api
 SPEC = api(ApiKey.OFFSET_COMMIT).response
 TOPIC = SPEC.structs["OffsetCommitResponseTopic"]
 PARTITION = SPEC.structs["OffsetCommitResponsePartition"]
-
-
-def partition_exists(metadata: Any, topic: str, partition: int) -> bool:
-    if not metadata.has_topic(topic):
-        return False
-    return any(p.partition == partition for p in metadata.partitions(topic))
 
 
 @handler(ApiKey.OFFSET_COMMIT)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from broker.context import RequestContext
 from broker.coordinator import coordinator_of
 from broker.dispatch import handler
-from broker.handlers.offset_commit import partition_exists
+from broker.handler_support import partition_exists
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.schema import Struct

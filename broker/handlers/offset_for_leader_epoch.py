@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from broker.context import RequestContext
 from broker.dispatch import handler
-from broker.handlers.produce import refine_unknown
+from broker.handler_support import refine_unknown
 from protocol.api_keys import ApiKey
 from protocol.schema import Struct
 from protocol.spec import api

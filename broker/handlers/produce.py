@@ -4,8 +4,9 @@
   (same codec; zstd is impossible there). v3+ must carry exactly one magic-2
   batch per partition (INVALID_RECORD otherwise), as Kafka checks.
 * acks 0 / 1 / -1 (all); anything else is INVALID_REQUIRED_ACKS. acks=0 gets
-  no response; if one of its partitions failed, the connection is closed so
-  the client refreshes metadata (Kafka does the same).
+  no response (NO_RESPONSE); if one of its partitions failed, CLOSE_CONNECTION:
+  the connection closes after the earlier responses, so the client refreshes
+  metadata (Kafka does the same).
 * Errors are per partition with nothing appended. NOT_LEADER_OR_FOLLOWER
   carries the current leader (v10+ tagged CurrentLeader and NodeEndpoints,
   from the metadata cache). A partition we do not host but the cluster knows
@@ -22,7 +23,8 @@ from typing import Any
 from broker.acl.acl_model import AclOperation, ResourceType
 from broker.acl.authorizer import allowed
 from broker.context import RequestContext
-from broker.dispatch import handler
+from broker.dispatch import CLOSE_CONNECTION, NO_RESPONSE, HandlerResult, handler
+from broker.handler_support import LEADER_HINT_ERRORS, leader_hint, node_endpoints, refine_unknown
 from protocol import legacy_records
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
@@ -37,41 +39,6 @@ TOPIC = SPEC.structs["TopicProduceResponse"]
 PARTITION = SPEC.structs["PartitionProduceResponse"]
 LEADER = SPEC.structs["LeaderIdAndEpoch"]
 NODE = SPEC.structs["NodeEndpoint"]
-
-LEADER_HINT_ERRORS = (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH)
-
-
-def leader_hint(ctx: RequestContext, topic: str, partition: int) -> tuple[int, int] | None:
-    """(leader id, leader epoch) of a partition from the metadata cache, None if unknown."""
-    metadata = getattr(ctx.broker, "metadata", None)
-    if metadata is None:
-        return None
-    try:
-        for meta in metadata.partitions(topic):
-            if meta.partition == partition:
-                return meta.leader, meta.leader_epoch
-    except (KeyError, LookupError):
-        return None
-    return None
-
-
-def node_endpoints(ctx: RequestContext, leader_ids: set[int], node_spec: Any) -> list[Struct]:
-    """NodeEndpoint structs for the leaders named in CurrentLeader fields (KIP-951)."""
-    metadata = getattr(ctx.broker, "metadata", None)
-    out = []
-    for broker_id in sorted(leader_ids):
-        b = metadata.broker(broker_id) if metadata is not None else None
-        if b is not None:
-            out.append(node_spec.new(node_id=b.id, host=b.host, port=b.port, rack=b.rack))
-    return out
-
-
-def refine_unknown(ctx: RequestContext, topic: str, partition: int, error: int) -> int:
-    """Not hosted here: NOT_LEADER_OR_FOLLOWER if the cluster knows the partition."""
-    if error == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION and leader_hint(ctx, topic, partition) is not None:
-        return ErrorCode.NOT_LEADER_OR_FOLLOWER
-    return error
-
 
 def upconvert(data: Any) -> bytearray:
     """A v0-2 message set as one magic-2 batch (raises KafkaError with Kafka's codes).
@@ -96,7 +63,7 @@ def upconvert(data: Any) -> bytearray:
 
 
 @handler(ApiKey.PRODUCE)
-async def handle_produce(ctx: RequestContext, request: Struct) -> Struct | None:
+async def handle_produce(ctx: RequestContext, request: Struct) -> HandlerResult:
     version = ctx.version
     early: dict[tuple[str, int], tuple[int, str | None]] = {}
     entries: dict[tuple[str, int], Any] = {}
@@ -125,12 +92,10 @@ async def handle_produce(ctx: RequestContext, request: Struct) -> Struct | None:
     if request.acks == 0:
         if errors:
             log.info("closing connection %s: acks=0 produce failed for %s",
-                     getattr(ctx.connection, "peer", "?"),
+                     ctx.connection.peer,
                      ", ".join(f"{t}-{p}: {ErrorCode.from_code(c).name}" for (t, p), (c, _) in errors.items()))
-            writer = getattr(ctx.connection, "writer", None)
-            if writer is not None:
-                writer.close()
-        return None
+            return CLOSE_CONNECTION
+        return NO_RESPONSE
     return _response(ctx, request, results, early)
 
 

@@ -15,7 +15,7 @@ import pytest
 from broker.config import BrokerConfig
 from broker.context import RequestContext
 from broker.dispatch import REGISTRY, load_handlers
-from broker.handlers.describe_cluster import CLUSTER_OPERATIONS, TOPIC_OPERATIONS
+from broker.handler_support import CLUSTER_OPERATIONS, TOPIC_OPERATIONS
 from broker.metadata_cache import BrokerMeta, PartitionMeta
 from controller import BrokerInfo, Endpoint, TopicAlreadyExists, TopicAssignment, TopicNotFound
 from protocol.api_keys import ApiKey

@@ -13,6 +13,7 @@ from broker.config import BrokerConfig
 from broker.dispatch import load_handlers
 from broker.listeners import Endpoint
 from broker.server import KafkaServer
+from protocol.errors import ErrorCode
 from protocol.headers import RequestHeader, decode_response, encode_request
 from protocol.spec import api
 
@@ -125,10 +126,10 @@ def test_a_connection_in_use_outlives_the_idle_period() -> None:
     run(go())
 
 
-def _produce(correlation_id: int, partition: int) -> bytes:
+def _produce(correlation_id: int, partition: int, acks: int = -1) -> bytes:
     from protocol import records
     s = api(0).request.structs
-    body = api(0).request.new(acks=-1, timeout_ms=5000, topic_data=[s["TopicProduceData"].new(
+    body = api(0).request.new(acks=acks, timeout_ms=5000, topic_data=[s["TopicProduceData"].new(
         name="t", partition_data=[s["PartitionProduceData"].new(
             index=partition, records=records.build_batch([(None, b"v", 1)]))])])
     return _framed(encode_request(RequestHeader(0, 9, correlation_id, "c"), body))
@@ -179,6 +180,42 @@ def test_produces_are_appended_in_order_and_wait_for_acks_together() -> None:
             assert (cid, body.responses[0].partition_responses[0].base_offset) == (
                 expected, expected * 10)
         assert decode_response(18, 3, await _read_frame(reader))[0] == 99
+        writer.close()
+        await server.stop()
+    run(go())
+
+
+def test_failed_acks0_produce_closes_after_the_earlier_responses() -> None:
+    """An acks=0 produce that fails on a partition gets no response; its handler
+    returns CLOSE_CONNECTION and the connection closes once the response before
+    it (an acks=all produce still waiting for replication) is written. Nothing
+    after it is answered."""
+    from broker.replication.replica_manager import ProduceResult
+
+    async def go() -> None:
+        acked = asyncio.Event()
+
+        async def append_records(acks: int, timeout_ms: int, entries: dict, *,  # type: ignore[type-arg]
+                                 transactional_id: str | None = None, single_batch: bool = False,
+                                 appended: object = None) -> dict:  # type: ignore[type-arg]
+            (tp,) = entries
+            if appended is not None:
+                appended()  # type: ignore[operator]
+            if acks == 0:      # the acks=0 produce: its partition fails
+                return {tp: ProduceResult(ErrorCode.NOT_LEADER_OR_FOLLOWER)}
+            await acked.wait()
+            return {tp: ProduceResult(0, 7)}
+        broker = SimpleNamespace(config=BrokerConfig(), authorizer=None,
+                                 replicas=SimpleNamespace(append_records=append_records))
+        server = KafkaServer(broker, Endpoint("PLAINTEXT", "127.0.0.1", 0))
+        await server.start()
+        reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+        writer.write(_produce(1, 0) + _produce(2, 1, acks=0) + _api_versions(3, 3))
+        await asyncio.sleep(0.05)
+        acked.set()      # only now may the first response be written, then the close
+        cid, body = decode_response(0, 9, await _read_frame(reader))
+        assert (cid, body.responses[0].partition_responses[0].base_offset) == (1, 7)
+        assert await reader.read() == b""   # closed; the ApiVersions after it unanswered
         writer.close()
         await server.stop()
     run(go())

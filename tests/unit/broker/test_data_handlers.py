@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from broker.dispatch import CLOSE_CONNECTION, NO_RESPONSE
 from protocol import legacy_records, records
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
@@ -61,9 +62,16 @@ def test_produce_then_fetch_v2_batches(b: FakeBroker, version: int) -> None:
         assert values == [b"v", b"w", b"v2"]
 
 
-def test_produce_acks0_returns_none(b: FakeBroker) -> None:
-    assert produce(b, 9, build_batch([(None, b"v", NOW)]), acks=0) is None
+def test_produce_acks0_has_no_response(b: FakeBroker) -> None:
+    assert produce(b, 9, build_batch([(None, b"v", NOW)]), acks=0) is NO_RESPONSE
     assert b.replicas.partition("t", 0).log_end_offset == 1
+
+
+def test_produce_acks0_failure_asks_to_close_the_connection(b: FakeBroker) -> None:
+    """A failed acks=0 produce cannot say so in a response: the handler asks the
+    connection to close (the client then refreshes its metadata), as Kafka."""
+    r = produce(b, 9, build_batch([(None, b"v", NOW)]), acks=0, topic="nope")
+    assert r is CLOSE_CONNECTION
 
 
 def test_produce_errors(b: FakeBroker) -> None:

@@ -152,8 +152,9 @@ class FakeBroker:
 
 async def call(broker: FakeBroker, api_key: int, version: int, **fields: Any) -> Any:
     """Run a handler in-process through the real codec both ways (so every
-    version's encoding is exercised); returns the decoded response or None."""
-    from broker.dispatch import REGISTRY, load_handlers
+    version's encoding is exercised); returns the decoded response, or the
+    handler's ``Outcome`` (no response / close the connection) as it is."""
+    from broker.dispatch import REGISTRY, Outcome, load_handlers
     if api_key not in REGISTRY:
         load_handlers()
     spec = api(api_key)
@@ -161,8 +162,8 @@ async def call(broker: FakeBroker, api_key: int, version: int, **fields: Any) ->
     ctx = RequestContext(header=RequestHeader(api_key, version, 1, "test"),
                          connection=FakeConnection(), broker=broker)  # type: ignore[arg-type]
     response = await REGISTRY[api_key].fn(ctx, request)
-    if response is None:
-        return None
+    if isinstance(response, Outcome):
+        return response
     return decode(spec.response, encode(response, version), version)
 
 
