@@ -16,7 +16,7 @@ State, all written on the event loop only:
   *maximal* ISR (committed ISR plus proposed additions; a proposed removal
   still counts), as Kafka's PendingExpandIsr/PendingShrinkIsr: so the HW
   never advances on a shrink the controller has not committed.
-* idempotent producer state (broker.producer_state), rebuilt from the log
+* idempotent producer state (``producer_state``), rebuilt from the log
   when the log is attached.
 
 Invariant: leader HW = min LEO over the maximal ISR, never moving backwards
@@ -37,7 +37,7 @@ import logging
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
-from broker.producer_state import ProducerStateManager
+from broker.replication.producer_state import ProducerStateManager
 from broker.replication.partition_state import NO_TOPIC_ID, PartitionState
 from protocol import records
 from protocol.errors import ErrorCode, KafkaError
