@@ -37,8 +37,8 @@ import logging
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
-from broker.replication.producer_state import ProducerStateManager
 from broker.replication.partition_state import NO_TOPIC_ID, PartitionState
+from broker.replication.producer_state import ProducerStateManager
 from protocol import records
 from protocol.errors import ErrorCode, KafkaError
 from protocol.records import BatchHeader
