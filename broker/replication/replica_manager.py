@@ -7,6 +7,8 @@
 * ``fetch``: Fetch from consumers (below the HW / LSO) and followers (below
   the LEO, updating what the leader knows of them). A fetch short of
   ``min_bytes`` parks a DelayedFetch until data arrives or max wait passes.
+  The reads themselves (and the fetch request/result types) are in
+  ``broker.replication.fetch_reads``.
 * ``fetch_offset_for_timestamp`` (ListOffsets), ``last_offset_for_leader_epoch``
   (OffsetForLeaderEpoch), ``delete_records`` (DeleteRecords).
 
@@ -34,13 +36,14 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from broker.replication.fetch_reads import (FetchPartitionRequest, FetchPartitionResult, read_all,
+                                            read_partition, valid_follower_position)
 from broker.replication.partition import READ_COMMITTED, Partition, PendingIsrChange
 from broker.replication.partition_state import NO_TOPIC_ID, PartitionState
 from broker.replication.purgatory import DelayedFetch, DelayedProduce, Purgatory, Timer
 from protocol.errors import ErrorCode, KafkaError
-from storage.log import OffsetOutOfRangeError, wall_clock_ms
+from storage.log import wall_clock_ms
 from storage.log_manager import LogManager
-from storage.segment import FileSlice
 
 log = logging.getLogger(__name__)
 
@@ -60,29 +63,6 @@ def topic_id_text(topic_id: Any) -> str:
     return base64.urlsafe_b64encode(topic_id.bytes).decode().rstrip("=")
 
 
-class SliceRecords:
-    """A fetch's records as a storage FileSlice, for the response codec and the
-    connection: ``wire_size`` bytes, read out by ``tobytes()`` only when sent."""
-
-    __slots__ = ("slice",)
-
-    def __init__(self, file_slice: FileSlice) -> None:
-        self.slice = file_slice
-
-    @property
-    def wire_size(self) -> int:
-        return self.slice.size
-
-    def tobytes(self) -> bytes:
-        return self.slice.read()
-
-    def __bytes__(self) -> bytes:
-        return self.slice.read()
-
-    def __len__(self) -> int:
-        return self.slice.size
-
-
 @dataclass(frozen=True, slots=True)
 class ProduceResult:
     error: int = ErrorCode.NONE
@@ -90,32 +70,6 @@ class ProduceResult:
     log_append_time: int = -1
     log_start_offset: int = -1
     error_message: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class FetchPartitionRequest:
-    fetch_offset: int
-    max_bytes: int
-    current_leader_epoch: int = -1
-    log_start_offset: int = -1
-    last_fetched_epoch: int = -1
-
-
-@dataclass(frozen=True, slots=True)
-class FetchPartitionResult:
-    error: int = ErrorCode.NONE
-    high_watermark: int = -1
-    last_stable_offset: int = -1
-    log_start_offset: int = -1
-    records: Any = b""                        # bytes or SliceRecords
-    diverging_epoch: tuple[int, int] | None = None  # (epoch, end offset) for a follower to truncate to
-    # the partition's change_seq when this read found the fetcher caught up with
-    # nothing to send (-1 otherwise): what a fetch session remembers, see fetch()
-    caught_up_seq: int = -1
-
-    @property
-    def size(self) -> int:
-        return len(self.records) if self.records is not None else 0
 
 
 # An AlterPartition answer for one partition: (error, leader epoch, isr, partition epoch).
@@ -439,7 +393,7 @@ class ReplicaManager:
                 if known.get(tp) == p.change_seq and p.refresh_caught_up_follower(replica_id, now):
                     skip.add(tp)
                     continue
-                if (_valid_follower_position(p, req)
+                if (valid_follower_position(p, req)
                         and p.update_follower_fetch_state(replica_id, req.fetch_offset)):
                     self._partition_changed(tp)
         elif known:
@@ -450,18 +404,18 @@ class ReplicaManager:
             """The delayed read: partitions changed while the fetch waited are read."""
             still = {tp for tp in skip
                      if (p := partitions.get(tp)) is not None and p.change_seq == known[tp]}
-            return self._read_all(replica_id, max_bytes, isolation, entries, hard_max_bytes_limit,
-                                  still)
+            return read_all(partitions, replica_id, max_bytes, isolation, entries,
+                            hard_max_bytes_limit, still)
 
-        results = self._read_all(replica_id, max_bytes, isolation, entries, hard_max_bytes_limit,
-                                 skip)
+        results = read_all(partitions, replica_id, max_bytes, isolation, entries,
+                           hard_max_bytes_limit, skip)
         if (max_wait_ms <= 0 or not entries or sum(r.size for r in results.values()) >= min_bytes
                 or any(r.error or r.diverging_epoch for r in results.values())):
             return results
 
         def probe(tp: TopicPartition) -> tuple[int, bool]:
-            r = self._read_partition(tp, entries[tp], replica_id, isolation,
-                                     entries[tp].max_bytes, True)
+            r = read_partition(partitions.get(tp), entries[tp], replica_id, isolation,
+                               entries[tp].max_bytes, True)
             return r.size, bool(r.error or r.diverging_epoch)
 
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
@@ -470,52 +424,6 @@ class ReplicaManager:
         op = DelayedFetch(max_wait_ms, min_bytes, measured, probe, read, future)
         self.fetch_purgatory.watch(op, list(entries))   # just measured: short of min_bytes
         return await future  # type: ignore[no-any-return]
-
-    def _read_all(self, replica_id: int, max_bytes: int, isolation: int,
-                  entries: dict[TopicPartition, FetchPartitionRequest],
-                  hard_max_bytes_limit: bool, skip: set[TopicPartition]
-                  ) -> dict[TopicPartition, FetchPartitionResult]:
-        remaining = max_bytes
-        min_one = not hard_max_bytes_limit
-        out: dict[TopicPartition, FetchPartitionResult] = {}
-        for tp, req in entries.items():
-            if tp in skip:
-                continue   # nothing new since the session last looked (see fetch)
-            r = self._read_partition(tp, req, replica_id, isolation,
-                                     max(0, min(req.max_bytes, remaining)), min_one)
-            if r.size:
-                min_one = False
-                remaining = max(0, remaining - r.size)
-            out[tp] = r
-        return out
-
-    def _read_partition(self, tp: TopicPartition, req: FetchPartitionRequest, replica_id: int,
-                        isolation: int, limit: int, min_one: bool) -> FetchPartitionResult:
-        p = self.partitions.get(tp)
-        if p is None:
-            return FetchPartitionResult(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-        if not p.is_leader:
-            return FetchPartitionResult(ErrorCode.NOT_LEADER_OR_FOLLOWER)
-        error = p.check_leader_epoch(req.current_leader_epoch)
-        if error:
-            return FetchPartitionResult(error)
-        hw, lso, start = p.high_watermark, p.last_stable_offset, p.log_start_offset
-        # a follower checking for divergence (KIP-595 style, v12+)
-        diverging = p.diverging_epoch(req.last_fetched_epoch, req.fetch_offset)
-        if diverging is not None:
-            return FetchPartitionResult(ErrorCode.NONE, hw, lso, start, b"", diverging)
-        upper = p.fetch_upper_bound(replica_id, isolation)
-        if start <= req.fetch_offset == (p.log_end_offset if upper is None else upper):
-            # caught up: nothing to read (the common case of a replica fetch over many
-            # partitions, most of them idle)
-            return FetchPartitionResult(ErrorCode.NONE, hw, lso, start, b"",
-                                        caught_up_seq=p.change_seq)
-        try:
-            rr = p.read(req.fetch_offset, limit, upper=upper, min_one_batch=min_one)
-        except OffsetOutOfRangeError:
-            return FetchPartitionResult(ErrorCode.OFFSET_OUT_OF_RANGE, hw, lso, start)
-        records = SliceRecords(rr.slice) if rr.slice.size else b""
-        return FetchPartitionResult(ErrorCode.NONE, hw, lso, start, records)
 
     # -- ListOffsets / OffsetForLeaderEpoch / DeleteRecords ------------------------------
 
@@ -620,12 +528,3 @@ class ReplicaManager:
         self.fetch_purgatory.complete_all()
         self.produce_purgatory.complete_all()
 
-
-def _valid_follower_position(p: Partition, req: FetchPartitionRequest) -> bool:
-    """Whether a follower's fetch offset may count as its LEO: we lead at its
-    epoch, the offset is within our log, and its log does not diverge from
-    ours (a diverging follower's offset would let the HW pass records that
-    differ on its disk)."""
-    return (p.is_leader and not p.check_leader_epoch(req.current_leader_epoch)
-            and p.log_start_offset <= req.fetch_offset <= p.log_end_offset
-            and p.diverging_epoch(req.last_fetched_epoch, req.fetch_offset) is None)
