@@ -37,8 +37,8 @@ from typing import Any, Protocol
 
 from client import KafkaConnectionError
 from broker.tasks import cancel_and_wait
-from broker.replication.partition import (FENCED_ERRORS, REVERT_ERRORS, Partition,
-                                          PendingIsrChange)
+from broker.replication.partition import Partition
+from broker.replication.partition_isr import FENCED_ERRORS, REVERT_ERRORS, PendingIsrChange
 from broker.replication.partition_state import NO_TOPIC_ID
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode

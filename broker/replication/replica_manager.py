@@ -38,7 +38,8 @@ from typing import Any, Protocol
 
 from broker.replication.fetch_reads import (FetchPartitionRequest, FetchPartitionResult, read_all,
                                             read_partition, valid_follower_position)
-from broker.replication.partition import READ_COMMITTED, Partition, PendingIsrChange
+from broker.replication.partition import READ_COMMITTED, Partition
+from broker.replication.partition_isr import PendingIsrChange
 from broker.replication.partition_state import NO_TOPIC_ID, PartitionState
 from broker.replication.purgatory import DelayedFetch, DelayedProduce, Purgatory, Timer
 from protocol.errors import ErrorCode, KafkaError

@@ -17,7 +17,8 @@ from broker.replication.fetch_reads import FetchPartitionRequest
 from broker.replication.fetcher import ReplicaFetcherManager
 from broker.replication.leader_endpoint import (EpochEndOffset, FetchedPartition,
                                                 FetchRequestPartition)
-from broker.replication.partition import Partition, PendingIsrChange
+from broker.replication.partition import Partition
+from broker.replication.partition_isr import PendingIsrChange
 from broker.replication.partition_state import PartitionState
 from broker.replication.replica_manager import IsrAnswer, ReplicaManager
 from protocol.errors import ErrorCode, KafkaError
