@@ -9,7 +9,8 @@
   ``min_bytes`` parks a DelayedFetch until data arrives or max wait passes.
   The reads themselves (and the fetch request/result types) are in
   ``broker.replication.fetch_reads``.
-* ``fetch_offset_for_timestamp`` (ListOffsets), ``last_offset_for_leader_epoch``
+* ``fetch_offset_for_timestamp`` (ListOffsets; the lookups are in
+  ``broker.replication.offset_lookup``), ``last_offset_for_leader_epoch``
   (OffsetForLeaderEpoch), ``delete_records`` (DeleteRecords).
 
 Purgatory keys are (topic, partition). Whoever moves a partition calls
@@ -38,7 +39,8 @@ from typing import Any, Protocol
 
 from broker.replication.fetch_reads import (FetchPartitionRequest, FetchPartitionResult, read_all,
                                             read_partition, valid_follower_position)
-from broker.replication.partition import READ_COMMITTED, Partition
+from broker.replication.offset_lookup import legacy_offsets_before, offset_for_timestamp
+from broker.replication.partition import Partition
 from broker.replication.partition_isr import PendingIsrChange
 from broker.replication.partition_state import NO_TOPIC_ID, PartitionState
 from broker.replication.purgatory import DelayedFetch, DelayedProduce, Purgatory, Timer
@@ -51,12 +53,6 @@ log = logging.getLogger(__name__)
 TopicPartition = tuple[str, int]
 EPOCH_DURING_DELETE = -2
 NO_EPOCH = -1
-
-LATEST_TIMESTAMP = -1
-EARLIEST_TIMESTAMP = -2
-MAX_TIMESTAMP = -3
-EARLIEST_LOCAL_TIMESTAMP = -4
-LATEST_TIERED_TIMESTAMP = -5
 
 
 def topic_id_text(topic_id: Any) -> str:
@@ -442,57 +438,16 @@ class ReplicaManager:
 
     def fetch_offset_for_timestamp(self, tp: TopicPartition, timestamp: int, isolation: int | None,
                                    current_leader_epoch: int = -1) -> tuple[int, int, int]:
-        """(offset, timestamp, leader epoch) for ListOffsets; isolation None = a replica (LEO).
-
-        -1 latest (HW / LSO / LEO), -2 and -4 earliest, -3 the max timestamp,
-        -5 (no tiered storage) -1, else the first record at or after the
-        timestamp below the fetchable bound, or (-1, -1, -1) when none.
-        """
-        p = self.leader_partition(tp, current_leader_epoch)
-        plog = p.local_log()
-        if isolation is not None and p.leader_epoch_start_offset > p.high_watermark:
-            raise KafkaError(ErrorCode.OFFSET_NOT_AVAILABLE,
-                             "the new leader's high watermark has not caught up")
-        bound = (plog.log_end_offset if isolation is None
-                 else p.last_stable_offset if isolation == READ_COMMITTED else p.high_watermark)
-        cache = plog.leader_epoch_cache
-        if timestamp == LATEST_TIMESTAMP:
-            return bound, -1, p.leader_epoch
-        if timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
-            start = plog.log_start_offset
-            return start, -1, cache.epoch_for_offset(start)
-        if timestamp == MAX_TIMESTAMP:
-            ts, offset = plog.max_timestamp_and_offset()
-            if offset < 0:
-                return -1, -1, -1
-            return offset, ts, cache.epoch_for_offset(offset)
-        if timestamp == LATEST_TIERED_TIMESTAMP or timestamp < 0:
-            return -1, -1, -1
-        found = plog.offset_for_timestamp(timestamp)
-        if found is None or found[0] >= bound:
-            return -1, -1, -1
-        return found[0], found[1], cache.epoch_for_offset(found[0])
+        """(offset, timestamp, leader epoch) for ListOffsets from the partition we lead
+        at ``current_leader_epoch`` (``offset_lookup.offset_for_timestamp``)."""
+        return offset_for_timestamp(self.leader_partition(tp, current_leader_epoch), timestamp,
+                                    isolation)
 
     def legacy_offsets_before(self, tp: TopicPartition, timestamp: int, max_num: int,
                               from_consumer: bool) -> list[int]:
-        """ListOffsets v0: segment base offsets (newest first) plus the end (Kafka
-        ``legacyFetchOffsetsBefore``; a segment's max timestamp stands in for its mtime)."""
-        p = self.leader_partition(tp)
-        plog = p.local_log()
-        end = p.high_watermark if from_consumer else plog.log_end_offset
-        points = [(s.base_offset, s.max_timestamp) for s in plog.segments
-                  if s.base_offset >= plog.log_start_offset or s is plog.segments[0]]
-        points[0] = (plog.log_start_offset, points[0][1])
-        if plog.active_segment.size > 0 or len(points) == 1:
-            points.append((end, self.clock()))
-        if timestamp == LATEST_TIMESTAMP:
-            candidates = points
-        elif timestamp == EARLIEST_TIMESTAMP:
-            candidates = points[:1]
-        else:
-            candidates = [pt for pt in points if pt[1] <= timestamp]
-        offsets = sorted({min(o, end) for o, _ in candidates}, reverse=True)
-        return offsets[:max(max_num, 0)]
+        """ListOffsets v0 from the partition we lead (``offset_lookup.legacy_offsets_before``)."""
+        return legacy_offsets_before(self.leader_partition(tp), timestamp, max_num, from_consumer,
+                                     self.clock)
 
     def last_offset_for_leader_epoch(self, tp: TopicPartition, current_leader_epoch: int,
                                      leader_epoch: int) -> tuple[int, int, int]:
