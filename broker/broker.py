@@ -28,6 +28,7 @@ from typing import Any
 from broker import coordinator, topic_config
 from broker.acl.authorizer import AclAuthorizer, build_authorizer
 from client import BrokerPool
+from client.inter_broker import controlled_shutdown
 from broker.config import BrokerConfig, ConfigError
 from broker.listeners import Endpoint, parse_listeners
 from broker.metadata_cache import MetadataCache
@@ -40,9 +41,7 @@ from broker.replication.replica_manager import ReplicaManager
 from broker.server import KafkaServer
 from broker.tasks import bounded_step
 from controller import ClusterStore, Controller
-from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
-from protocol.spec import api
 from storage.cleaner import CleanerConfig, LogCleaner
 from storage.config import LogConfig
 from storage.log_manager import LogManager, read_meta_properties
@@ -335,7 +334,6 @@ class Broker:
 
     async def _controlled_shutdown(self) -> None:
         """Ask the active controller to move our leaderships away (ControlledShutdown)."""
-        spec = api(ApiKey.CONTROLLED_SHUTDOWN).request
         for attempt in range(1, CONTROLLED_SHUTDOWN_RETRIES + 1):
             controller_id = await self.cluster.controller_id()
             target = self.metadata.broker(controller_id) if controller_id is not None else None
@@ -343,18 +341,17 @@ class Broker:
                 log.info("controlled shutdown: no controller known; stopping anyway")
                 return
             try:
-                response = await self.pool.request(
-                    target.host, target.port, ApiKey.CONTROLLED_SHUTDOWN,
-                    spec.new(broker_id=self.broker_id, broker_epoch=self.broker_epoch))
+                conn = await self.pool.get(target.host, target.port)
+                error, remaining = await controlled_shutdown(conn, self.broker_id,
+                                                             self.broker_epoch)
             except (ConnectionError, OSError) as e:
                 log.warning("controlled shutdown attempt %d failed: %s", attempt, e)
                 await asyncio.sleep(0.5)
                 continue
-            remaining = getattr(response, "remaining_partitions", [])
-            if response.error_code == ErrorCode.NONE and not remaining:
+            if error == ErrorCode.NONE and not remaining:
                 log.info("controlled shutdown succeeded")
                 return
             log.info("controlled shutdown attempt %d: error %d, %d partitions remaining",
-                     attempt, response.error_code, len(remaining))
+                     attempt, error, len(remaining))
             await asyncio.sleep(0.5)
         log.warning("controlled shutdown did not complete; proceeding with a clean shutdown")

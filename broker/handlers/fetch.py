@@ -40,7 +40,7 @@ from broker.acl.authorizer import allowed, allowed_cluster
 from broker.context import BrokerServices, RequestContext
 from broker.dispatch import handler
 from broker.handler_support import LEADER_HINT_ERRORS, leader_hint, node_endpoints, refine_unknown
-from broker.replication.replica_manager import FetchPartitionRequest, FetchPartitionResult
+from broker.replication.fetch_reads import FetchPartitionRequest, FetchPartitionResult
 from protocol import legacy_records, records
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode

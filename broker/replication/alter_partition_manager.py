@@ -22,9 +22,10 @@ Theory of operation (Kafka ``DefaultAlterPartitionManager``):
    ...) and retriable partition errors requeue the items whose change is
    still pending, after ``backoff_ms``; the controller may have moved.
 
-Wire versions: v0-1 name topics, v2+ use topic ids (used when every queued
-partition has one), v3 sends ISR members with broker epochs (ours unknown
-for peers: -1). ``max_version`` caps what we use (default 2).
+Wire versions (the request is ``client.verbs.alter_partition``'s): v0-1 name
+topics, v2+ use topic ids (used when every queued partition has one), v3 sends
+ISR members with broker epochs (ours unknown for peers: -1). ``max_version``
+caps what we use (default 2).
 """
 
 from __future__ import annotations
@@ -36,33 +37,20 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from client import KafkaConnectionError
+from client.verbs import IsrProposal, alter_partition
 from broker.tasks import cancel_and_wait
-from broker.replication.partition import (FENCED_ERRORS, REVERT_ERRORS, Partition,
-                                          PendingIsrChange)
-from broker.replication.partition_state import NO_TOPIC_ID
-from protocol.api_keys import ApiKey
+from broker.replication.partition import Partition
+from broker.replication.partition_isr import FENCED_ERRORS, REVERT_ERRORS, PendingIsrChange
 from protocol.errors import ErrorCode
-from protocol.schema import Struct
-from protocol.spec import api
 
 log = logging.getLogger(__name__)
 
 TopicPartition = tuple[str, int]
 IsrAnswer = Callable[[int, int, tuple[int, ...], int], None]
-SPEC = api(ApiKey.ALTER_PARTITION).request
-
-
-class Connection(Protocol):
-    """The part of client.KafkaConnection we use."""
-
-    def version_for(self, api_key: int, max_version: int | None = None) -> int: ...
-
-    async def request(self, api_key: int, body: Struct, version: int | None = None
-                      ) -> Struct | None: ...
 
 
 class Pool(Protocol):
-    """The part of client.BrokerPool we use."""
+    """The part of client.BrokerPool we use (``get`` -> a client.KafkaConnection)."""
 
     async def get(self, host: str, port: int) -> Any: ...
 
@@ -179,50 +167,17 @@ class AlterPartitionManager:
         if address is None:
             raise _Retry("no controller known")
         conn = await self.pool.get(*address)
-        with_ids = all(i.partition.topic_id != NO_TOPIC_ID for i in batch.values())
-        version = conn.version_for(ApiKey.ALTER_PARTITION,
-                                   min(self.max_version, 3 if with_ids else 1))
-        body, names = build_request(self.broker_id, self.broker_epoch(), batch, version)
+        proposals = {tp: IsrProposal(i.change.leader_epoch, i.change.partition_epoch,
+                                     tuple(sorted(i.change.proposed)), i.partition.topic_id)
+                     for tp, i in batch.items()}
         self.requests_sent += 1
-        resp = await conn.request(ApiKey.ALTER_PARTITION, body, version)
-        assert resp is not None
-        if resp.error_code:
-            raise _Retry(f"controller answered {ErrorCode.from_code(resp.error_code).name}")
-        return parse_response(resp, version, names)
+        resp = await alter_partition(conn, proposals, broker_id=self.broker_id,
+                                     broker_epoch=self.broker_epoch(), max_version=self.max_version)
+        if resp.error:
+            raise _Retry(f"controller answered {ErrorCode.from_code(resp.error).name}")
+        return {tp: (a.error, a.leader_epoch, a.isr, a.partition_epoch)
+                for tp, a in resp.partitions.items()}
 
 
 def _retriable(error: int) -> bool:
     return error != ErrorCode.NONE and error not in REVERT_ERRORS and error not in FENCED_ERRORS
-
-
-def build_request(broker_id: int, broker_epoch: int, batch: dict[TopicPartition, _Item],
-                  version: int) -> tuple[Struct, dict[Any, str]]:
-    """The AlterPartition body for ``version``, and topic key (name or id) -> name."""
-    by_topic: dict[str, list[Struct]] = {}
-    ids: dict[str, Any] = {}
-    for (topic, index), item in batch.items():
-        ids[topic] = item.partition.topic_id
-        isr = sorted(item.change.proposed)
-        by_topic.setdefault(topic, []).append(SPEC.structs["PartitionData"].new(
-            partition_index=index, leader_epoch=item.change.leader_epoch,
-            new_isr=isr if version < 3 else [],
-            new_isr_with_epochs=[SPEC.structs["BrokerState"].new(broker_id=b, broker_epoch=-1)
-                                 for b in isr] if version >= 3 else [],
-            leader_recovery_state=0, partition_epoch=item.change.partition_epoch))
-    topics = [SPEC.structs["TopicData"].new(topic_name=t, topic_id=ids[t], partitions=ps)
-              for t, ps in by_topic.items()]
-    names = {(ids[t] if version >= 2 else t): t for t in by_topic}
-    return SPEC.new(broker_id=broker_id, broker_epoch=broker_epoch, topics=topics), names
-
-
-def parse_response(resp: Struct, version: int, names: dict[Any, str]
-                   ) -> dict[TopicPartition, tuple[int, int, tuple[int, ...], int]]:
-    out: dict[TopicPartition, tuple[int, int, tuple[int, ...], int]] = {}
-    for topic in resp.topics:
-        name = names.get(topic.topic_id if version >= 2 else topic.topic_name)
-        if name is None:
-            continue
-        for p in topic.partitions:
-            out[(name, p.partition_index)] = (p.error_code, p.leader_epoch, tuple(p.isr),
-                                              p.partition_epoch)
-    return out

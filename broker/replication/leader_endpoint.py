@@ -22,6 +22,12 @@ Requests, all with ReplicaId = our broker id:
   over with a full request.
 * OffsetForLeaderEpoch (v3+ carries ReplicaId; v2+ CurrentLeaderEpoch).
 * ListOffsets -2 / -1 (replica id set: the leader answers its log start / LEO).
+
+The requests are built and read by the client's verbs (``client.verbs``:
+``fetch``, ``offset_for_leader_epoch``, ``list_offsets``); the fetch session
+state (which partitions the leader's session holds, its id and epoch) stays
+here, and the answers are turned into this module's types, which the fetcher
+and the tests' fakes speak.
 """
 
 from __future__ import annotations
@@ -31,18 +37,17 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from client import KafkaConnection, KafkaConnectionError
+from client import KafkaConnection, KafkaConnectionError, verbs
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.fetch_session import INITIAL_EPOCH, INVALID_SESSION_ID, SESSION_ERRORS, next_epoch
-from protocol.spec import api
 
 log = logging.getLogger(__name__)
 
 TopicPartition = tuple[str, int]
 MAX_FETCH_VERSION = 12
-EARLIEST_TIMESTAMP = -2
-LATEST_TIMESTAMP = -1
+EARLIEST_TIMESTAMP = verbs.EARLIEST_TIMESTAMP
+LATEST_TIMESTAMP = verbs.LATEST_TIMESTAMP
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,7 +169,6 @@ class RemoteLeaderEndpoint:
         so the caller just asks again, now in full)."""
         conn = await self._connection()
         version = conn.version_for(ApiKey.FETCH, MAX_FETCH_VERSION)
-        spec = api(ApiKey.FETCH).request
         full = self.session_epoch == INITIAL_EPOCH or version < 7
         if full:
             send, forgotten = partitions, []
@@ -173,43 +177,27 @@ class RemoteLeaderEndpoint:
             send = {tp: p for tp, p in partitions.items()
                     if (prev := in_session.get(tp)) is not p and prev != p}
             forgotten = [tp for tp in self._in_session if tp not in partitions]
-        by_topic: dict[str, list[Any]] = {}
-        for (topic, index), p in send.items():
-            by_topic.setdefault(topic, []).append(spec.structs["FetchPartition"].new(
-                partition=index, current_leader_epoch=p.current_leader_epoch,
-                fetch_offset=p.fetch_offset, last_fetched_epoch=p.last_fetched_epoch,
-                log_start_offset=p.log_start_offset, partition_max_bytes=p.max_bytes))
-        forgotten_by_topic: dict[str, list[int]] = {}
-        for topic, index in forgotten:
-            forgotten_by_topic.setdefault(topic, []).append(index)
-        body = spec.new(
-            replica_id=self.local_broker_id, max_wait_ms=self.max_wait_ms,
-            min_bytes=self.min_bytes, max_bytes=self.max_bytes, isolation_level=0,
-            session_id=self.session_id, session_epoch=self.session_epoch, rack_id="",
-            forgotten_topics_data=[spec.structs["ForgottenTopic"].new(topic=t, partitions=ps)
-                                   for t, ps in forgotten_by_topic.items()],
-            topics=[spec.structs["FetchTopic"].new(topic=t, partitions=ps)
-                    for t, ps in by_topic.items()])
-        resp = await conn.request(ApiKey.FETCH, body, version,
-                                  timeout=self.timeout + self.max_wait_ms / 1000)
-        assert resp is not None
+        resp = await verbs.fetch(
+            conn, {tp: verbs.FetchPosition(p.fetch_offset, p.max_bytes, p.current_leader_epoch,
+                                           p.last_fetched_epoch, p.log_start_offset)
+                   for tp, p in send.items()},
+            max_wait_ms=self.max_wait_ms, min_bytes=self.min_bytes, max_bytes=self.max_bytes,
+            isolation_level=0, replica_id=self.local_broker_id, session_id=self.session_id,
+            session_epoch=self.session_epoch, forgotten=forgotten, rack_id="",
+            request_timeout=self.timeout + self.max_wait_ms / 1000, max_version=MAX_FETCH_VERSION)
         out: dict[TopicPartition, FetchedPartition] = {}
-        if resp.error_code:
-            if resp.error_code in SESSION_ERRORS:
+        if resp.error:
+            if resp.error in SESSION_ERRORS:
                 log.info("fetch session %d with broker %d: %s; starting a new one",
-                         self.session_id, self.leader_id, ErrorCode.from_code(resp.error_code).name)
+                         self.session_id, self.leader_id, ErrorCode.from_code(resp.error).name)
                 self.session_epoch = INITIAL_EPOCH   # closes it (if it exists) and opens anew
                 self._in_session = {}
                 return out
-            return {tp: FetchedPartition(resp.error_code) for tp in partitions}
+            return {tp: FetchedPartition(resp.error) for tp in partitions}
         self._session_answered(full, partitions, send, forgotten, resp.session_id)
-        for topic in resp.responses:
-            for p in topic.partitions:
-                diverging = getattr(p, "diverging_epoch", None)
-                div = (None if diverging is None or diverging.epoch < 0 and diverging.end_offset < 0
-                       else (diverging.epoch, diverging.end_offset))
-                out[(topic.topic, p.partition_index)] = FetchedPartition(
-                    p.error_code, p.high_watermark, p.log_start_offset, _payload(p.records), div)
+        for tp, p in resp.partitions.items():
+            out[tp] = FetchedPartition(p.error, p.high_watermark, p.log_start_offset, p.records,
+                                       p.diverging_epoch)
         return out
 
     def _session_answered(self, full: bool, partitions: dict[TopicPartition, FetchRequestPartition],
@@ -233,23 +221,11 @@ class RemoteLeaderEndpoint:
     async def fetch_epoch_end_offsets(self, partitions: dict[TopicPartition, tuple[int, int]]
                                       ) -> dict[TopicPartition, EpochEndOffset]:
         conn = await self._connection()
-        version = conn.version_for(ApiKey.OFFSET_FOR_LEADER_EPOCH)
-        spec = api(ApiKey.OFFSET_FOR_LEADER_EPOCH).request
-        by_topic: dict[str, list[Any]] = {}
-        for (topic, index), (current, epoch) in partitions.items():
-            by_topic.setdefault(topic, []).append(spec.structs["OffsetForLeaderPartition"].new(
-                partition=index, current_leader_epoch=current, leader_epoch=epoch))
-        body = spec.new(replica_id=self.local_broker_id, topics=[
-            spec.structs["OffsetForLeaderTopic"].new(topic=t, partitions=ps)
-            for t, ps in by_topic.items()])
-        resp = await conn.request(ApiKey.OFFSET_FOR_LEADER_EPOCH, body, version)
-        assert resp is not None
+        answers = await verbs.offset_for_leader_epoch(conn, partitions,
+                                                      replica_id=self.local_broker_id)
         out = {tp: EpochEndOffset(ErrorCode.UNKNOWN_SERVER_ERROR) for tp in partitions}
-        for topic in resp.topics:
-            for p in topic.partitions:
-                epoch = p.leader_epoch if version >= 1 else partitions.get(
-                    (topic.topic, p.partition), (-1, -1))[1]
-                out[(topic.topic, p.partition)] = EpochEndOffset(p.error_code, epoch, p.end_offset)
+        for tp, a in answers.items():
+            out[tp] = EpochEndOffset(a.error, a.leader_epoch, a.end_offset)
         return out
 
     async def fetch_earliest_offset(self, tp: TopicPartition, current_leader_epoch: int
@@ -263,29 +239,13 @@ class RemoteLeaderEndpoint:
     async def _list_offset(self, tp: TopicPartition, current_leader_epoch: int,
                            timestamp: int) -> tuple[int, int]:
         conn = await self._connection()
-        version = conn.version_for(ApiKey.LIST_OFFSETS)
-        spec = api(ApiKey.LIST_OFFSETS).request
-        part = spec.structs["ListOffsetsPartition"].new(
-            partition_index=tp[1], current_leader_epoch=current_leader_epoch, timestamp=timestamp,
-            max_num_offsets=1)
-        body = spec.new(replica_id=self.local_broker_id, isolation_level=0, topics=[
-            spec.structs["ListOffsetsTopic"].new(name=tp[0], partitions=[part])])
-        resp = await conn.request(ApiKey.LIST_OFFSETS, body, version)
-        assert resp is not None
-        for topic in resp.topics:
-            for p in topic.partitions:
-                if p.partition_index == tp[1]:
-                    offset = p.offset if version >= 1 else (p.old_style_offsets or [-1])[0]
-                    return p.error_code, offset
-        return ErrorCode.UNKNOWN_SERVER_ERROR, -1
-
-
-def _payload(data: Any) -> bytes | memoryview:
-    if data is None:
-        return b""
-    if isinstance(data, (bytes, memoryview)):
-        return data
-    return bytes(data)
+        answers = await verbs.list_offsets(conn, {tp: timestamp}, isolation_level=0,
+                                           replica_id=self.local_broker_id,
+                                           current_leader_epochs={tp: current_leader_epoch})
+        a = answers.get(tp)
+        if a is None:
+            return ErrorCode.UNKNOWN_SERVER_ERROR, -1
+        return a.error, a.offset
 
 
 def remote_endpoint_factory(local_broker_id: int, resolve: Resolver, **settings: Any

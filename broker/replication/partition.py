@@ -9,14 +9,14 @@ State, all written on the event loop only:
   partition's high watermark (one copy; the log manager checkpoints it).
 * per follower (leader only): its log end offset as its last fetch offset
   said, and when it last caught up — the inputs of the ``maybe_*`` steps.
-* ISR changes in flight (leader only, issue 4): the leader proposes an ISR
-  through AlterPartition (``isr_sink``, the ReplicaManager's seam to the
+* ISR changes in flight (leader only, issue 4; the steps are in
+  ``partition_isr``): the leader proposes an ISR through AlterPartition (``isr_sink``, the ReplicaManager's seam to the
   AlterPartitionManager) and applies it only from the controller's answer or
   a later LeaderAndIsr. While one is pending the HW is computed over the
   *maximal* ISR (committed ISR plus proposed additions; a proposed removal
   still counts), as Kafka's PendingExpandIsr/PendingShrinkIsr: so the HW
   never advances on a shrink the controller has not committed.
-* idempotent producer state (broker.producer_state), rebuilt from the log
+* idempotent producer state (``producer_state``), rebuilt from the log
   when the log is attached.
 
 Invariant: leader HW = min LEO over the maximal ISR, never moving backwards
@@ -35,10 +35,12 @@ from __future__ import annotations
 import itertools
 import logging
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from broker.producer_state import ProducerStateManager
+from broker.replication import partition_isr
+from broker.replication.partition_isr import FollowerState, IsrSink, PendingIsrChange
 from broker.replication.partition_state import NO_TOPIC_ID, PartitionState
+from broker.replication.producer_state import ProducerStateManager
 from protocol import records
 from protocol.errors import ErrorCode, KafkaError
 from protocol.records import BatchHeader
@@ -55,54 +57,6 @@ READ_COMMITTED = 1
 # fetch session remembers the number at which it last found a partition with
 # nothing to send, and skips the partition while the number is unchanged.
 _change_seq = itertools.count(1)
-
-
-@dataclass(slots=True)
-class FollowerState:
-    """What the leader knows of one follower (from its Fetch requests)."""
-
-    broker_id: int
-    log_end_offset: int = -1         # -1: not fetched since this broker became leader
-    last_caught_up_ms: int = 0
-    last_fetch_ms: int = 0
-    last_fetch_leader_leo: int = -1  # the leader's LEO when this follower last fetched
-
-
-@dataclass(frozen=True, slots=True)
-class PendingIsrChange:
-    """An AlterPartition in flight: ``proposed`` asked for, ``committed`` still in force.
-
-    ``maximal`` (committed | proposed) is what the HW is computed over until
-    the controller answers: an addition counts at once (the follower is
-    already caught up to the HW), a removal only once committed.
-    """
-
-    proposed: frozenset[int]
-    committed: frozenset[int]
-    leader_epoch: int
-    partition_epoch: int
-    sent_ms: int = field(default=0, compare=False)
-
-    @property
-    def maximal(self) -> frozenset[int]:
-        return self.committed | self.proposed
-
-    @property
-    def is_shrink(self) -> bool:
-        return not self.proposed >= self.committed
-
-
-# The ReplicaManager's seam to the AlterPartitionManager: submit this change for p.
-IsrSink = Callable[["Partition", PendingIsrChange], None]
-
-# AlterPartition errors after which the leader goes back to its committed ISR
-# and may propose again (Kafka: the request was surely not applied).
-REVERT_ERRORS = frozenset({ErrorCode.OPERATION_NOT_ATTEMPTED, ErrorCode.INELIGIBLE_REPLICA})
-# Errors that say our view is stale: keep the change pending (no new proposal,
-# HW over the maximal ISR) until a LeaderAndIsr brings the newer state.
-FENCED_ERRORS = frozenset({ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.INVALID_UPDATE_VERSION,
-                           ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.UNKNOWN_TOPIC_ID,
-                           ErrorCode.NEW_LEADER_ELECTED})
 
 
 @dataclass(frozen=True, slots=True)
@@ -240,15 +194,8 @@ class Partition:
         return new_epoch
 
     def start_follower_clocks(self) -> None:
-        """ISR followers count as caught up from now on: called once the whole
-        LeaderAndIsr that made us leader has been applied. Applying one for
-        10,000 new partitions takes half a minute here, nobody can fetch from us
-        meanwhile, and clocks started at ``make_leader`` had run out by the end:
-        every new leader shrank its ISR to itself at once."""
-        now = self.clock()
-        for r, s in self.followers.items():
-            if r in self.isr and s.last_caught_up_ms < now:
-                s.last_caught_up_ms = now
+        """ISR followers count as caught up from now on (``partition_isr``)."""
+        partition_isr.start_follower_clocks(self)
 
     def make_follower(self, state: PartitionState) -> bool:
         """Follow ``state.leader``; True if the leader or epoch changed (the fetcher seam:
@@ -469,106 +416,26 @@ class Partition:
         self.change_seq = next(_change_seq)
 
     def refresh_caught_up_follower(self, replica_id: int, now: int) -> bool:
-        """A follower fetched again at the offset of its last fetch, which was our
-        LEO, nothing having changed here since (the caller checked ``change_seq``;
-        the LEO cannot have moved without a change): if it is an ISR member, note
-        it caught up at ``now`` and return True — the whole of
-        ``update_follower_fetch_state`` would do no more. False: take that path.
-        Runs for every idle partition of every replica fetch, so it is kept to a
-        lookup and two stores."""
-        state = self.followers.get(replica_id)
-        if state is None or self.pending_isr is not None or replica_id not in self.isr:
-            return False
-        if now > state.last_caught_up_ms:
-            state.last_caught_up_ms = now
-        state.last_fetch_ms = now
-        return True
+        """An idle ISR follower fetched again: note it caught up (``partition_isr``)."""
+        return partition_isr.refresh_caught_up_follower(self, replica_id, now)
 
     def maybe_expand_isr(self, replica_id: int) -> bool:
-        """Propose ``replica_id`` for the ISR once its LEO reached our HW and the
-        start of our leader epoch; True if an AlterPartition was submitted.
-
-        One ISR change in flight at a time; nothing without an ``isr_sink``.
-        """
-        state = self.followers.get(replica_id)
-        if (state is None or not self.is_leader or self.isr_sink is None
-                or self.pending_isr is not None or replica_id in self.isr
-                or replica_id not in self.replicas):
-            return False
-        if (state.log_end_offset < self.high_watermark
-                or state.log_end_offset < self.leader_epoch_start_offset):
-            return False
-        log.info("%s-%d: expanding ISR %s with %d (its LEO %d, HW %d)", self.topic, self.partition,
-                 sorted(self.isr), replica_id, state.log_end_offset, self.high_watermark)
-        self._propose(self.isr | {replica_id})
-        return True
+        """Propose ``replica_id`` for the ISR if it caught up (``partition_isr``)."""
+        return partition_isr.maybe_expand_isr(self, replica_id)
 
     def out_of_sync_replicas(self, max_lag_ms: int) -> set[int]:
-        """ISR followers that have not caught up within ``max_lag_ms`` (the shrink input)."""
-        now = self.clock()
-        return {r for r, s in self.followers.items()
-                if r in self.isr and now - s.last_caught_up_ms > max_lag_ms}
+        """ISR followers not caught up within ``max_lag_ms`` (``partition_isr``)."""
+        return partition_isr.out_of_sync_replicas(self, max_lag_ms)
 
     def maybe_shrink_isr(self, max_lag_ms: int) -> bool:
-        """Propose an ISR without the followers that have not caught up to our
-        LEO within ``max_lag_ms`` (replica.lag.time.max.ms); True if submitted.
-
-        The HW keeps counting them until the controller commits the shrink.
-        The leader itself always stays; one ISR change in flight at a time.
-        """
-        if not self.is_leader or self.isr_sink is None or self.pending_isr is not None:
-            return False
-        lagging = self.out_of_sync_replicas(max_lag_ms)
-        lagging.discard(self.local_broker_id)
-        if not lagging:
-            return False
-        log.info("%s-%d: shrinking ISR %s by %s (no catch-up within %d ms; LEO %d, HW %d)",
-                 self.topic, self.partition, sorted(self.isr), sorted(lagging), max_lag_ms,
-                 self.log_end_offset, self.high_watermark)
-        self._propose(self.isr - lagging)
-        return True
-
-    def _propose(self, new_isr: frozenset[int]) -> None:
-        assert self.isr_sink is not None
-        change = PendingIsrChange(frozenset(new_isr), self.isr, self.leader_epoch,
-                                  self.partition_epoch, self.clock())
-        self.pending_isr = change
-        self.isr_sink(self, change)
+        """Propose an ISR without the lagging followers (``partition_isr``)."""
+        return partition_isr.maybe_shrink_isr(self, max_lag_ms)
 
     def on_alter_partition_answer(self, change: PendingIsrChange, error: int, leader_epoch: int = -1,
                                   isr: tuple[int, ...] = (), partition_epoch: int = -1) -> bool:
-        """Apply the controller's answer to ``change``; True if the HW moved.
-
-        Fencing: an answer to a change that is no longer pending (a
-        LeaderAndIsr replaced it, or the leader epoch moved on), or that is
-        older than our partition epoch, changes nothing. REVERT_ERRORS go back
-        to the committed ISR; FENCED_ERRORS leave the change pending until a
-        LeaderAndIsr arrives (the controller knows a newer state than ours).
-        """
-        if self.pending_isr is not change or not self.is_leader:
-            return False
-        if error:
-            if error in REVERT_ERRORS:
-                log.info("%s-%d: AlterPartition %s not applied (%s); back to ISR %s", self.topic,
-                         self.partition, sorted(change.proposed), ErrorCode.from_code(error).name,
-                         sorted(self.isr))
-                self.pending_isr = None
-            else:
-                log.warning("%s-%d: AlterPartition %s rejected: %s; awaiting LeaderAndIsr",
-                            self.topic, self.partition, sorted(change.proposed),
-                            ErrorCode.from_code(error).name)
-            return False
-        if leader_epoch != self.leader_epoch or partition_epoch < self.partition_epoch:
-            log.info("%s-%d: ignoring AlterPartition answer (epoch %d/%d, ours %d/%d)", self.topic,
-                     self.partition, leader_epoch, partition_epoch, self.leader_epoch,
-                     self.partition_epoch)
-            return False
-        self.pending_isr = None
-        self.isr = frozenset(isr)
-        self.partition_epoch = partition_epoch
-        log.info("%s-%d: ISR is now %s (partition epoch %d)", self.topic, self.partition,
-                 sorted(self.isr), partition_epoch)
-        return self.maybe_increment_high_watermark()
+        """Apply the controller's answer to ``change`` (``partition_isr``)."""
+        return partition_isr.on_alter_partition_answer(self, change, error, leader_epoch, isr,
+                                                       partition_epoch)
 
     def check_enough_replicas_reach_offset(self, required_offset: int,
                                            min_insync_replicas: int) -> tuple[bool, int]:

@@ -7,7 +7,10 @@
 * ``fetch``: Fetch from consumers (below the HW / LSO) and followers (below
   the LEO, updating what the leader knows of them). A fetch short of
   ``min_bytes`` parks a DelayedFetch until data arrives or max wait passes.
-* ``fetch_offset_for_timestamp`` (ListOffsets), ``last_offset_for_leader_epoch``
+  The reads themselves (and the fetch request/result types) are in
+  ``broker.replication.fetch_reads``.
+* ``fetch_offset_for_timestamp`` (ListOffsets; the lookups are in
+  ``broker.replication.offset_lookup``), ``last_offset_for_leader_epoch``
   (OffsetForLeaderEpoch), ``delete_records`` (DeleteRecords).
 
 Purgatory keys are (topic, partition). Whoever moves a partition calls
@@ -34,13 +37,16 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from broker.replication.partition import READ_COMMITTED, Partition, PendingIsrChange
+from broker.replication.fetch_reads import (FetchPartitionRequest, FetchPartitionResult, read_all,
+                                            read_partition, valid_follower_position)
+from broker.replication.offset_lookup import legacy_offsets_before, offset_for_timestamp
+from broker.replication.partition import Partition
+from broker.replication.partition_isr import PendingIsrChange
 from broker.replication.partition_state import NO_TOPIC_ID, PartitionState
 from broker.replication.purgatory import DelayedFetch, DelayedProduce, Purgatory, Timer
 from protocol.errors import ErrorCode, KafkaError
-from storage.log import OffsetOutOfRangeError, wall_clock_ms
+from storage.log import wall_clock_ms
 from storage.log_manager import LogManager
-from storage.segment import FileSlice
 
 log = logging.getLogger(__name__)
 
@@ -48,39 +54,10 @@ TopicPartition = tuple[str, int]
 EPOCH_DURING_DELETE = -2
 NO_EPOCH = -1
 
-LATEST_TIMESTAMP = -1
-EARLIEST_TIMESTAMP = -2
-MAX_TIMESTAMP = -3
-EARLIEST_LOCAL_TIMESTAMP = -4
-LATEST_TIERED_TIMESTAMP = -5
-
 
 def topic_id_text(topic_id: Any) -> str:
     """Kafka's Uuid.toString: URL-safe base64 of the 16 bytes, no padding."""
     return base64.urlsafe_b64encode(topic_id.bytes).decode().rstrip("=")
-
-
-class SliceRecords:
-    """A fetch's records as a storage FileSlice, for the response codec and the
-    connection: ``wire_size`` bytes, read out by ``tobytes()`` only when sent."""
-
-    __slots__ = ("slice",)
-
-    def __init__(self, file_slice: FileSlice) -> None:
-        self.slice = file_slice
-
-    @property
-    def wire_size(self) -> int:
-        return self.slice.size
-
-    def tobytes(self) -> bytes:
-        return self.slice.read()
-
-    def __bytes__(self) -> bytes:
-        return self.slice.read()
-
-    def __len__(self) -> int:
-        return self.slice.size
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,32 +67,6 @@ class ProduceResult:
     log_append_time: int = -1
     log_start_offset: int = -1
     error_message: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class FetchPartitionRequest:
-    fetch_offset: int
-    max_bytes: int
-    current_leader_epoch: int = -1
-    log_start_offset: int = -1
-    last_fetched_epoch: int = -1
-
-
-@dataclass(frozen=True, slots=True)
-class FetchPartitionResult:
-    error: int = ErrorCode.NONE
-    high_watermark: int = -1
-    last_stable_offset: int = -1
-    log_start_offset: int = -1
-    records: Any = b""                        # bytes or SliceRecords
-    diverging_epoch: tuple[int, int] | None = None  # (epoch, end offset) for a follower to truncate to
-    # the partition's change_seq when this read found the fetcher caught up with
-    # nothing to send (-1 otherwise): what a fetch session remembers, see fetch()
-    caught_up_seq: int = -1
-
-    @property
-    def size(self) -> int:
-        return len(self.records) if self.records is not None else 0
 
 
 # An AlterPartition answer for one partition: (error, leader epoch, isr, partition epoch).
@@ -439,7 +390,7 @@ class ReplicaManager:
                 if known.get(tp) == p.change_seq and p.refresh_caught_up_follower(replica_id, now):
                     skip.add(tp)
                     continue
-                if (_valid_follower_position(p, req)
+                if (valid_follower_position(p, req)
                         and p.update_follower_fetch_state(replica_id, req.fetch_offset)):
                     self._partition_changed(tp)
         elif known:
@@ -450,18 +401,18 @@ class ReplicaManager:
             """The delayed read: partitions changed while the fetch waited are read."""
             still = {tp for tp in skip
                      if (p := partitions.get(tp)) is not None and p.change_seq == known[tp]}
-            return self._read_all(replica_id, max_bytes, isolation, entries, hard_max_bytes_limit,
-                                  still)
+            return read_all(partitions, replica_id, max_bytes, isolation, entries,
+                            hard_max_bytes_limit, still)
 
-        results = self._read_all(replica_id, max_bytes, isolation, entries, hard_max_bytes_limit,
-                                 skip)
+        results = read_all(partitions, replica_id, max_bytes, isolation, entries,
+                           hard_max_bytes_limit, skip)
         if (max_wait_ms <= 0 or not entries or sum(r.size for r in results.values()) >= min_bytes
                 or any(r.error or r.diverging_epoch for r in results.values())):
             return results
 
         def probe(tp: TopicPartition) -> tuple[int, bool]:
-            r = self._read_partition(tp, entries[tp], replica_id, isolation,
-                                     entries[tp].max_bytes, True)
+            r = read_partition(partitions.get(tp), entries[tp], replica_id, isolation,
+                               entries[tp].max_bytes, True)
             return r.size, bool(r.error or r.diverging_epoch)
 
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
@@ -470,52 +421,6 @@ class ReplicaManager:
         op = DelayedFetch(max_wait_ms, min_bytes, measured, probe, read, future)
         self.fetch_purgatory.watch(op, list(entries))   # just measured: short of min_bytes
         return await future  # type: ignore[no-any-return]
-
-    def _read_all(self, replica_id: int, max_bytes: int, isolation: int,
-                  entries: dict[TopicPartition, FetchPartitionRequest],
-                  hard_max_bytes_limit: bool, skip: set[TopicPartition]
-                  ) -> dict[TopicPartition, FetchPartitionResult]:
-        remaining = max_bytes
-        min_one = not hard_max_bytes_limit
-        out: dict[TopicPartition, FetchPartitionResult] = {}
-        for tp, req in entries.items():
-            if tp in skip:
-                continue   # nothing new since the session last looked (see fetch)
-            r = self._read_partition(tp, req, replica_id, isolation,
-                                     max(0, min(req.max_bytes, remaining)), min_one)
-            if r.size:
-                min_one = False
-                remaining = max(0, remaining - r.size)
-            out[tp] = r
-        return out
-
-    def _read_partition(self, tp: TopicPartition, req: FetchPartitionRequest, replica_id: int,
-                        isolation: int, limit: int, min_one: bool) -> FetchPartitionResult:
-        p = self.partitions.get(tp)
-        if p is None:
-            return FetchPartitionResult(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-        if not p.is_leader:
-            return FetchPartitionResult(ErrorCode.NOT_LEADER_OR_FOLLOWER)
-        error = p.check_leader_epoch(req.current_leader_epoch)
-        if error:
-            return FetchPartitionResult(error)
-        hw, lso, start = p.high_watermark, p.last_stable_offset, p.log_start_offset
-        # a follower checking for divergence (KIP-595 style, v12+)
-        diverging = p.diverging_epoch(req.last_fetched_epoch, req.fetch_offset)
-        if diverging is not None:
-            return FetchPartitionResult(ErrorCode.NONE, hw, lso, start, b"", diverging)
-        upper = p.fetch_upper_bound(replica_id, isolation)
-        if start <= req.fetch_offset == (p.log_end_offset if upper is None else upper):
-            # caught up: nothing to read (the common case of a replica fetch over many
-            # partitions, most of them idle)
-            return FetchPartitionResult(ErrorCode.NONE, hw, lso, start, b"",
-                                        caught_up_seq=p.change_seq)
-        try:
-            rr = p.read(req.fetch_offset, limit, upper=upper, min_one_batch=min_one)
-        except OffsetOutOfRangeError:
-            return FetchPartitionResult(ErrorCode.OFFSET_OUT_OF_RANGE, hw, lso, start)
-        records = SliceRecords(rr.slice) if rr.slice.size else b""
-        return FetchPartitionResult(ErrorCode.NONE, hw, lso, start, records)
 
     # -- ListOffsets / OffsetForLeaderEpoch / DeleteRecords ------------------------------
 
@@ -533,57 +438,16 @@ class ReplicaManager:
 
     def fetch_offset_for_timestamp(self, tp: TopicPartition, timestamp: int, isolation: int | None,
                                    current_leader_epoch: int = -1) -> tuple[int, int, int]:
-        """(offset, timestamp, leader epoch) for ListOffsets; isolation None = a replica (LEO).
-
-        -1 latest (HW / LSO / LEO), -2 and -4 earliest, -3 the max timestamp,
-        -5 (no tiered storage) -1, else the first record at or after the
-        timestamp below the fetchable bound, or (-1, -1, -1) when none.
-        """
-        p = self.leader_partition(tp, current_leader_epoch)
-        plog = p.local_log()
-        if isolation is not None and p.leader_epoch_start_offset > p.high_watermark:
-            raise KafkaError(ErrorCode.OFFSET_NOT_AVAILABLE,
-                             "the new leader's high watermark has not caught up")
-        bound = (plog.log_end_offset if isolation is None
-                 else p.last_stable_offset if isolation == READ_COMMITTED else p.high_watermark)
-        cache = plog.leader_epoch_cache
-        if timestamp == LATEST_TIMESTAMP:
-            return bound, -1, p.leader_epoch
-        if timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
-            start = plog.log_start_offset
-            return start, -1, cache.epoch_for_offset(start)
-        if timestamp == MAX_TIMESTAMP:
-            ts, offset = plog.max_timestamp_and_offset()
-            if offset < 0:
-                return -1, -1, -1
-            return offset, ts, cache.epoch_for_offset(offset)
-        if timestamp == LATEST_TIERED_TIMESTAMP or timestamp < 0:
-            return -1, -1, -1
-        found = plog.offset_for_timestamp(timestamp)
-        if found is None or found[0] >= bound:
-            return -1, -1, -1
-        return found[0], found[1], cache.epoch_for_offset(found[0])
+        """(offset, timestamp, leader epoch) for ListOffsets from the partition we lead
+        at ``current_leader_epoch`` (``offset_lookup.offset_for_timestamp``)."""
+        return offset_for_timestamp(self.leader_partition(tp, current_leader_epoch), timestamp,
+                                    isolation)
 
     def legacy_offsets_before(self, tp: TopicPartition, timestamp: int, max_num: int,
                               from_consumer: bool) -> list[int]:
-        """ListOffsets v0: segment base offsets (newest first) plus the end (Kafka
-        ``legacyFetchOffsetsBefore``; a segment's max timestamp stands in for its mtime)."""
-        p = self.leader_partition(tp)
-        plog = p.local_log()
-        end = p.high_watermark if from_consumer else plog.log_end_offset
-        points = [(s.base_offset, s.max_timestamp) for s in plog.segments
-                  if s.base_offset >= plog.log_start_offset or s is plog.segments[0]]
-        points[0] = (plog.log_start_offset, points[0][1])
-        if plog.active_segment.size > 0 or len(points) == 1:
-            points.append((end, self.clock()))
-        if timestamp == LATEST_TIMESTAMP:
-            candidates = points
-        elif timestamp == EARLIEST_TIMESTAMP:
-            candidates = points[:1]
-        else:
-            candidates = [pt for pt in points if pt[1] <= timestamp]
-        offsets = sorted({min(o, end) for o, _ in candidates}, reverse=True)
-        return offsets[:max(max_num, 0)]
+        """ListOffsets v0 from the partition we lead (``offset_lookup.legacy_offsets_before``)."""
+        return legacy_offsets_before(self.leader_partition(tp), timestamp, max_num, from_consumer,
+                                     self.clock)
 
     def last_offset_for_leader_epoch(self, tp: TopicPartition, current_leader_epoch: int,
                                      leader_epoch: int) -> tuple[int, int, int]:
@@ -620,12 +484,3 @@ class ReplicaManager:
         self.fetch_purgatory.complete_all()
         self.produce_purgatory.complete_all()
 
-
-def _valid_follower_position(p: Partition, req: FetchPartitionRequest) -> bool:
-    """Whether a follower's fetch offset may count as its LEO: we lead at its
-    epoch, the offset is within our log, and its log does not diverge from
-    ours (a diverging follower's offset would let the HW pass records that
-    differ on its disk)."""
-    return (p.is_leader and not p.check_leader_epoch(req.current_leader_epoch)
-            and p.log_start_offset <= req.fetch_offset <= p.log_end_offset
-            and p.diverging_epoch(req.last_fetched_epoch, req.fetch_offset) is None)

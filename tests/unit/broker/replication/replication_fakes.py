@@ -13,12 +13,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from client import KafkaConnectionError
+from broker.replication.fetch_reads import FetchPartitionRequest
 from broker.replication.fetcher import ReplicaFetcherManager
 from broker.replication.leader_endpoint import (EpochEndOffset, FetchedPartition,
                                                 FetchRequestPartition)
-from broker.replication.partition import Partition, PendingIsrChange
+from broker.replication.partition import Partition
+from broker.replication.partition_isr import PendingIsrChange
 from broker.replication.partition_state import PartitionState
-from broker.replication.replica_manager import FetchPartitionRequest, IsrAnswer, ReplicaManager
+from broker.replication.replica_manager import IsrAnswer, ReplicaManager
 from protocol.errors import ErrorCode, KafkaError
 from storage.config import LogConfig
 from storage.log_manager import LogManager

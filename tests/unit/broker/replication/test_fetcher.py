@@ -9,9 +9,9 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+from broker.replication.fetch_reads import FetchPartitionRequest
 from broker.replication.fetcher import FETCHING, TRUNCATING, truncation_for
 from broker.replication.leader_endpoint import EpochEndOffset
-from broker.replication.replica_manager import FetchPartitionRequest
 from protocol import records
 from protocol.errors import ErrorCode
 from protocol.records import build_batch

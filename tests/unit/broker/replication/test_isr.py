@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from broker.replication.replica_manager import FetchPartitionRequest
+from broker.replication.fetch_reads import FetchPartitionRequest
 from protocol.errors import ErrorCode
 from protocol.records import build_batch
 

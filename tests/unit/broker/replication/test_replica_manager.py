@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from broker.replication.fetch_reads import FetchPartitionRequest
 from broker.replication.partition_state import PartitionState
-from broker.replication.replica_manager import FetchPartitionRequest, ReplicaManager
+from broker.replication.replica_manager import ReplicaManager
 from protocol import records
 from protocol.errors import ErrorCode
 from protocol.records import build_batch

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from broker.producer_state import ProducerStateManager, last_sequence
+from broker.replication.producer_state import ProducerStateManager, last_sequence
 from protocol.errors import ErrorCode, KafkaError
 from protocol.records import build_batch, read_header
 
