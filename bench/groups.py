@@ -35,11 +35,11 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from bench._env import Figures, command_line, zookeeper  # noqa: E402
-from client import KafkaConnection  # noqa: E402
 from broker.coordinator import partition_for_group  # noqa: E402
-from protocol.api_keys import ApiKey  # noqa: E402
+from client import KafkaAdmin, KafkaConnection  # noqa: E402
+from client.groups import (find_coordinator, heartbeat, join_group, offset_commit,  # noqa: E402
+                           offset_fetch, sync_group)
 from protocol.errors import ErrorCode  # noqa: E402
-from protocol.spec import api  # noqa: E402
 from tests.integration.cluster import HOST, Cluster  # noqa: E402
 from tests.integration.multi import create_topic  # noqa: E402
 
@@ -56,10 +56,9 @@ async def coordinator_conn(port: int, group: str) -> KafkaConnection:
     """A connection to the group's coordinator (retrying while it loads)."""
     async with await KafkaConnection.open(HOST, port) as conn:
         for _ in range(300):
-            r = await conn.request(ApiKey.FIND_COORDINATOR, api(ApiKey.FIND_COORDINATOR)
-                                   .request.new(key=group, key_type=0), 3)
-            if r.error_code == 0:
-                return await KafkaConnection.open(r.host, r.port)
+            c = await find_coordinator(conn, group)
+            if c.error == 0:
+                return await KafkaConnection.open(c.host, c.port)
             await asyncio.sleep(0.05)
     raise RuntimeError(f"no coordinator for {group}")
 
@@ -97,43 +96,34 @@ class SimMember:
         self.stop = False
 
     async def join_and_sync(self) -> None:
-        spec = api(ApiKey.JOIN_GROUP).request
         while True:
-            r = await self.conn.request(ApiKey.JOIN_GROUP, spec.new(
-                group_id=self.group, session_timeout_ms=10000, rebalance_timeout_ms=10000,
-                member_id=self.member_id, group_instance_id=None, protocol_type="consumer",
-                protocols=[spec.structs["JoinGroupRequestProtocol"].new(
-                    name="range", metadata=subscription(self.topic))]), 7)
-            if r.error_code == ErrorCode.MEMBER_ID_REQUIRED:
+            r = await join_group(self.conn, self.group, member_id=self.member_id,
+                                 protocol_type="consumer",
+                                 protocols=[("range", subscription(self.topic))],
+                                 session_timeout_ms=10000, rebalance_timeout_ms=10000)
+            if r.error == ErrorCode.MEMBER_ID_REQUIRED:
                 self.member_id = r.member_id
                 continue
-            assert r.error_code == 0, ErrorCode.from_code(r.error_code).name
+            assert r.error == 0, ErrorCode.from_code(r.error).name
             self.member_id, generation = r.member_id, r.generation_id
-            assignments: list[Any] = []
-            if r.leader == self.member_id:
-                sa = api(ApiKey.SYNC_GROUP).request.structs["SyncGroupRequestAssignment"]
-                assignments = [sa.new(member_id=m, assignment=a) for m, a in
-                               range_assign(self.topic, [m.member_id for m in r.members],
-                                            20).items()]
-            s = await self.conn.request(ApiKey.SYNC_GROUP, api(ApiKey.SYNC_GROUP).request.new(
-                group_id=self.group, generation_id=generation, member_id=self.member_id,
-                group_instance_id=None, protocol_type="consumer", protocol_name="range",
-                assignments=assignments), 5)
-            if s.error_code == ErrorCode.REBALANCE_IN_PROGRESS:
+            plan = (range_assign(self.topic, [m.member_id for m in r.members], 20)
+                    if r.is_leader else None)
+            error, assignment = await sync_group(
+                self.conn, self.group, generation_id=generation, member_id=self.member_id,
+                assignments=plan, protocol_type="consumer", protocol_name="range")
+            if error == ErrorCode.REBALANCE_IN_PROGRESS:
                 continue
-            assert s.error_code == 0, ErrorCode.from_code(s.error_code).name
-            self.generation, self.assignment = generation, s.assignment
+            assert error == 0, ErrorCode.from_code(error).name
+            self.generation, self.assignment = generation, assignment
             return
 
     async def run(self) -> None:
         await self.join_and_sync()
-        hb = api(ApiKey.HEARTBEAT).request
         while not self.stop:
             await asyncio.sleep(0.05)
-            r = await self.conn.request(ApiKey.HEARTBEAT, hb.new(
-                group_id=self.group, generation_id=self.generation, member_id=self.member_id,
-                group_instance_id=None), 4)
-            if r.error_code == ErrorCode.REBALANCE_IN_PROGRESS:
+            error = await heartbeat(self.conn, self.group, generation_id=self.generation,
+                                    member_id=self.member_id)
+            if error == ErrorCode.REBALANCE_IN_PROGRESS:
                 self.assignment = b""
                 await self.join_and_sync()
 
@@ -168,17 +158,6 @@ async def bench_rebalance(port: int, members: int = 10, rounds: int = 3) -> None
 
 # -- 2. offset commits ----------------------------------------------------------------------
 
-def commit_body(group: str, topic: str, offsets: dict[int, int]) -> Any:
-    """A standalone OffsetCommit (generation -1, no member) of partition -> offset."""
-    spec = api(ApiKey.OFFSET_COMMIT).request
-    parts = [spec.structs["OffsetCommitRequestPartition"].new(
-        partition_index=p, committed_offset=o, committed_leader_epoch=-1,
-        committed_metadata="") for p, o in offsets.items()]
-    return spec.new(group_id=group, generation_id_or_member_epoch=-1, member_id="",
-                    group_instance_id=None, topics=[spec.structs["OffsetCommitRequestTopic"]
-                                                    .new(name=topic, partitions=parts)])
-
-
 async def bench_commits(port: int, seconds: float, conns_n: int = 8, window: int = 16) -> None:
     group = "bench-commits"
     conns = [await coordinator_conn(port, group) for _ in range(conns_n)]
@@ -190,9 +169,8 @@ async def bench_commits(port: int, seconds: float, conns_n: int = 8, window: int
         offset = 0
         while time.perf_counter() < deadline:
             offset += 1
-            r = await conn.request(ApiKey.OFFSET_COMMIT,
-                                   commit_body(group, "bench-topic", {w % 50: offset}), 8)
-            assert r.topics[0].partitions[0].error_code == 0, r
+            errors = await offset_commit(conn, group, {("bench-topic", w % 50): offset})
+            assert not any(errors.values()), errors
             done += 1
     # warm up, then measure
     deadline = time.perf_counter() + 0.5
@@ -213,21 +191,18 @@ async def bench_commits(port: int, seconds: float, conns_n: int = 8, window: int
 # -- 3. coordinator failover ----------------------------------------------------------------
 
 async def offsets_leaders(port: int) -> dict[int, int]:
-    async with await KafkaConnection.open(HOST, port) as conn:
-        spec = api(ApiKey.METADATA).request
-        r = await conn.request(ApiKey.METADATA, spec.new(topics=[
-            spec.structs["MetadataRequestTopic"].new(name="__consumer_offsets")],
-            allow_auto_topic_creation=False), 7)
-    return {p.partition_index: p.leader_id for t in r.topics for p in t.partitions}
+    """__consumer_offsets partition -> its leader (-1: none), as broker ``port`` sees it."""
+    async with KafkaAdmin(f"{HOST}:{port}") as admin:
+        cluster = await admin.metadata(["__consumer_offsets"], allow_auto_create=False)
+    topic = cluster.topics.get("__consumer_offsets")
+    return {} if topic is None else {p: info.leader for p, info in topic.partitions.items()}
 
 
 async def fetch_ok(conn: KafkaConnection, group: str, want: dict[int, int]) -> bool:
-    r = await conn.request(ApiKey.OFFSET_FETCH, api(ApiKey.OFFSET_FETCH).request.new(
-        group_id=group, topics=None, require_stable=False), 7)
-    if r.error_code:
+    fetched = await offset_fetch(conn, group)
+    if fetched.error:
         return False
-    got = {p.partition_index: p.committed_offset for t in r.topics for p in t.partitions}
-    return got == want
+    return {p: o.offset for (_, p), o in fetched.partitions.items()} == want
 
 
 async def bench_failover(cluster: Cluster, groups_n: int) -> None:
@@ -250,9 +225,9 @@ async def bench_failover(cluster: Cluster, groups_n: int) -> None:
         # go down one connection in order, so the last one is what stays committed
         conn = pool[leaders[partition_for_group(g, 50)]][i % 32]
         for rnd in range(1, ROUNDS + 1):
-            r = await conn.request(ApiKey.OFFSET_COMMIT, commit_body(
-                g, "bench-topic", {p: rnd * 100 + p for p in range(10)}), 8)
-            assert all(p.error_code == 0 for t in r.topics for p in t.partitions), r
+            errors = await offset_commit(conn, g, {("bench-topic", p): rnd * 100 + p
+                                                   for p in range(10)})
+            assert not any(errors.values()), errors
     await asyncio.gather(*(commit_group(i, g) for i, g in enumerate(groups)))
     print(f"  {groups_n} groups x 10 partitions x {ROUNDS} commits (acks=all, RF 3) in "
           f"{time.perf_counter() - t0:.1f} s", flush=True)

@@ -14,6 +14,9 @@ Map (what lives where):
     verbs.py        the data-path verbs, written once: produce, fetch, list_offsets,
                     offset_for_leader_epoch, delete_records, alter_partition
                     (plain arguments in, per-partition result dataclasses out)
+    groups.py       the consumer-group verbs: find_coordinator, join/sync/heartbeat/leave,
+                    offset_commit/fetch/delete, list/describe/delete_groups
+    group_admin.py  GroupAdmin: those verbs routed to coordinators, with retries
     inter_broker.py the broker-to-controller verbs: controlled_shutdown
     producer.py     send_batches: batches to their leaders, retried (tools, Spark, replay)
     admin.py        KafkaAdmin: topics, partitions, configs (to the controller), and the

@@ -29,24 +29,20 @@ How each action talks to the cluster (what Kafka's AdminClient does):
 
 from __future__ import annotations
 
-import asyncio
 import re
 import time
 from argparse import Namespace
 from datetime import datetime, timedelta, timezone
-from typing import IO, Any
+from typing import IO
 
-from client import KafkaAdmin
+from client.group_admin import GroupAdmin
 from tools import ToolError, ToolParser, parse_or_status, run, streams
 # output and row building live in consumer_groups_format; every name stays importable from here
 from tools.consumer_groups_format import MISSING, TP, GroupDescription, MemberRow, \
     OffsetRow, Printer, clamp, decode_assignment, error_text, format_assignment, \
     format_delete_offsets, format_members, format_offsets, format_reset_plan, format_state, \
     offset_rows
-from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
-from protocol.schema import Struct
-from protocol.spec import api
 
 ACTIONS = ("list", "describe", "reset_offsets", "delete", "delete_offsets")
 SCENARIOS = ("to_earliest", "to_latest", "to_current", "to_offset", "shift_by", "to_datetime",
@@ -54,8 +50,6 @@ SCENARIOS = ("to_earliest", "to_latest", "to_current", "to_offset", "shift_by", 
 EARLIEST, LATEST = -2, -1  # ListOffsets timestamps
 STATES = {"preparingrebalance": "PreparingRebalance", "completingrebalance": "CompletingRebalance",
           "stable": "Stable", "dead": "Dead", "empty": "Empty"}
-RETRIABLE_COORDINATOR = {ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.NOT_COORDINATOR,
-                         ErrorCode.COORDINATOR_NOT_AVAILABLE}
 
 
 class ReportedError(Exception):
@@ -190,182 +184,11 @@ def parse_states(text: str) -> set[str]:
 
 # -- the Kafka-protocol side ----------------------------------------------------------------
 
-class GroupAdmin:
-    """The admin calls the tool needs, over KafkaAdmin's metadata and connection pool."""
-
-    def __init__(self, servers: str, timeout_ms: int) -> None:
-        self.timeout = timeout_ms / 1000
-        self.admin = KafkaAdmin(servers, timeout=self.timeout)
-
-    async def close(self) -> None:
-        await self.admin.close()
-
-    async def _retry(self, fn: Any) -> Any:
-        """Call ``fn()`` until it returns without a retriable coordinator/leader error."""
-        deadline = time.monotonic() + self.timeout
-        while True:
-            try:
-                return await fn()
-            except KafkaError as e:
-                if not e.retriable or time.monotonic() > deadline:
-                    raise
-            await asyncio.sleep(0.1)
-
-    async def find_coordinator(self, group: str) -> tuple[int, str, int]:
-        async def once() -> tuple[int, str, int]:
-            conn = await self.admin.any_connection()
-            req = api(ApiKey.FIND_COORDINATOR).request
-            version = conn.version_for(ApiKey.FIND_COORDINATOR)
-            resp = await conn.request(ApiKey.FIND_COORDINATOR, req.new(
-                key=group, key_type=0, coordinator_keys=[group]), version)
-            assert resp is not None
-            c = resp.coordinators[0] if version >= 4 else resp
-            if c.error_code:
-                raise KafkaError(c.error_code, c.error_message)
-            return int(c.node_id), str(c.host), int(c.port)
-        return await self._retry(once)  # type: ignore[no-any-return]
-
-    async def _at_coordinator(self, group: str, api_key: int, body: Struct,
-                              error_of: Any, version: int | None = None) -> Struct:
-        """Send to the group's coordinator; re-find it on NOT_COORDINATOR and the like."""
-        async def once() -> Struct:
-            node, host, port = await self.find_coordinator(group)
-            conn = await self.admin.pool.get(host, port)
-            resp = await conn.request(api_key, body, None if version is None
-                                      else min(version, conn.version_for(api_key)))
-            assert resp is not None
-            code = error_of(resp)
-            if code in RETRIABLE_COORDINATOR:
-                raise KafkaError(code)
-            return resp
-        return await self._retry(once)  # type: ignore[no-any-return]
-
-    async def list_groups(self, states: set[str]) -> list[tuple[str, str]]:
-        """[(group id, state)] of consumer groups, from every broker."""
-        cluster = await self.admin.metadata([])
-        req = api(ApiKey.LIST_GROUPS).request.new(states_filter=sorted(states), types_filter=[])
-        found: dict[str, str] = {}
-        for b in cluster.brokers.values():
-            async def once(b: Any = b) -> Struct:
-                conn = await self.admin.pool.get(b.host, b.port)
-                resp = await conn.request(ApiKey.LIST_GROUPS, req)
-                assert resp is not None
-                if resp.error_code:
-                    raise KafkaError(resp.error_code)
-                return resp
-            resp = await self._retry(once)
-            for g in resp.groups:
-                if g.protocol_type in ("consumer", ""):
-                    found[g.group_id] = g.group_state or ""
-        if states and any(not s for s in found.values()):  # a v<4 broker: filter here
-            found = {g: s for g, s in found.items() if s in states}
-        return sorted(found.items())
-
-    async def describe(self, group: str) -> GroupDescription:
-        coordinator = await self.find_coordinator(group)
-        resp = await self._at_coordinator(
-            group, ApiKey.DESCRIBE_GROUPS,
-            api(ApiKey.DESCRIBE_GROUPS).request.new(groups=[group],
-                                                    include_authorized_operations=False),
-            lambda r: r.groups[0].error_code)
-        g = resp.groups[0]
-        if g.error_code:
-            raise KafkaError(g.error_code)
-        return GroupDescription(group, g.group_state, g.protocol_type, g.protocol_data,
-                                coordinator, list(g.members))
-
-    async def committed(self, group: str) -> dict[TP, int]:
-        """OffsetFetch of every partition (v2-7 layout: null topics = all)."""
-        req = api(ApiKey.OFFSET_FETCH).request.new(group_id=group, topics=None,
-                                                   require_stable=False)
-        resp = await self._at_coordinator(group, ApiKey.OFFSET_FETCH, req,
-                                          lambda r: r.error_code, version=7)
-        if resp.error_code:
-            raise KafkaError(resp.error_code)
-        return {(t.name, p.partition_index): int(p.committed_offset)
-                for t in resp.topics for p in t.partitions
-                if p.error_code == 0 and p.committed_offset >= 0}
-
-    async def partitions_of(self, topics: list[str]) -> list[TP]:
-        cluster = await self.admin.metadata(topics)
-        out: list[TP] = []
-        for name in topics:
-            t = cluster.topics.get(name)
-            if t is None or t.error:
-                raise KafkaError(t.error if t else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                                 f"topic '{name}': "
-                                 f"{ErrorCode.from_code(t.error if t else 3).name}")
-            out.extend((name, p) for p in sorted(t.partitions))
-        return out
-
-    async def list_offsets(self, tps: list[TP], timestamp: int) -> dict[TP, int | None]:
-        """ListOffsets at each leader; None where unknown (no leader, error, or -1)."""
-        out: dict[TP, int | None] = dict.fromkeys(tps)
-        if not tps:
-            return out
-        cluster = await self.admin.metadata(sorted({t for t, _ in tps}))
-        by_leader: dict[int, list[TP]] = {}
-        for tp in tps:
-            leader = cluster.leader(*tp)
-            if leader is not None:
-                by_leader.setdefault(leader.node_id, []).append(tp)
-        spec = api(ApiKey.LIST_OFFSETS).request
-        for node, group in by_leader.items():
-            topics: dict[str, list[Struct]] = {}
-            for t, p in group:
-                topics.setdefault(t, []).append(spec.structs["ListOffsetsPartition"].new(
-                    partition_index=p, timestamp=timestamp, current_leader_epoch=-1))
-            body = spec.new(replica_id=-1, isolation_level=0, topics=[
-                spec.structs["ListOffsetsTopic"].new(name=t, partitions=ps)
-                for t, ps in topics.items()])
-            conn = await self.admin.broker_connection(node)
-            resp = await conn.request(ApiKey.LIST_OFFSETS, body,
-                                      max(1, conn.version_for(ApiKey.LIST_OFFSETS)))
-            assert resp is not None
-            for t in resp.topics:
-                for p in t.partitions:
-                    if p.error_code == 0 and p.offset >= 0:
-                        out[(t.name, p.partition_index)] = int(p.offset)
-        return out
-
-    async def commit(self, group: str, offsets: dict[TP, int]) -> dict[TP, int]:
-        """A standalone OffsetCommit (generation -1, no member); -> per-partition errors."""
-        spec = api(ApiKey.OFFSET_COMMIT).request
-        topics: dict[str, list[Struct]] = {}
-        for (t, p), off in sorted(offsets.items()):
-            topics.setdefault(t, []).append(spec.structs["OffsetCommitRequestPartition"].new(
-                partition_index=p, committed_offset=off, committed_leader_epoch=-1,
-                commit_timestamp=-1, committed_metadata=""))
-        body = spec.new(group_id=group, generation_id_or_member_epoch=-1, member_id="",
-                        group_instance_id=None, retention_time_ms=-1, topics=[
-                            spec.structs["OffsetCommitRequestTopic"].new(name=t, partitions=ps)
-                            for t, ps in topics.items()])
-        first = lambda r: next((p.error_code for t in r.topics for p in t.partitions), 0)  # noqa: E731
-        resp = await self._at_coordinator(group, ApiKey.OFFSET_COMMIT, body, first)
-        return {(t.name, p.partition_index): int(p.error_code)
-                for t in resp.topics for p in t.partitions}
-
-    async def delete_group(self, group: str) -> int:
-        resp = await self._at_coordinator(
-            group, ApiKey.DELETE_GROUPS,
-            api(ApiKey.DELETE_GROUPS).request.new(groups_names=[group]),
-            lambda r: r.results[0].error_code)
-        return int(resp.results[0].error_code)
-
-    async def delete_offsets(self, group: str, tps: list[TP]) -> tuple[int, dict[TP, int]]:
-        spec = api(ApiKey.OFFSET_DELETE).request
-        topics: dict[str, list[Struct]] = {}
-        for t, p in sorted(tps):
-            topics.setdefault(t, []).append(
-                spec.structs["OffsetDeleteRequestPartition"].new(partition_index=p))
-        body = spec.new(group_id=group, topics=[
-            spec.structs["OffsetDeleteRequestTopic"].new(name=t, partitions=ps)
-            for t, ps in topics.items()])
-        resp = await self._at_coordinator(group, ApiKey.OFFSET_DELETE, body,
-                                          lambda r: r.error_code)
-        per = {(t.name, p.partition_index): int(p.error_code)
-               for t in resp.topics for p in t.partitions}
-        return int(resp.error_code), per
+async def describe_group(ga: GroupAdmin, group: str) -> GroupDescription:
+    """DescribeGroups at the coordinator, as the formatters take it."""
+    g, coordinator = await ga.describe(group)
+    return GroupDescription(group, g.state, g.protocol_type, g.protocol, coordinator,
+                            list(g.members))
 
 
 # -- actions --------------------------------------------------------------------------------
@@ -385,7 +208,7 @@ def check_state(pr: Printer, d: GroupDescription, rows: int) -> bool:
 async def describe(ga: GroupAdmin, args: Namespace, pr: Printer) -> None:
     groups = [g for g, _ in await ga.list_groups(set())] if args.all_groups else args.group
     for group in sorted(set(groups)):
-        d = await ga.describe(group)
+        d = await describe_group(ga, group)
         if args.members:
             rows = [MemberRow(group, m.member_id, m.group_instance_id or "", m.client_host,
                               m.client_id, tuple(decode_assignment(m.member_assignment)))
@@ -480,7 +303,7 @@ async def reset_offsets(ga: GroupAdmin, args: Namespace, pr: Printer) -> None:
     groups = [g for g, _ in await ga.list_groups(set())] if args.all_groups else args.group
     plan: dict[str, dict[TP, int]] = {}
     for group in groups:
-        d = await ga.describe(group)
+        d = await describe_group(ga, group)
         if d.state not in ("Empty", "Dead"):
             pr.error(f"Assignments can only be reset if the group '{group}' is inactive, but "
                      f"the current state is {d.state}.")
