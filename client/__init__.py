@@ -6,7 +6,7 @@ no Kafka request is built by hand outside this package and the server side.
 
 Map (what lives where):
 
-    errors.py       KafkaConnectionError, RequestTimedOut, NoCommonVersion
+    errors.py       KafkaConnectionError, RequestTimedOut, NoCommonVersion, ConsumerError
     connection.py   KafkaConnection: one socket, ApiVersions handshake, version choice,
                     pipelined requests matched by correlation id
     pool.py         BrokerPool (one connection per broker), bootstrap, parse_servers
@@ -18,6 +18,9 @@ Map (what lives where):
                     offset_commit/fetch/delete, list/describe/delete_groups
     group_admin.py  GroupAdmin: those verbs routed to coordinators, with retries
     inter_broker.py the broker-to-controller verbs: controlled_shutdown
+    consumer.py     Consumer: a topic's partitions read from their leaders (assign, no
+                    group): seek by ListOffsets, poll by Fetch, leader moves followed,
+                    aborted transactions skipped under read_committed
     producer.py     send_batches: batches to their leaders, retried (tools, Spark, replay)
     admin.py        KafkaAdmin: topics, partitions, configs (to the controller), and the
                     connection to a broker or to a partition's leader

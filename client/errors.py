@@ -23,3 +23,8 @@ class NoCommonVersion(KafkaConnectionError):
                  api_key: int = -1) -> None:
         super().__init__(message, host, port)
         self.api_key = api_key
+
+
+class ConsumerError(RuntimeError):
+    """The consumer cannot go on: a topic or partition is missing, or a broker
+    answered ListOffsets or Fetch with an error it cannot recover from."""

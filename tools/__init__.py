@@ -18,6 +18,7 @@ from collections.abc import Awaitable, Callable
 from typing import IO, Any, NoReturn
 
 from client import KafkaConnectionError
+from client.errors import ConsumerError
 from protocol.errors import KafkaError
 
 
@@ -109,7 +110,7 @@ def run(coro_fn: Callable[[], Awaitable[int]], stderr: IO[str], prefix: str = ""
         return asyncio.run(_call(coro_fn))
     except KeyboardInterrupt:
         return 130
-    except (ToolError, KafkaConnectionError, KafkaError, ValueError) as e:
+    except (ToolError, KafkaConnectionError, ConsumerError, KafkaError, ValueError) as e:
         stderr.write(f"{prefix}{e}\n")
         return 1
 

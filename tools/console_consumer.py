@@ -8,7 +8,9 @@
                     print.headers=true|print.value=false]
 
 No consumer group (groups come later): every partition of the topic, or the one
-given, is read straight from its leader with ListOffsets + Fetch; ``--group``
+given, is read straight from its leader with ListOffsets + Fetch by
+``client.consumer.Consumer`` (which also skips control and aborted batches under
+read_committed and follows moving leaders); ``--group``
 is refused with a message saying so. Starting point: ``--offset`` (with
 ``--partition``), else the earliest offset with ``--from-beginning``, else the
 latest. A partition whose position falls out of range is reset the same way.
@@ -22,30 +24,18 @@ At the end ``Processed a total of N messages`` goes to stderr, as in Kafka.
 
 from __future__ import annotations
 
-import asyncio
 import time
 from argparse import Namespace
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import IO, Any
 
-from client import KafkaConnectionError
-from client import ClusterMetadata, KafkaAdmin
+from client import KafkaAdmin
+from client.consumer import EARLIEST, LATEST, READ_COMMITTED, READ_UNCOMMITTED, Consumer
 from tools import ToolError, ToolParser, parse_or_status, parse_key_values, run, streams
-from protocol import legacy_records, records
-from protocol.api_keys import ApiKey
-from protocol.errors import ErrorCode
-from protocol.spec import api
+from protocol import records
 
-EARLIEST, LATEST = -2, -1
-ISOLATION = {"read_uncommitted": 0, "read_committed": 1}
-REFRESH_ERRORS = {ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.LEADER_NOT_AVAILABLE,
-                  ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.FENCED_LEADER_EPOCH,
-                  ErrorCode.UNKNOWN_LEADER_EPOCH, ErrorCode.REPLICA_NOT_AVAILABLE,
-                  ErrorCode.KAFKA_STORAGE_ERROR, ErrorCode.UNKNOWN_TOPIC_ID,
-                  ErrorCode.OFFSET_NOT_AVAILABLE}
+ISOLATION = {"read_uncommitted": READ_UNCOMMITTED, "read_committed": READ_COMMITTED}
 MAX_WAIT_MS = 500
-PARTITION_MAX_BYTES = 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -136,174 +126,6 @@ def format_record(rec: Any, partition: int, fmt: Format, timestamp_type: int = 0
     if fmt.print_value:
         line = line + fmt.key_separator + _text(rec.value) if parts else _text(rec.value)
     return line + fmt.line_separator
-
-
-def visible_records(data: Any, position: int, read_committed: bool,
-                    aborted: list[tuple[int, int]]) -> Iterator[tuple[int, Any, int]]:
-    """(next position, record, timestamp type) for each record at or after
-    ``position`` in a fetched records buffer. Control batches and, under
-    read_committed, batches of aborted transactions are skipped (``aborted``
-    = (producer id, first offset) from the Fetch response; a producer's
-    abort marker ends its aborted range)."""
-    buf = memoryview(data)
-    if len(buf) > records.MAGIC_AT and buf[records.MAGIC_AT] < 2:
-        for m in legacy_records.iter_records(buf, allow_partial=True):
-            if m.offset >= position:
-                yield m.offset + 1, m, m.timestamp_type or 0
-        return
-    open_aborts: dict[int, int] = {}
-    pending = sorted(aborted, key=lambda a: a[1])
-    for at, header in records.iter_batches(buf):
-        while pending and pending[0][1] <= header.last_offset:
-            pid, first = pending.pop(0)
-            open_aborts[pid] = first
-        nxt = header.next_offset
-        if header.is_control:
-            if header.producer_id in open_aborts:
-                del open_aborts[header.producer_id]
-            yield nxt, None, 0
-            continue
-        if read_committed and header.is_transactional and header.producer_id in open_aborts:
-            yield nxt, None, 0
-            continue
-        for rec in records.iter_records(buf, at):
-            if rec.offset >= position:
-                yield rec.offset + 1, rec, header.timestamp_type
-        yield nxt, None, 0
-
-
-class Consumer:
-    """Positions per partition, advanced by Fetch from each partition's leader."""
-
-    def __init__(self, admin: KafkaAdmin, topic: str, *, isolation: int = 0,
-                 reset_to: int = LATEST) -> None:
-        self.admin = admin
-        self.topic = topic
-        self.isolation = isolation
-        self.reset_to = reset_to
-        self.cluster: ClusterMetadata | None = None
-        self.positions: dict[int, int] = {}
-        self.max_bytes: dict[int, int] = {}
-
-    async def refresh(self, attempts: int = 20) -> ClusterMetadata:
-        for attempt in range(attempts):
-            cluster = await self.admin.metadata([self.topic])
-            t = cluster.topics.get(self.topic)
-            if t is not None and t.error == ErrorCode.NONE and t.partitions and all(
-                    cluster.leader(self.topic, p) for p in t.partitions):
-                self.cluster = cluster
-                return cluster
-            await asyncio.sleep(min(0.05 * 2 ** attempt, 1.0))
-        raise ToolError(f"Topic '{self.topic}' does not exist or has partitions without a leader")
-
-    def _by_leader(self, partitions: list[int]) -> dict[int, list[int]]:
-        assert self.cluster is not None
-        out: dict[int, list[int]] = {}
-        for p in partitions:
-            leader = self.cluster.leader(self.topic, p)
-            if leader is None:
-                raise ToolError(f"partition {p} of {self.topic} has no leader")
-            out.setdefault(leader.node_id, []).append(p)
-        return out
-
-    async def seek(self, partitions: list[int], where: int) -> None:
-        """Positions at ``where``: an offset, EARLIEST or LATEST (ListOffsets)."""
-        if where >= 0:
-            self.positions.update({p: where for p in partitions})
-            return
-        spec = api(ApiKey.LIST_OFFSETS).request
-        s = spec.structs
-        for node_id, parts in self._by_leader(partitions).items():
-            conn = await self.admin.broker_connection(node_id)
-            body = spec.new(replica_id=-1, isolation_level=self.isolation, topics=[
-                s["ListOffsetsTopic"].new(name=self.topic, partitions=[
-                    s["ListOffsetsPartition"].new(partition_index=p, timestamp=where)
-                    for p in parts])])
-            resp = await conn.request(ApiKey.LIST_OFFSETS, body)
-            assert resp is not None
-            for t in resp.topics:
-                for pr in t.partitions:
-                    if pr.error_code != ErrorCode.NONE:
-                        err = ErrorCode.from_code(pr.error_code)
-                        raise ToolError(f"ListOffsets for {self.topic}-{pr.partition_index}: "
-                                        f"{err.name}: {err.message}")
-                    offset = pr.offset if pr.old_style_offsets == [] else pr.old_style_offsets[0]
-                    self.positions[pr.partition_index] = offset
-
-    async def poll(self, max_wait_ms: int) -> list[tuple[int, Any, int]]:
-        """One Fetch per leader (concurrently) -> [(partition, record, ts type)]."""
-        assert self.cluster is not None
-        groups = self._by_leader(sorted(self.positions))
-        results = await asyncio.gather(*(self._fetch(n, ps, max_wait_ms)
-                                         for n, ps in groups.items()), return_exceptions=True)
-        lost = False
-        out: list[tuple[int, Any, int]] = []
-        for chunk in results:
-            if isinstance(chunk, KafkaConnectionError):
-                lost = True  # a leader went away: find the new one, as a consumer does
-            elif isinstance(chunk, BaseException):
-                raise chunk
-            else:
-                out.extend(chunk)
-        if lost:
-            await asyncio.sleep(0.2)
-            await self.refresh()
-        return out
-
-    async def _fetch(self, node_id: int, parts: list[int],
-                     max_wait_ms: int) -> list[tuple[int, Any, int]]:
-        assert self.cluster is not None
-        conn = await self.admin.broker_connection(node_id)
-        version = conn.version_for(ApiKey.FETCH)
-        topic_id = self.cluster.topics[self.topic].topic_id
-        if version >= 13 and topic_id.int == 0:
-            version = conn.version_for(ApiKey.FETCH, 12)
-        spec = api(ApiKey.FETCH).request
-        s = spec.structs
-        body = spec.new(replica_id=-1, max_wait_ms=max_wait_ms, min_bytes=1,
-                        max_bytes=50 * 1024 * 1024, isolation_level=self.isolation,
-                        session_id=0, session_epoch=-1, topics=[s["FetchTopic"].new(
-                            topic=self.topic, topic_id=topic_id, partitions=[
-                                s["FetchPartition"].new(
-                                    partition=p, fetch_offset=self.positions[p],
-                                    partition_max_bytes=self.max_bytes.get(
-                                        p, PARTITION_MAX_BYTES)) for p in parts])])
-        resp = await conn.request(ApiKey.FETCH, body, version,
-                                  timeout=max_wait_ms / 1000 + conn.timeout)
-        assert resp is not None
-        if resp.error_code:
-            err = ErrorCode.from_code(resp.error_code)
-            raise ToolError(f"Fetch from broker {node_id}: {err.name}: {err.message}")
-        out: list[tuple[int, Any, int]] = []
-        for t in resp.responses:
-            for pd in t.partitions:
-                out.extend(await self._partition_data(pd))
-        return out
-
-    async def _partition_data(self, pd: Any) -> list[tuple[int, Any, int]]:
-        p = pd.partition_index
-        err = ErrorCode.from_code(pd.error_code)
-        if err is ErrorCode.OFFSET_OUT_OF_RANGE:
-            await self.seek([p], self.reset_to)
-            return []
-        if err in REFRESH_ERRORS:
-            await self.refresh()
-            return []
-        if err is not ErrorCode.NONE:
-            raise ToolError(f"Fetch {self.topic}-{p}: {err.name}: {err.message}")
-        data = pd.records
-        if data is None or len(data) == 0 or p not in self.positions:
-            return []
-        aborted = [(a.producer_id, a.first_offset) for a in (pd.aborted_transactions or [])]
-        out: list[tuple[int, Any, int]] = []
-        start = self.positions[p]
-        for nxt, rec, ts_type in visible_records(data, start, self.isolation == 1, aborted):
-            self.positions[p] = max(self.positions[p], nxt)
-            if rec is not None:
-                out.append((p, rec, ts_type))
-        if self.positions[p] == start:  # only a partial batch: it is bigger than we asked
-            self.max_bytes[p] = self.max_bytes.get(p, PARTITION_MAX_BYTES) * 2
-        return out
 
 
 async def execute(args: Namespace, out: IO[str], err: IO[str]) -> int:

@@ -283,32 +283,6 @@ def test_consumer_unknown_topic(fake: FakeKafka) -> None:
     assert code == 1 and "ghost" in err
 
 
-def test_visible_records_read_committed_skips_aborted_and_control() -> None:
-    pid = 77
-    aborted_batch = records.build_batch([(None, b"aborted", 1)], producer_id=pid,
-                                        producer_epoch=0, base_sequence=0, transactional=True,
-                                        base_offset=1)
-    marker = records.build_control_batch(commit=False, producer_id=pid, producer_epoch=0,
-                                         coordinator_epoch=0, timestamp=2)
-    records.patch_base_offset(marker, 0, 2)
-    plain = records.build_batch([(None, b"a", 1)], base_offset=0)
-    after = records.build_batch([(None, b"b", 3)], base_offset=3)
-    data = bytes(plain + aborted_batch + marker + after)
-
-    def values(read_committed: bool, aborted: list[tuple[int, int]]) -> list[bytes]:
-        return [r.value for _, r, _ in console_consumer.visible_records(
-            data, 0, read_committed, aborted) if r is not None]
-
-    assert values(True, [(pid, 1)]) == [b"a", b"b"]
-    assert values(False, [(pid, 1)]) == [b"a", b"aborted", b"b"]
-    nxt = [n for n, _, _ in console_consumer.visible_records(data, 0, False, [])]
-    assert max(nxt) == 4
-    # a compressed batch starting before the position yields only what follows it
-    assert [r.value for _, r, _ in console_consumer.visible_records(
-        records.build_batch([(None, b"x", 1), (None, b"y", 1)], codec=1), 1, False, [])
-        if r is not None] == [b"y"]
-
-
 def test_format_record_null_value_and_key() -> None:
     rec = records.Record(5, 10, None, None, [])
     fmt = console_consumer.Format(print_key=True)
