@@ -27,6 +27,7 @@ tests/fault/cluster_faults.py) and is stopped by pid at the end.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import os
 import statistics
 import sys
@@ -194,28 +195,32 @@ def one_write_each(p: Any, topic: str, n: int, what: str = "",
 def wire_ack_all_every(fc: FaultCluster, topic: str, n: int, avoid: int,
                        timeout: float = 30.0) -> tuple[float, float]:
     """Until every partition took a one-record acks=all write: read Metadata, send
-    each live leader ONE Produce (acks=all) holding every partition still pending
-    there, drop the ones that succeeded, repeat every 10 ms.
+    each live leader ONE Produce (acks=all, client.verbs.produce) holding every
+    partition still pending there, drop the ones that succeeded, repeat every 10 ms.
     -> (monotonic time all partitions had a live leader in Metadata, time the last
-    partition accepted its write). No client library in between: this is when the
+    partition accepted its write). No producer library in between: this is when the
     brokers accept writes, not when a producer's retry and back-off get there."""
-    from protocol import records
-    from protocol.api_keys import ApiKey
-    from protocol.spec import api
+    return asyncio.run(_wire_ack_all_every(fc, topic, n, avoid, timeout))
 
-    req = api(ApiKey.PRODUCE).request
+
+async def _wire_ack_all_every(fc: FaultCluster, topic: str, n: int, avoid: int,
+                              timeout: float) -> tuple[float, float]:
+    from client import BrokerPool
+    from client.verbs import produce
+    from protocol import records
+
     pending = set(range(n))
     t_md: float | None = None
     deadline = time.monotonic() + timeout
-    clients: dict[int, Any] = {}
+    pool = BrokerPool(timeout=15)
     try:
         while pending:
             if time.monotonic() > deadline:
                 raise FaultError(f"{len(pending)} partitions still refuse acks=all writes")
             try:
-                md = fc.metadata(topic)
+                md = fc.metadata(topic)   # from a live broker (the harness knows which)
             except Exception:  # noqa: BLE001 - a broker in transition: ask again
-                time.sleep(0.01)
+                await asyncio.sleep(0.01)
                 continue
             by_leader: dict[int, list[int]] = {}
             for i in pending:
@@ -227,27 +232,18 @@ def wire_ack_all_every(fc: FaultCluster, topic: str, n: int, avoid: int,
                 t_md = time.monotonic()
             for leader, parts in by_leader.items():
                 batch = bytes(records.build_batch([(None, b"w" * RECORD, int(time.time() * 1000))]))
-                td = req.structs["TopicProduceData"].new(name=topic, partition_data=[
-                    req.structs["PartitionProduceData"].new(index=i, records=batch) for i in parts])
                 try:
-                    c = clients.get(leader)
-                    if c is None:
-                        c = clients[leader] = fc.client(leader, timeout=15).__enter__()
-                    resp = c.request(ApiKey.PRODUCE, 8, req.new(acks=-1, timeout_ms=10000,
-                                                                  topic_data=[td]))
-                except Exception:  # noqa: BLE001 - reconnect next round
-                    old = clients.pop(leader, None)
-                    if old is not None:
-                        old.__exit__(None, None, None)
+                    conn = await pool.get("127.0.0.1", fc.broker(leader).port)
+                    answers = await produce(conn, {(topic, i): batch for i in parts}, acks=-1,
+                                            timeout_ms=10000)
+                except Exception:  # noqa: BLE001 - the pool reconnects next round
                     continue
-                for pr in resp.responses[0].partition_responses:
-                    if pr.error_code == 0:
-                        pending.discard(pr.index)
+                assert answers is not None
+                pending -= {i for (_, i), r in answers.items() if r.error == 0}
             if pending:
-                time.sleep(0.01)
+                await asyncio.sleep(0.01)
     finally:
-        for c in clients.values():
-            c.__exit__(None, None, None)
+        await pool.close()
     return (t_md if t_md is not None else time.monotonic()), time.monotonic()
 
 

@@ -1,7 +1,8 @@
 """``KafkaAdmin``: the admin verbs over a bootstrap list.
 
-Metadata, CreateTopics, DeleteTopics, CreatePartitions, DescribeConfigs and
-IncrementalAlterConfigs for the tools and tests. Admin requests go to the
+Metadata, CreateTopics, DeleteTopics, CreatePartitions, DescribeConfigs,
+IncrementalAlterConfigs, AlterPartitionReassignments, ListPartitionReassignments
+and ElectLeaders for the tools and tests. Admin requests go to the
 controller named in Metadata (a ZooKeeper-mode broker that is not the controller
 answers NOT_CONTROLLER), refreshing and retrying on that.
 """
@@ -25,7 +26,7 @@ RESOURCE_TOPIC = 2
 RESOURCE_BROKER = 4
 OP_SET, OP_DELETE, OP_APPEND, OP_SUBTRACT = 0, 1, 2, 3
 CONFIG_SOURCE_DEFAULT = 5  # DescribeConfigs ConfigSource DEFAULT_CONFIG
-_ADMIN_RETRIES = 3
+_ADMIN_RETRIES = 5               # NOT_CONTROLLER answers survived (a controller moving)
 
 
 @dataclass(frozen=True)
@@ -38,6 +39,23 @@ class NewTopic:
 
 
 Result = tuple[int, str | None]  # (error code, error message)
+TP = tuple[str, int]             # (topic, partition)
+PREFERRED_ELECTION, UNCLEAN_ELECTION = 0, 1   # ElectLeaders ElectionType
+
+
+@dataclass(frozen=True)
+class Reassignment:
+    """An ongoing reassignment: the full replica set, and which are coming and going."""
+    replicas: tuple[int, ...]
+    adding: tuple[int, ...]
+    removing: tuple[int, ...]
+
+
+def _partitions_by_topic(parts: list[TP]) -> dict[str, list[int]]:
+    out: dict[str, list[int]] = {}
+    for t, p in parts:
+        out.setdefault(t, []).append(p)
+    return out
 
 
 class KafkaAdmin:
@@ -108,7 +126,7 @@ class KafkaAdmin:
             assert resp is not None
             if attempt + 1 < _ADMIN_RETRIES and any(
                     code == ErrorCode.NOT_CONTROLLER for code in errors_of(resp)):
-                await asyncio.sleep(0.1 * (attempt + 1))
+                await asyncio.sleep(0.2 * (attempt + 1))
                 continue
             return resp
         raise AssertionError("unreachable")
@@ -194,6 +212,61 @@ class KafkaAdmin:
             if r.resource_name == name:
                 return r.error_code, r.error_message
         return ErrorCode.UNKNOWN_SERVER_ERROR, "no result for the resource in the response"
+
+    async def alter_partition_reassignments(
+            self, targets: dict[TP, list[int] | None], *, timeout_ms: int = 30000
+    ) -> tuple[Result, dict[TP, Result]]:
+        """Start (replicas) or cancel (None) reassignments, at the controller.
+        -> (request-level result, per-partition results)."""
+        spec = api(ApiKey.ALTER_PARTITION_REASSIGNMENTS).request
+        s = spec.structs
+        by_topic: dict[str, list[Struct]] = {}
+        for (t, p), replicas in sorted(targets.items()):
+            by_topic.setdefault(t, []).append(
+                s["ReassignablePartition"].new(partition_index=p, replicas=replicas))
+        body = spec.new(timeout_ms=timeout_ms, topics=[
+            s["ReassignableTopic"].new(name=t, partitions=ps) for t, ps in by_topic.items()])
+        resp = await self._to_controller(ApiKey.ALTER_PARTITION_REASSIGNMENTS, body,
+                                         lambda r: [r.error_code])
+        return (resp.error_code, resp.error_message), {
+            (t.name, p.partition_index): (p.error_code, p.error_message)
+            for t in resp.responses for p in t.partitions}
+
+    async def list_partition_reassignments(
+            self, partitions: list[TP] | None = None, *, timeout_ms: int = 30000
+    ) -> tuple[Result, dict[TP, Reassignment]]:
+        """The ongoing reassignments (of ``partitions``, or all), at the controller."""
+        spec = api(ApiKey.LIST_PARTITION_REASSIGNMENTS).request
+        topics = None if partitions is None else [
+            spec.structs["ListPartitionReassignmentsTopics"].new(name=t, partition_indexes=ps)
+            for t, ps in sorted(_partitions_by_topic(partitions).items())]
+        resp = await self._to_controller(ApiKey.LIST_PARTITION_REASSIGNMENTS,
+                                         spec.new(timeout_ms=timeout_ms, topics=topics),
+                                         lambda r: [r.error_code])
+        return (resp.error_code, resp.error_message), {
+            (t.name, p.partition_index): Reassignment(
+                tuple(p.replicas), tuple(p.adding_replicas), tuple(p.removing_replicas))
+            for t in resp.topics for p in t.partitions}
+
+    async def elect_leaders(self, partitions: list[TP] | None = None, *,
+                            election_type: int = PREFERRED_ELECTION, timeout_ms: int = 30000
+                            ) -> tuple[int, dict[TP, Result]]:
+        """Elect leaders (``partitions``, or every eligible one), at the controller.
+        -> (request-level error, per-partition results; ELECTION_NOT_NEEDED where
+        the preferred replica already leads)."""
+        spec = api(ApiKey.ELECT_LEADERS).request
+        topics = None if partitions is None else [
+            spec.structs["TopicPartitions"].new(topic=t, partitions=ps)
+            for t, ps in _partitions_by_topic(partitions).items()]
+        body = spec.new(election_type=election_type, topic_partitions=topics,
+                        timeout_ms=timeout_ms)
+        resp = await self._to_controller(
+            ApiKey.ELECT_LEADERS, body,
+            lambda r: [r.error_code] + [p.error_code for t in r.replica_election_results
+                                        for p in t.partition_result])
+        return resp.error_code, {(t.topic, p.partition_id): (p.error_code, p.error_message)
+                                 for t in resp.replica_election_results
+                                 for p in t.partition_result}
 
     async def close(self) -> None:
         if self._own_pool:

@@ -27,7 +27,7 @@ import asyncio
 from collections.abc import Mapping
 
 from client.admin import KafkaAdmin
-from client.errors import KafkaConnectionError
+from client.errors import KafkaConnectionError, NoCommonVersion
 from client.verbs import TP, ProduceResult, Records, produce
 from protocol.errors import ErrorCode
 
@@ -69,6 +69,8 @@ async def _send_to(admin: KafkaAdmin, node_id: int, batches: dict[TP, Records], 
         conn = await admin.broker_connection(node_id)
         answers = await produce(conn, batches, acks=acks, timeout_ms=timeout_ms,
                                 request_timeout=timeout_ms / 1000 + 5)
+    except NoCommonVersion:
+        raise                   # a broker below Produce v3: retrying cannot help
     except KafkaConnectionError as e:
         return {tp: ProduceResult(ErrorCode.NETWORK_EXCEPTION, message=str(e)) for tp in batches}
     if answers is None:  # acks=0: sent, nothing to hear

@@ -7,6 +7,28 @@ call in-process from tests: streams default to the process's own.
 This package holds what the tools share: an argparse parser that reports to
 the given stderr and never exits the process, ``key=value`` parsing, and
 ``run`` that drives a coroutine and turns client errors into exit status 1.
+
+Map (what lives where):
+
+    topics.py                  pybroker topics: create, delete, list, describe, alter
+                               partitions and configs (KafkaAdmin)
+    console_producer.py        pybroker console-producer: stdin lines -> records
+                               (client.producer.send_batches)
+    console_consumer.py        pybroker console-consumer: records -> stdout, Kafka's
+                               formatter (client.consumer.Consumer)
+    consumer_groups.py         pybroker consumer-groups: list, describe, reset and
+                               delete offsets, delete groups (client.group_admin)
+    consumer_groups_format.py  its output, column for column as Kafka 3.9 prints it
+    reassign_partitions.py     pybroker reassign-partitions: generate, execute, verify,
+                               cancel, list (KafkaAdmin, client.assignment)
+    leader_election.py         pybroker leader-election: preferred / unclean (KafkaAdmin)
+
+What a tool may import: ``client/`` and ``protocol/`` only (the layering test
+checks), never broker, controller, storage or spark_jobs; nothing imports a
+tool. A tool never builds a Kafka request: a verb it needs goes into
+``client/`` (``verbs.py``, ``groups.py`` or ``KafkaAdmin``) and the tool calls it.
+A new tool is a module here with ``main`` and a line in broker/cli.py's TOOLS
+table (``pybroker <name>``).
 """
 
 from __future__ import annotations

@@ -16,9 +16,10 @@ How it works:
    hash modulo the partition count); records without a key stick to one
    partition per flush (KIP-480).
 4. One magic-2 batch per partition (protocol.records, with the chosen codec);
-   one Produce request per leader. A retriable partition error refreshes the
-   metadata and resends that partition's batch (up to ``--retries`` times);
-   a fatal one is reported on stderr and the exit status becomes 1.
+   sent by ``client.producer.send_batches``: one Produce request per leader; a
+   retriable partition error refreshes the metadata and resends that
+   partition's batch (up to ``--retries`` times); a fatal one is reported on
+   stderr and the exit status becomes 1.
 """
 
 from __future__ import annotations
@@ -31,12 +32,11 @@ from typing import IO
 
 from client import ClusterMetadata, KafkaAdmin
 from client.partitioner import StickyPartitioner
+from client.producer import send_batches
 from tools import ToolError, ToolParser, parse_or_status, parse_key_values, run, streams
 from protocol import compression
-from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.records import build_batch
-from protocol.spec import api
 
 CODECS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
 ACKS = {"all": -1, "-1": -1, "0": 0, "1": 1}
@@ -138,53 +138,17 @@ class Producer:
         batches = {p: build_batch([(k, v, now) for k, v in recs], codec=self.codec)
                    for p, recs in by_partition.items()}
         counts = {p: len(recs) for p, recs in by_partition.items()}
-        for attempt in range(self.retries + 1):
-            retry = await self._send_once(batches, counts, final=attempt == self.retries)
-            if not retry:
-                return
-            batches = {p: batches[p] for p in retry}
-            await asyncio.sleep(min(0.1 * 2 ** attempt, 1.0))
-            await self.refresh()
-
-    async def _send_once(self, batches: dict[int, bytearray], counts: dict[int, int],
-                         final: bool) -> list[int]:
-        """One Produce per leader; returns the partitions to retry."""
-        assert self.cluster is not None
-        by_leader: dict[int, list[int]] = {}
-        for p in batches:
-            leader = self.cluster.leader(self.topic, p)
-            by_leader.setdefault(leader.node_id if leader else -1, []).append(p)
-        retry = list(by_leader.pop(-1, []))
-        spec = api(ApiKey.PRODUCE).request
-        s = spec.structs
-        for node_id, parts in by_leader.items():
-            body = spec.new(acks=self.acks, timeout_ms=self.timeout_ms, topic_data=[
-                s["TopicProduceData"].new(name=self.topic, partition_data=[
-                    s["PartitionProduceData"].new(index=p, records=batches[p]) for p in parts])])
-            conn = await self.admin.broker_connection(node_id)
-            version = conn.version_for(ApiKey.PRODUCE)
-            if version < 3:
-                raise ToolError(f"broker {node_id} only speaks Produce v{version} "
-                                "(record batches need v3+)")
-            resp = await conn.request(ApiKey.PRODUCE, body, version,
-                                      expect_response=self.acks != 0,
-                                      timeout=self.timeout_ms / 1000 + 5)
-            if resp is None:
-                self.sent += sum(counts[p] for p in parts)
+        results = await send_batches(
+            self.admin, {(self.topic, p): b for p, b in batches.items()}, acks=self.acks,
+            timeout_ms=self.timeout_ms, retries=self.retries)
+        for (_, p), result in sorted(results.items()):
+            if result.error == ErrorCode.NONE:
+                self.sent += counts[p]
                 continue
-            for t in resp.responses:
-                for pr in t.partition_responses:
-                    err = ErrorCode.from_code(pr.error_code)
-                    if err is ErrorCode.NONE:
-                        self.sent += counts.get(pr.index, 0)
-                    elif err.retriable and not final:
-                        retry.append(pr.index)
-                    else:
-                        self.errors.append(
-                            f"Error when sending {counts.get(pr.index, 0)} record(s) to topic "
-                            f"{self.topic} partition {pr.index}: {err.name}: "
-                            f"{pr.error_message or err.message}")
-        return retry
+            err = ErrorCode.from_code(result.error)
+            self.errors.append(f"Error when sending {counts[p]} record(s) to topic "
+                               f"{self.topic} partition {p}: {err.name}: "
+                               f"{result.message or err.message}")
 
 
 def _start_reader(stdin: IO[str], queue: asyncio.Queue[str | None],

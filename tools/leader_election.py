@@ -4,7 +4,7 @@
         (--topic T --partition P | --all-topic-partitions | --path-to-json-file F)
 
 The JSON file is ``{"partitions":[{"topic":"t","partition":0}]}``. One
-ElectLeaders request to the controller; output as Kafka's LeaderElectionCommand:
+ElectLeaders request to the controller (``KafkaAdmin.elect_leaders``); output as Kafka's LeaderElectionCommand:
 
     Successfully completed leader election (PREFERRED) for partitions t-0, t-1
     Valid replica already elected for partitions t-2
@@ -20,13 +20,11 @@ from argparse import Namespace
 from typing import IO
 
 from client import KafkaAdmin
+from client.admin import PREFERRED_ELECTION, UNCLEAN_ELECTION
 from tools import ToolError, ToolParser, UsageExit, run, streams
-from tools.reassign_partitions import controller_request
-from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
-from protocol.spec import api
 
-TYPES = {"PREFERRED": 0, "UNCLEAN": 1}
+TYPES = {"PREFERRED": PREFERRED_ELECTION, "UNCLEAN": UNCLEAN_ELECTION}
 
 
 def build_parser(out: IO[str] | None = None, err: IO[str] | None = None) -> ToolParser:
@@ -66,35 +64,22 @@ def partitions_of(args: Namespace) -> list[tuple[str, int]] | None:
 
 
 async def execute(args: Namespace, parts: list[tuple[str, int]] | None, out: IO[str]) -> int:
-    spec = api(ApiKey.ELECT_LEADERS).request
-    topics = None
-    if parts is not None:
-        by_topic: dict[str, list[int]] = {}
-        for t, p in parts:
-            by_topic.setdefault(t, []).append(p)
-        topics = [spec.structs["TopicPartitions"].new(topic=t, partitions=ps)
-                  for t, ps in by_topic.items()]
-    body = spec.new(election_type=TYPES[args.election_type], topic_partitions=topics,
-                    timeout_ms=int(args.timeout * 1000))
     async with KafkaAdmin(args.bootstrap_server, timeout=args.timeout) as admin:
-        resp = await controller_request(
-            admin, ApiKey.ELECT_LEADERS, body,
-            lambda r: [r.error_code] + [p.error_code for t in r.replica_election_results
-                                        for p in t.partition_result])
-    if resp.error_code:
-        raise ToolError(ErrorCode.from_code(resp.error_code).message or "election failed")
+        code, results = await admin.elect_leaders(
+            parts, election_type=TYPES[args.election_type], timeout_ms=int(args.timeout * 1000))
+    if code:
+        raise ToolError(ErrorCode.from_code(code).message or "election failed")
     done, noop, failed = [], [], []
-    for t in resp.replica_election_results:
-        for p in t.partition_result:
-            name = f"{t.topic}-{p.partition_id}"
-            if p.error_code == ErrorCode.NONE:
-                done.append(name)
-            elif p.error_code == ErrorCode.ELECTION_NOT_NEEDED:
-                noop.append(name)
-            else:
-                err = ErrorCode.from_code(p.error_code)
-                failed.append(f"Error completing leader election ({args.election_type}) for "
-                              f"partition: {name}: {err.name}: {p.error_message or err.message}")
+    for (topic, partition), (error, message) in results.items():
+        name = f"{topic}-{partition}"
+        if error == ErrorCode.NONE:
+            done.append(name)
+        elif error == ErrorCode.ELECTION_NOT_NEEDED:
+            noop.append(name)
+        else:
+            err = ErrorCode.from_code(error)
+            failed.append(f"Error completing leader election ({args.election_type}) for "
+                          f"partition: {name}: {err.name}: {message or err.message}")
     if done:
         out.write(f"Successfully completed leader election ({args.election_type}) for "
                   f"partitions {', '.join(done)}\n")

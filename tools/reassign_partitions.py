@@ -22,22 +22,17 @@ ongoing ones. Errors: one line on stderr, exit status 1.
 
 from __future__ import annotations
 
-import asyncio
 import json
 from argparse import Namespace
-from typing import IO, Any, Callable
+from typing import IO
 
 from client import KafkaAdmin
 from tools import ToolError, ToolParser, UsageExit, run, streams
 from client.assignment import assign_replicas
-from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
-from protocol.schema import Struct
-from protocol.spec import api
 
 TopicPartition = tuple[str, int]
 ACTIONS = ("generate", "execute", "verify", "cancel", "list")
-RETRIES = 5
 
 
 def build_parser(out: IO[str] | None = None, err: IO[str] | None = None) -> ToolParser:
@@ -86,55 +81,23 @@ def _tp(tp: TopicPartition) -> str:
     return f"{tp[0]}-{tp[1]}"
 
 
-async def controller_request(admin: KafkaAdmin, api_key: int, body: Struct,
-                             errors_of: Callable[[Any], list[int]]) -> Any:
-    """Send to the controller named in Metadata; on NOT_CONTROLLER look again."""
-    for attempt in range(RETRIES):
-        conn = await admin.controller_connection()
-        resp = await conn.request(api_key, body)
-        if attempt + 1 < RETRIES and ErrorCode.NOT_CONTROLLER in errors_of(resp):
-            await asyncio.sleep(0.2 * (attempt + 1))
-            continue
-        return resp
-    raise AssertionError("unreachable")
-
-
 async def alter(admin: KafkaAdmin, targets: dict[TopicPartition, list[int] | None]
                 ) -> dict[TopicPartition, tuple[int, str | None]]:
-    spec = api(ApiKey.ALTER_PARTITION_REASSIGNMENTS).request
-    by_topic: dict[str, list[Struct]] = {}
-    for (t, p), r in sorted(targets.items()):
-        by_topic.setdefault(t, []).append(
-            spec.structs["ReassignablePartition"].new(partition_index=p, replicas=r))
-    body = spec.new(timeout_ms=int(admin.timeout * 1000), topics=[
-        spec.structs["ReassignableTopic"].new(name=t, partitions=ps)
-        for t, ps in by_topic.items()])
-    resp = await controller_request(admin, ApiKey.ALTER_PARTITION_REASSIGNMENTS, body,
-                                    lambda r: [r.error_code])
-    if resp.error_code:
-        raise ToolError(resp.error_message or ErrorCode.from_code(resp.error_code).message)
-    return {(t.name, p.partition_index): (p.error_code, p.error_message)
-            for t in resp.responses for p in t.partitions}
+    (code, message), results = await admin.alter_partition_reassignments(
+        targets, timeout_ms=int(admin.timeout * 1000))
+    if code:
+        raise ToolError(message or ErrorCode.from_code(code).message)
+    return results
 
 
 async def ongoing(admin: KafkaAdmin, parts: list[TopicPartition] | None
                   ) -> dict[TopicPartition, tuple[list[int], list[int], list[int]]]:
-    spec = api(ApiKey.LIST_PARTITION_REASSIGNMENTS).request
-    topics = None
-    if parts is not None:
-        by_topic: dict[str, list[int]] = {}
-        for t, p in parts:
-            by_topic.setdefault(t, []).append(p)
-        topics = [spec.structs["ListPartitionReassignmentsTopics"].new(name=t, partition_indexes=ps)
-                  for t, ps in sorted(by_topic.items())]
-    resp = await controller_request(admin, ApiKey.LIST_PARTITION_REASSIGNMENTS,
-                                    spec.new(timeout_ms=int(admin.timeout * 1000), topics=topics),
-                                    lambda r: [r.error_code])
-    if resp.error_code:
-        raise ToolError(resp.error_message or ErrorCode.from_code(resp.error_code).message)
-    return {(t.name, p.partition_index): (list(p.replicas), list(p.adding_replicas),
-                                          list(p.removing_replicas))
-            for t in resp.topics for p in t.partitions}
+    (code, message), running = await admin.list_partition_reassignments(
+        parts, timeout_ms=int(admin.timeout * 1000))
+    if code:
+        raise ToolError(message or ErrorCode.from_code(code).message)
+    return {tp: (list(r.replicas), list(r.adding), list(r.removing))
+            for tp, r in running.items()}
 
 
 def _check(results: dict[TopicPartition, tuple[int, str | None]], what: str) -> None:

@@ -213,3 +213,34 @@ def test_reassignment_onto_a_new_broker_completes(cluster3: Cluster, tmp_path: P
         err, hw, _ = w.fetch_batches("mv2", 0, 0)
     assert (err, hw) == (0, 5)                 # nothing lost on the way
     assert not (c.broker(0).log_dir / "mv2-0").exists()    # StopReplica(delete) on 0
+
+
+def test_admin_reassignment_and_election_verbs_report_per_partition(cluster3: Cluster) -> None:
+    """KafkaAdmin's AlterPartitionReassignments / ListPartitionReassignments /
+    ElectLeaders straight (the tools above print what these return)."""
+    import asyncio
+
+    from client import KafkaAdmin
+    from protocol.errors import ErrorCode
+    c = cluster3
+    create_topic(c.brokers[0], "verbs", {0: [0, 1], 1: [1, 2]})
+    until(lambda: all(v[0] >= 0 for v in leaders(c.brokers[0], "verbs").values()), 20,
+          "verbs leaders")
+
+    async def body() -> None:
+        async with KafkaAdmin(c.bootstrap, timeout=10) as admin:
+            top, results = await admin.alter_partition_reassignments(
+                {("verbs", 0): None, ("verbs", 1): [1, 2, 99], ("ghost", 0): [0]})
+            assert top == (0, None)
+            assert {tp: code for tp, (code, _) in results.items()} == {
+                ("verbs", 0): ErrorCode.NO_REASSIGNMENT_IN_PROGRESS,
+                ("verbs", 1): ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                ("ghost", 0): ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
+            top, running = await admin.list_partition_reassignments([("verbs", 0)])
+            assert top == (0, None) and running == {}
+            code, elected = await admin.elect_leaders([("verbs", 1), ("ghost", 3)])
+            assert code == 0
+            assert {tp: e for tp, (e, _) in elected.items()} == {
+                ("verbs", 1): ErrorCode.ELECTION_NOT_NEEDED,
+                ("ghost", 3): ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
+    asyncio.run(body())

@@ -178,6 +178,21 @@ def kazoo_violations(modules: Modules) -> list[str]:
     return bad
 
 
+# Who may build a Kafka request body (import the message schemas, protocol.spec): the
+# client, and the server side (dispatch and handlers, the coordinators' own record
+# layouts, the controller's channel). Outgoing paths elsewhere go through client/.
+# bench.codec measures the codec itself on a built frame; it sends nothing.
+REQUEST_CLIENTS = ("tools", "spark_jobs", "bench", "broker.replication")
+REQUEST_BUILDING_ALLOWED = {"bench.codec"}
+
+
+def hand_built_request_violations(modules: Modules) -> list[str]:
+    """Modules on an outgoing path that import the message schemas themselves."""
+    return [f"{module} imports {n}" for module, names in sorted(modules.items())
+            if within(module, REQUEST_CLIENTS) and module not in REQUEST_BUILDING_ALLOWED
+            for n in sorted(names) if within(n, ["protocol.spec"])]
+
+
 MODULES: Modules = dict(source_modules())
 
 
@@ -227,6 +242,12 @@ def test_importing_the_client_loads_nothing_else_of_ours() -> None:
 
 def test_kazoo_only_behind_one_controller_module() -> None:
     assert kazoo_violations(MODULES) == []
+
+
+def test_outgoing_paths_build_no_request_by_hand() -> None:
+    """tools, spark_jobs, bench and the broker's replication side send requests
+    through client/'s verbs; none imports protocol.spec."""
+    assert hand_built_request_violations(MODULES) == []
 
 
 # --- the checker itself (so the rules above cannot pass vacuously) --------------------
@@ -307,6 +328,11 @@ def test_rules_catch_violations() -> None:
     assert not package_violations({"spark_jobs.replay": {"storage.segment", "client.verbs"}},
                                   "spark_jobs")
     assert package_violations({"broker.cli": {"tools.topics"}}, "broker")
+    assert hand_built_request_violations({"tools.topics": {"protocol.spec.api"}})
+    assert hand_built_request_violations({"broker.replication.fetcher": {"protocol.spec"}})
+    assert not hand_built_request_violations({"bench.codec": {"protocol.spec.api"},
+                                              "broker.handlers.fetch": {"protocol.spec.api"},
+                                              "tools.topics": {"client.verbs", "protocol.errors"}})
     assert package_violations({"controller.channel": {"broker.config"}}, "controller")
     assert kazoo_violations({"broker.zk": {"kazoo.client"}})
     assert kazoo_violations({"controller.zk": {"kazoo"}, "controller.election": {"kazoo.exceptions"}})
