@@ -197,7 +197,7 @@ def build_authorizer(config: Any, cluster: Any, zk: AclZk | None = None
     """The authorizer ``config`` asks for (None when authorizer.class.name is empty).
     Reads ``authorizer_class_name``, ``super_users`` and
     ``allow_everyone_if_no_acl_found`` from the BrokerConfig."""
-    name = (getattr(config, "authorizer_class_name", None) or "").strip()
+    name = (config.authorizer_class_name or "").strip()
     if not name:
         return None
     if name not in AUTHORIZER_CLASSES:
@@ -205,17 +205,13 @@ def build_authorizer(config: Any, cluster: Any, zk: AclZk | None = None
             f"Invalid value {name!r} for configuration authorizer.class.name: "
             f"supported are {', '.join(sorted(AUTHORIZER_CLASSES))}")
     return AclAuthorizer(zk or cluster,
-                         parse_super_users(getattr(config, "super_users", None)),
-                         bool(getattr(config, "allow_everyone_if_no_acl_found", False)))
+                         parse_super_users(config.super_users),
+                         bool(config.allow_everyone_if_no_acl_found))
 
 
 def client_host(ctx: Any) -> str:
     """The client's IP address, as Kafka's clientAddress.getHostAddress."""
-    writer = getattr(ctx.connection, "writer", None)
-    peer = writer.get_extra_info("peername") if writer is not None else None
-    if peer:
-        return str(peer[0])
-    text = str(getattr(ctx.connection, "peer", ""))
+    text = ctx.connection.peer        # "host:port" of the socket's peer (IPv6 unbracketed)
     return text.rsplit(":", 1)[0] if ":" in text else text
 
 
@@ -227,7 +223,7 @@ def principal_of(_ctx: Any) -> str:
 def allowed(ctx: Any, op: AclOperation, rtype: ResourceType, name: str,
             log_denied: bool = True) -> bool:
     """The handlers' check: True when no authorizer is configured."""
-    auth: AclAuthorizer | None = getattr(ctx.broker, "authorizer", None)
+    auth: AclAuthorizer | None = ctx.broker.authorizer
     if auth is None:
         return True
     ok = auth.authorize(principal_of(ctx), client_host(ctx), op, rtype, name)
@@ -259,7 +255,7 @@ SUPPORTED_OPERATIONS: dict[ResourceType, tuple[AclOperation, ...]] = {
 def authorized_operations(ctx: Any, rtype: ResourceType, name: str, default: int) -> int:
     """Kafka's authorized-operations bit field (bit n = AclOperation code n) for
     Metadata / DescribeCluster / DescribeGroups; ``default`` with no authorizer."""
-    if getattr(ctx.broker, "authorizer", None) is None:
+    if ctx.broker.authorizer is None:
         return default
     bits = 0
     for op in SUPPORTED_OPERATIONS.get(rtype, ()):

@@ -41,7 +41,7 @@ def build(broker: Any) -> GroupCoordinator:
 
 
 def coordinator_of(broker: Any) -> GroupCoordinator:
-    coordinator: GroupCoordinator | None = getattr(broker, "group_coordinator", None)
+    coordinator: GroupCoordinator | None = broker.group_coordinator
     if coordinator is None:
         coordinator = build(broker)
         broker.group_coordinator = coordinator

@@ -72,6 +72,9 @@ class GroupCoordinator(SyncOps, OffsetOps):
         self.loading: dict[int, int] = {}    # partition -> epoch being loaded
         self.epochs: dict[int, int] = {}     # partition -> newest epoch seen (fencing)
         self.active = True
+        # FindCoordinator creates __consumer_offsets once; concurrent finds see this set
+        # and answer COORDINATOR_NOT_AVAILABLE instead of starting a second creation
+        self.creating_offsets_topic = False
         self._tasks: set[asyncio.Task[Any]] = set()
 
     # -- ownership -----------------------------------------------------------------------

@@ -48,9 +48,9 @@ def _message(error: int) -> str:
 async def _ensure_offsets_topic(broker: Any) -> None:
     """Create __consumer_offsets once (concurrent finds share one attempt)."""
     coordinator = coordinator_of(broker)
-    if getattr(coordinator, "creating_offsets_topic", False):
+    if coordinator.creating_offsets_topic:
         return
-    coordinator.creating_offsets_topic = True  # type: ignore[attr-defined]
+    coordinator.creating_offsets_topic = True
     try:
         outcome = await create_topic(broker, auto_create_request(broker.config, OFFSETS_TOPIC))
         if outcome.ok:
@@ -59,7 +59,7 @@ async def _ensure_offsets_topic(broker: Any) -> None:
             log.warning("could not create %s: %s %s", OFFSETS_TOPIC,
                         ErrorCode.from_code(outcome.error).name, outcome.message or "")
     finally:
-        coordinator.creating_offsets_topic = False  # type: ignore[attr-defined]
+        coordinator.creating_offsets_topic = False
 
 
 async def find_group_coordinator(broker: Any, group_id: str) -> Found:

@@ -25,7 +25,7 @@ def with_acls(b: FakeBroker, acls: dict[tuple[ResourceType, str], list[tuple[Op,
     for (rtype, name), entries in acls.items():
         auth.store.cache.put(ResourcePattern(rtype, name, PatternType.LITERAL), VersionedAcls(
             frozenset(AccessControlEntry("User:*", "*", op, perm) for op, perm in entries), 0))
-    b.authorizer = auth  # type: ignore[attr-defined]
+    b.authorizer = auth
     return b
 
 

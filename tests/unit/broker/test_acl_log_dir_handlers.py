@@ -25,6 +25,7 @@ from protocol.errors import ErrorCode
 from protocol.headers import RequestHeader
 from protocol.schema import Struct
 from protocol.spec import api
+from tests.unit.broker.replication.fakes import FakeConnection
 from storage.log_manager import LogManager
 from tests.unit.controller.fake_zk import FakeZk, FakeZkServer
 
@@ -35,8 +36,8 @@ async def call(broker: Any, api_key: int, version: int, body: Struct) -> Struct:
     load_handlers()
     spec = api(api_key)
     wire = decode(spec.request, encode(body, version), version)
-    ctx = RequestContext(header=RequestHeader(api_key, version, 1, "t"), connection=None,  # type: ignore[arg-type]
-                         broker=broker)
+    ctx = RequestContext(header=RequestHeader(api_key, version, 1, "t"),
+                         connection=FakeConnection(), broker=broker)  # type: ignore[arg-type]
     response = await REGISTRY[api_key].fn(ctx, wire)
     return decode(spec.response, encode(response, version), version)
 

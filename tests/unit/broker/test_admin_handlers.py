@@ -24,6 +24,7 @@ from protocol.errors import ErrorCode
 from protocol.headers import RequestHeader
 from protocol.schema import ZERO_UUID, Struct
 from protocol.spec import api
+from tests.unit.broker.replication.fakes import FakeConnection
 
 MIN_INT = -2147483648
 
@@ -155,6 +156,7 @@ class FakeBroker:
     metadata: FakeMetadata
     cluster: FakeCluster
     extra: dict[str, Any] = field(default_factory=dict)
+    authorizer: Any = None                   # the ACL tests set one
 
 
 def make_broker(brokers: tuple[int, ...] = (1,), elect: bool = True, **props: str) -> FakeBroker:
@@ -180,7 +182,7 @@ def call(broker: FakeBroker, api_key: int, version: int, body: Struct) -> Struct
     spec = api(api_key)
     wire_request = decode(spec.request, encode(body, version), version)
     header = RequestHeader(api_key, version, 1, "test")
-    ctx = RequestContext(header=header, connection=None, broker=broker)  # type: ignore[arg-type]
+    ctx = RequestContext(header=header, connection=FakeConnection(), broker=broker)  # type: ignore[arg-type]
     response = asyncio.run(REGISTRY[api_key].fn(ctx, wire_request))
     assert response is not None
     return decode(spec.response, encode(response, version), version)

@@ -157,7 +157,7 @@ def test_produces_are_appended_in_order_and_wait_for_acks_together() -> None:
             acked[tp[1]] = asyncio.Event()
             await acked[tp[1]].wait()
             return {tp: ProduceResult(0, tp[1] * 10)}
-        broker = SimpleNamespace(config=BrokerConfig(),
+        broker = SimpleNamespace(config=BrokerConfig(), authorizer=None,
                                  replicas=SimpleNamespace(append_records=append_records))
         server = KafkaServer(broker, Endpoint("PLAINTEXT", "127.0.0.1", 0))
         await server.start()

@@ -108,8 +108,9 @@ class FakeMetadata:
 
 
 class FakeConnection:
-    peer = "test:1"
-    writer = None
+    """A client connection as handlers see it (broker.context.ConnectionInfo)."""
+    peer = "127.0.0.1:50000"
+    client_software: tuple[str, str] | None = None
 
 
 class FakeBroker:
@@ -129,6 +130,7 @@ class FakeBroker:
         self.broker_id = broker_id
         self.controller_epoch = 1
         self.leader_epochs: dict[tuple[str, int], int] = {}
+        self.authorizer: Any = None          # no authorizer.class.name: every request allowed
 
     def lead(self, topic: str, partitions: int = 1, *, replicas: tuple[int, ...] | None = None,
              isr: tuple[int, ...] | None = None, leader: int | None = None) -> uuid.UUID:
