@@ -5,6 +5,24 @@ Handlers reach it with ``coordinator_of(broker)``; the Broker should build it in
 leadership to ``on_become_leader`` / ``on_resign`` and ``await shutdown()``.
 Until it does, ``coordinator_of`` builds one on first use, and the coordinator
 follows leadership from the replica manager by itself (see ``status``).
+
+Map:
+
+    group_coordinator.py  GroupCoordinator: JoinGroup, rebalances, heartbeats, LeaveGroup
+    ownership.py          loading / unloading __consumer_offsets partitions (mixin)
+    sync_ops.py           SyncGroup and the group-metadata write (mixin)
+    offset_ops.py         OffsetCommit / OffsetFetch / OffsetDelete / DeleteGroups,
+                          offset expiry (mixin)
+    group_metadata.py     a group and its members (Kafka's GroupMetadata)
+    group_state.py        the group state machine
+    delayed.py            DelayedJoin / DelayedSync / DelayedHeartbeat (purgatory ops)
+    loader.py             replaying a __consumer_offsets partition (LoadedPartition)
+    offsets_topic.py      the __consumer_offsets key and value layouts
+    coordinator_types.py  settings, request dataclasses, the group -> partition hash
+
+The handlers (broker/handlers/join_group.py, sync_group.py, heartbeat.py,
+offset_*.py, find_coordinator.py, ...) call the coordinator; it writes through
+the ``OffsetsLog`` seam to the replica manager.
 """
 
 from __future__ import annotations

@@ -19,8 +19,9 @@ Theory of operation:
    whose callbacks re-check the group's state and generation first.
 3. Storage. The leader's SyncGroup writes the group's metadata (acks=-1) before
    the assignment is handed out; commits are written before they are visible.
-   SyncGroup and the group write are in ``sync_ops``, offsets and deletions in
-   ``offset_ops`` (both mixed in); the settings, the request dataclasses and
+   Ownership (loading and unloading partitions) is in ``ownership``, SyncGroup
+   and the group write in ``sync_ops``, offsets and deletions in ``offset_ops``
+   (all mixed in); the settings, the request dataclasses and
    the group -> partition hash are in ``coordinator_types``.
 """
 
@@ -36,10 +37,11 @@ from broker.coordinator.delayed import DelayedHeartbeat, DelayedJoin, DelayedSyn
 from broker.coordinator.coordinator_types import INT32_MAX, CoordinatorConfig, JoinRequest, \
     LeaveMember, java_string_hash, partition_for_group
 from broker.coordinator.group_metadata import GroupMetadata, JoinCallback, JoinResult, \
-    MemberMetadata, SyncResult
+    MemberMetadata
 from broker.coordinator.group_state import GroupState
-from broker.coordinator.loader import OFFSETS_TOPIC, LoadedPartition, OffsetsLog
+from broker.coordinator.loader import OffsetsLog
 from broker.coordinator.offset_ops import OffsetOps
+from broker.coordinator.ownership import OwnershipOps
 from broker.coordinator.sync_ops import SyncOps
 from broker.replication.purgatory import Purgatory, Timer
 from protocol.errors import ErrorCode
@@ -56,7 +58,7 @@ E, PR, CR, S, D = (GroupState.EMPTY, GroupState.PREPARING_REBALANCE,
 NEW_MEMBER_JOIN_TIMEOUT_MS = 5 * 60 * 1000
 
 
-class GroupCoordinator(SyncOps, OffsetOps):
+class GroupCoordinator(OwnershipOps, SyncOps, OffsetOps):
     def __init__(self, broker_id: int, config: CoordinatorConfig, offsets_log: OffsetsLog, *,
                  num_partitions: Callable[[], int] | None = None,
                  timer: Timer | None = None, clock: Callable[[], int] = wall_clock_ms) -> None:
@@ -76,118 +78,6 @@ class GroupCoordinator(SyncOps, OffsetOps):
         # and answer COORDINATOR_NOT_AVAILABLE instead of starting a second creation
         self.creating_offsets_topic = False
         self._tasks: set[asyncio.Task[Any]] = set()
-
-    # -- ownership -----------------------------------------------------------------------
-
-    def partition_for(self, group_id: str) -> int:
-        return partition_for_group(group_id, max(1, self._num_partitions()))
-
-    def status(self, group_id: str | None, allow_empty_id: bool = False) -> int | None:
-        """Kafka's validateGroupStatus: INVALID_GROUP_ID, COORDINATOR_NOT_AVAILABLE,
-        COORDINATOR_LOAD_IN_PROGRESS, NOT_COORDINATOR, or None when we serve it."""
-        if group_id is None or (not group_id and not allow_empty_id):
-            return ErrorCode.INVALID_GROUP_ID
-        if not self.active:
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE
-        p = self.partition_for(group_id)
-        self._reconcile(p)
-        if p in self.loading:
-            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
-        if p not in self.owned:
-            return ErrorCode.NOT_COORDINATOR
-        return None
-
-    def _reconcile(self, p: int) -> None:
-        """Follow the log's leadership if a LeaderAndIsr notification was missed."""
-        epoch = self.log.leader_epoch(p)
-        if epoch is None:
-            if p in self.owned or p in self.loading:
-                self.on_resign(p, None)
-        elif p not in self.owned and p not in self.loading:
-            self.on_become_leader(p, epoch)
-        elif p in self.owned and epoch > self.owned[p]:
-            self.owned[p] = self.epochs[p] = epoch
-
-    def on_become_leader(self, partition: int, leader_epoch: int) -> None:
-        """We lead ``partition`` from ``leader_epoch``: load it (in a task)."""
-        if leader_epoch < self.epochs.get(partition, -1):
-            log.info("not loading %s-%d for epoch %d: epoch %d is newer", OFFSETS_TOPIC, partition,
-                     leader_epoch, self.epochs[partition])
-            return
-        self.epochs[partition] = leader_epoch
-        if partition in self.owned:          # still leader, a newer epoch: nothing to reload
-            self.owned[partition] = leader_epoch
-            return
-        if partition in self.loading:
-            self.loading[partition] = leader_epoch
-            return
-        self.loading[partition] = leader_epoch
-        self.spawn(self._load(partition, leader_epoch))
-
-    def on_resign(self, partition: int, leader_epoch: int | None) -> None:
-        """We no longer lead ``partition``: unload its groups."""
-        if leader_epoch is not None and leader_epoch < self.epochs.get(partition, -1):
-            return
-        if leader_epoch is not None:
-            self.epochs[partition] = leader_epoch
-        self.loading.pop(partition, None)
-        was_owned = self.owned.pop(partition, None) is not None
-        unloaded = [g for g in list(self.groups.values())
-                    if self.partition_for(g.group_id) == partition]
-        for group in unloaded:
-            self._on_group_unloaded(group)
-            del self.groups[group.group_id]
-        if was_owned or unloaded:
-            log.info("resigned as coordinator of %s-%d: unloaded %d groups", OFFSETS_TOPIC, partition,
-                     len(unloaded))
-
-    async def _load(self, partition: int, epoch: int) -> None:
-        loaded = LoadedPartition()
-        started = self.clock()
-        try:
-            chunks = self.log.read_chunks(partition)
-            for chunk in chunks or ():
-                loaded.apply_all(chunk)
-                await asyncio.sleep(0)       # stay responsive during a long load
-                if self.loading.get(partition) is None:
-                    return                   # resigned meanwhile
-        except Exception:
-            log.exception("error loading %s-%d", OFFSETS_TOPIC, partition)
-        if partition not in self.loading:
-            return
-        del self.loading[partition]
-        self.owned[partition] = max(epoch, self.epochs.get(partition, epoch))
-        self._install(loaded)
-        log.info("loaded %s-%d (epoch %d): %d groups, %d records in %d ms", OFFSETS_TOPIC, partition,
-                 epoch, len(loaded.groups) + len(set(loaded.offsets) - set(loaded.groups)),
-                 loaded.records, self.clock() - started)
-
-    def _install(self, loaded: LoadedPartition) -> None:
-        now = self.clock()
-        for group_id in set(loaded.groups) | set(loaded.offsets):
-            stored = loaded.groups.get(group_id)
-            group = (GroupMetadata.from_stored(group_id, stored, now) if stored is not None
-                     else GroupMetadata(group_id, E, now))
-            if stored is None:
-                group.current_state_timestamp = None
-            group.offsets = dict(loaded.offsets.get(group_id, {}))
-            self.groups[group_id] = group
-            for member in list(group.members.values()):
-                self._heartbeat(group, member)
-
-    def _on_group_unloaded(self, group: GroupMetadata) -> None:
-        previous = group.state
-        group.transition_to(D, self.clock())
-        if previous is PR:
-            for member in list(group.members.values()):
-                group.maybe_invoke_join(member, JoinResult(ErrorCode.NOT_COORDINATOR,
-                                                           member_id=member.member_id))
-            self.rebalances.check_and_complete(join_key(group.group_id))
-        elif previous in (S, CR):
-            for member in list(group.members.values()):
-                group.maybe_invoke_sync(member, SyncResult(ErrorCode.NOT_COORDINATOR))
-                self.heartbeats.check_and_complete(member_key(group.group_id, member.member_id))
-        self._remove_sync_expiration(group)
 
     # -- tasks ---------------------------------------------------------------------------
 
