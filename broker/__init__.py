@@ -13,7 +13,11 @@ Map — the request path, socket to handler:
     dispatch.py         the handler registry (@handler(api_key, versions)); ApiVersions
                         bodies are built from it
     context.py          RequestContext: what a handler sees of the broker and connection
-    handlers/           one module per API family (produce.py, fetch.py, metadata.py, ...)
+                        (typed by the BrokerServices / ConnectionInfo Protocols)
+    handlers/           one module per API family (produce.py, fetch.py, metadata.py, ...);
+                        no handler imports another
+    handler_support.py  what several handlers share (leader hints, cluster ids, ACL bits)
+    topic_creation.py   creating topics (CreateTopics, Metadata auto-creation, internal topics)
 
 The services the handlers use:
 

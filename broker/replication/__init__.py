@@ -1,1 +1,20 @@
-"""Partitions hosted by this broker: leader/follower state, purgatory, replica manager."""
+"""Partitions hosted by this broker: leader/follower state, purgatory, replica manager.
+
+Map (Kafka's layers: LogSegment -> UnifiedLog (storage/) -> Partition -> ReplicaManager):
+
+    replica_manager.py        ReplicaManager: LeaderAndIsr/StopReplica transitions, Produce
+                              appends with acks, Fetch with DelayedFetch
+    fetch_reads.py            the read side of Fetch (per-partition reads, follower checks)
+    offset_lookup.py          ListOffsets: special timestamps, offset for a timestamp
+    partition.py              Partition: leader/follower appends, reads, high watermark
+    partition_isr.py          ISR expand/shrink, proposals to the controller
+    partition_state.py        the LeaderAndIsr state a partition holds
+    producer_state.py         idempotent/transactional producer state per partition
+    purgatory.py              delayed operations (DelayedProduce, DelayedFetch) and the timer
+    fetcher.py                follower fetchers, one per source broker
+    leader_endpoint.py        a follower's requests to its leader (client.verbs)
+    alter_partition_manager.py  AlterPartition to the controller (client.verbs), batched
+
+It may import storage/, protocol/ and client/ (its outgoing requests go through
+client.verbs; a test fails if a module here imports protocol.spec).
+"""
