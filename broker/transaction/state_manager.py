@@ -1,0 +1,208 @@
+"""TransactionStateManager: which transactional ids this broker coordinates, and
+their state, kept in and loaded from ``__transaction_state`` (Kafka's
+TransactionStateManager).
+
+Theory of operation:
+
+1. A transactional id lives in partition ``partition_for(id)`` =
+   abs(javaHashCode(id)) % partitions (the group coordinator's formula); this
+   broker coordinates it while it leads that partition.
+2. ``on_become_leader(p, epoch)`` loads the partition in a task: every record
+   is replayed (the newest value per id wins, a tombstone removes it). Until the
+   load is installed, ``status`` answers COORDINATOR_LOAD_IN_PROGRESS for its
+   ids; NOT_COORDINATOR when we do not lead it. ``on_resign`` drops the
+   partition's ids. Epochs fence: a notification older than the newest seen is
+   ignored, and a write that finishes after the partition moved is not installed.
+3. ``put(meta)`` writes the id's new state (acks=all) and installs it only once
+   written, so the cache never holds what the log might not. Log errors map to
+   what the client should do, as Kafka's appendTransactionToLog does.
+4. ``timed_out`` lists Ongoing transactions past their timeout (the coordinator
+   aborts them); ``expirable`` the finished ids idle past
+   ``transactional.id.expiration.ms`` (the coordinator writes their tombstones).
+
+It reads and writes through the same seam as the group coordinator
+(``broker.coordinator.loader.OffsetsLog``: append a batch, read a partition in
+chunks, our leader epoch), so tests drive it with an in-memory log.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+from broker.coordinator.coordinator_types import partition_for_group
+from broker.coordinator.loader import OffsetsLog
+from broker.transaction.txn_log import read_key, read_value, transaction_key, \
+    transaction_value
+from broker.transaction.txn_state import TxnMetadata, TxnState
+from protocol.errors import ErrorCode
+from protocol.primitives import DecodeError
+
+log = logging.getLogger(__name__)
+
+TRANSACTION_STATE_TOPIC = "__transaction_state"
+
+# appendTransactionToLog: the partition's error -> what the client is told
+_WRITE_ERRORS = {
+    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.NOT_ENOUGH_REPLICAS: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.REQUEST_TIMED_OUT: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.NOT_LEADER_OR_FOLLOWER: ErrorCode.NOT_COORDINATOR,
+    ErrorCode.KAFKA_STORAGE_ERROR: ErrorCode.NOT_COORDINATOR,
+    ErrorCode.MESSAGE_TOO_LARGE: ErrorCode.UNKNOWN_SERVER_ERROR,
+    ErrorCode.RECORD_LIST_TOO_LARGE: ErrorCode.UNKNOWN_SERVER_ERROR,
+    ErrorCode.INVALID_FETCH_SIZE: ErrorCode.UNKNOWN_SERVER_ERROR,
+}
+
+
+def write_error(code: int) -> int:
+    """The error a transactional client gets for a failed ``__transaction_state`` write."""
+    if code == ErrorCode.NONE:
+        return ErrorCode.NONE
+    return _WRITE_ERRORS.get(ErrorCode.from_code(code), ErrorCode.UNKNOWN_SERVER_ERROR)
+
+
+class TransactionStateManager:
+    def __init__(self, txn_log: OffsetsLog, num_partitions: Callable[[], int], *,
+                 clock: Callable[[], int], write_timeout_ms: int = 5000) -> None:
+        self.log = txn_log
+        self.clock = clock
+        self.write_timeout_ms = write_timeout_ms
+        self._num_partitions = num_partitions
+        self.owned: dict[int, int] = {}       # partition -> leader epoch, loaded
+        self.loading: dict[int, int] = {}     # partition -> epoch being loaded
+        self.epochs: dict[int, int] = {}      # partition -> newest epoch seen
+        self.ids: dict[int, dict[str, TxnMetadata]] = {}   # partition -> id -> state
+        self._tasks: set[asyncio.Task[Any]] = set()
+
+    # -- ownership --------------------------------------------------------------------
+
+    def partition_for(self, transactional_id: str) -> int:
+        return partition_for_group(transactional_id, max(1, self._num_partitions()))
+
+    def status(self, transactional_id: str) -> int | None:
+        """COORDINATOR_LOAD_IN_PROGRESS, NOT_COORDINATOR, or None when we serve the id."""
+        p = self.partition_for(transactional_id)
+        if p in self.loading:
+            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+        if p not in self.owned:
+            return ErrorCode.NOT_COORDINATOR
+        return None
+
+    def on_become_leader(self, partition: int, leader_epoch: int) -> None:
+        if leader_epoch < self.epochs.get(partition, -1):
+            return
+        self.epochs[partition] = leader_epoch
+        if partition in self.owned:
+            self.owned[partition] = leader_epoch
+            return
+        already_loading = partition in self.loading
+        self.loading[partition] = leader_epoch
+        if not already_loading:
+            self._spawn(self._load(partition, leader_epoch))
+
+    def on_resign(self, partition: int, leader_epoch: int | None) -> None:
+        if leader_epoch is not None and leader_epoch < self.epochs.get(partition, -1):
+            return
+        if leader_epoch is not None:
+            self.epochs[partition] = leader_epoch
+        self.loading.pop(partition, None)
+        self.owned.pop(partition, None)
+        dropped = self.ids.pop(partition, {})
+        if dropped:
+            log.info("resigned as transaction coordinator of %s-%d: %d transactional ids",
+                     TRANSACTION_STATE_TOPIC, partition, len(dropped))
+
+    async def _load(self, partition: int, epoch: int) -> None:
+        loaded: dict[str, TxnMetadata] = {}
+        try:
+            for chunk in self.log.read_chunks(partition) or ():
+                for key, value in chunk:
+                    try:
+                        tid = read_key(key)
+                        meta = read_value(tid, value)
+                    except DecodeError as e:
+                        log.warning("%s-%d: unreadable record skipped: %s",
+                                    TRANSACTION_STATE_TOPIC, partition, e)
+                        continue
+                    if meta is None:
+                        loaded.pop(tid, None)
+                    else:
+                        loaded[tid] = meta
+                await asyncio.sleep(0)           # stay responsive during a long load
+                if partition not in self.loading:
+                    return                       # resigned meanwhile
+        except Exception:
+            log.exception("error loading %s-%d", TRANSACTION_STATE_TOPIC, partition)
+            self.loading.pop(partition, None)
+            return
+        if partition not in self.loading:
+            return
+        del self.loading[partition]
+        self.owned[partition] = max(epoch, self.epochs.get(partition, epoch))
+        self.ids[partition] = loaded
+        log.info("loaded %s-%d (epoch %d): %d transactional ids", TRANSACTION_STATE_TOPIC,
+                 partition, epoch, len(loaded))
+
+    # -- state ----------------------------------------------------------------------
+
+    def get(self, transactional_id: str) -> TxnMetadata | None:
+        """The id's state (None: unknown here; check ``status`` first)."""
+        return self.ids.get(self.partition_for(transactional_id), {}).get(transactional_id)
+
+    async def put(self, meta: TxnMetadata) -> int:
+        """Write ``meta`` as the id's state; installed once written. -> the error the
+        client gets (NONE, NOT_COORDINATOR when the partition moved meanwhile, or
+        ``write_error`` of the log's answer)."""
+        return await self._write(meta.transactional_id,
+                                 None if meta.state is TxnState.DEAD else transaction_value(meta),
+                                 meta)
+
+    async def _write(self, tid: str, value: bytes | None, meta: TxnMetadata) -> int:
+        p = self.partition_for(tid)
+        status = self.status(tid)
+        if status is not None:
+            return status
+        epoch = self.owned[p]
+        code = await self.log.append(p, [(transaction_key(tid), value)], acks=-1,
+                                     timeout_ms=self.write_timeout_ms, timestamp=self.clock())
+        if code != ErrorCode.NONE:
+            return write_error(code)
+        if self.owned.get(p) != epoch:       # resigned or re-elected while writing
+            return ErrorCode.NOT_COORDINATOR
+        if value is None:
+            self.ids[p].pop(tid, None)
+        else:
+            self.ids[p][tid] = meta
+        return ErrorCode.NONE
+
+    def timed_out(self, now_ms: int) -> list[TxnMetadata]:
+        """Ongoing transactions past their timeout, on partitions we serve."""
+        return [m for p in self.owned for m in self.ids.get(p, {}).values()
+                if m.has_timed_out(now_ms)]
+
+    def expirable(self, now_ms: int, expiration_ms: int) -> list[TxnMetadata]:
+        """Finished ids not touched for ``expiration_ms`` (Kafka: Empty, CompleteCommit
+        or CompleteAbort, by the last update time)."""
+        return [m for p in self.owned for m in self.ids.get(p, {}).values()
+                if m.state.is_complete and now_ms - m.txn_last_update_timestamp >= expiration_ms]
+
+    # -- tasks ----------------------------------------------------------------------
+
+    def _spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def shutdown(self) -> None:
+        for p in list(self.owned) + list(self.loading):
+            self.on_resign(p, None)
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+
+
+__all__ = ["TRANSACTION_STATE_TOPIC", "TransactionStateManager", "write_error"]
