@@ -25,7 +25,7 @@ import socket
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from broker import coordinator, topic_config
+from broker import coordinator, topic_config, transaction
 from broker.acl.authorizer import AclAuthorizer, build_authorizer
 from client import BrokerPool
 from client.inter_broker import controlled_shutdown
@@ -76,6 +76,7 @@ class Broker:
         self.controller: Controller | None = None
         self.cleaner: LogCleaner | None = None
         self.group_coordinator: coordinator.GroupCoordinator | None = None
+        self.transaction_coordinator: transaction.TransactionCoordinator | None = None
         self.pool = BrokerPool(client_id="pybroker-controller",
                                timeout=config.request_timeout_ms / 1000)
         self.servers: list[KafkaServer] = []
@@ -121,6 +122,7 @@ class Broker:
         self.producer_ids = ProducerIdManager(self.broker_id, self.cluster)
         self.group_coordinator = coordinator.build(self)
         self.group_coordinator.start()
+        self.transaction_coordinator = transaction.build(self)
         for endpoint in self.listeners:
             server = KafkaServer(self, endpoint)
             await server.start()
@@ -210,23 +212,32 @@ class Broker:
     # -- leadership changes (called by the LeaderAndIsr / StopReplica handlers) ------------
 
     def on_leader_and_isr(self, states: list[PartitionState], errors: dict[Any, int]) -> None:
-        """Route __consumer_offsets leadership to the group coordinator."""
-        if self.group_coordinator is None:
-            return
+        """Route __consumer_offsets leadership to the group coordinator and
+        __transaction_state leadership to the transaction coordinator."""
         for s in states:
-            if s.topic != coordinator.OFFSETS_TOPIC or errors.get(s.tp):
+            if errors.get(s.tp):
+                continue
+            owner = self._coordinator_of(s.topic)
+            if owner is None:
                 continue
             if s.leader == self.broker_id:
-                self.group_coordinator.on_become_leader(s.partition, s.leader_epoch)
+                owner.on_become_leader(s.partition, s.leader_epoch)
             else:
-                self.group_coordinator.on_resign(s.partition, s.leader_epoch)
+                owner.on_resign(s.partition, s.leader_epoch)
 
     def on_stop_replica(self, partitions: list[tuple[str, int]]) -> None:
-        if self.group_coordinator is None:
-            return
         for topic, partition in partitions:
-            if topic == coordinator.OFFSETS_TOPIC:
-                self.group_coordinator.on_resign(partition, None)
+            owner = self._coordinator_of(topic)
+            if owner is not None:
+                owner.on_resign(partition, None)
+
+    def _coordinator_of(self, topic: str) -> Any:
+        """The coordinator whose state lives in ``topic`` (None for other topics)."""
+        if topic == coordinator.OFFSETS_TOPIC:
+            return self.group_coordinator
+        if topic == transaction.TRANSACTION_STATE_TOPIC and self.transaction_coordinator:
+            return self.transaction_coordinator.state
+        return None
 
     # -- periodic work -------------------------------------------------------------------
 
@@ -312,6 +323,9 @@ class Broker:
             await self._shutdown_step("replica fetchers", self.replicas.stop_replication())
         if self.group_coordinator is not None:
             await self._shutdown_step("group coordinator", self.group_coordinator.shutdown())
+        if self.transaction_coordinator is not None:
+            await self._shutdown_step("transaction coordinator",
+                                      self.transaction_coordinator.state.shutdown())
         if self.controller is not None:
             await self._shutdown_step("controller", self.controller.stop())
         if self.authorizer is not None:

@@ -132,8 +132,9 @@ class BrokerConfig:
     log_cleaner_dedupe_buffer_size: int = field(default=128 * MiB, metadata=_valid(_positive))
     log_cleaner_io_buffer_load_factor: float = 0.9
     log_cleaner_backoff_ms: int = field(default=15_000, metadata=_valid(_positive))
-    # ---- producers
+    # ---- producers and transactions
     transactional_id_expiration_ms: int = 604_800_000
+    transaction_max_timeout_ms: int = field(default=900_000, metadata=_valid(_positive))
     producer_id_expiration_ms: int = 86_400_000
     # ---- operations
     controlled_shutdown_enable: bool = True

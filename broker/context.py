@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from broker.producer_ids import ProducerIdManager
     from broker.replication.partition_state import PartitionState
     from broker.replication.replica_manager import ReplicaManager
+    from broker.transaction import TransactionCoordinator
     from controller import ClusterStore, Controller
     from storage.log_manager import LogManager
 
@@ -31,7 +32,8 @@ if TYPE_CHECKING:
 class BrokerServices(Protocol):
     """The services of a broker process that handlers reach through ``ctx.broker``.
 
-    ``logs``, ``replicas``, ``producer_ids`` and ``group_coordinator`` are built
+    ``logs``, ``replicas``, ``producer_ids``, ``group_coordinator`` and
+    ``transaction_coordinator`` are built
     in ``Broker.start()`` before any listener opens, so a request always sees
     them (``Broker`` declares them Optional only for the time before that). The
     controller starts after the listeners: it may be None, and ``authorizer`` is
@@ -45,6 +47,7 @@ class BrokerServices(Protocol):
     authorizer: AclAuthorizer | None
     controller: Controller | None
     group_coordinator: GroupCoordinator | None
+    transaction_coordinator: TransactionCoordinator | None
 
     @property
     def logs(self) -> LogManager: ...

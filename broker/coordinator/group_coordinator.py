@@ -76,7 +76,7 @@ class GroupCoordinator(OwnershipOps, SyncOps, OffsetOps):
         self.active = True
         # FindCoordinator creates __consumer_offsets once; concurrent finds see this set
         # and answer COORDINATOR_NOT_AVAILABLE instead of starting a second creation
-        self.creating_offsets_topic = False
+        self.creating_topic = False
         self._tasks: set[asyncio.Task[Any]] = set()
 
     # -- tasks ---------------------------------------------------------------------------

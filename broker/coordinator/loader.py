@@ -97,34 +97,36 @@ def build_batch(records: list[KeyValue], timestamp: int) -> bytearray:
 
 
 class BrokerOffsetsLog:
-    """``OffsetsLog`` over the broker's replica manager and log manager."""
+    """``OffsetsLog`` over the broker's replica manager and log manager, for
+    ``topic`` (__consumer_offsets; the transaction coordinator's __transaction_state)."""
 
-    def __init__(self, broker: Any) -> None:
+    def __init__(self, broker: Any, topic: str = OFFSETS_TOPIC) -> None:
         self.broker = broker
+        self.topic = topic
 
     async def append(self, partition: int, records: list[KeyValue], *, acks: int,
                      timeout_ms: int, timestamp: int) -> int:
-        tp = (OFFSETS_TOPIC, partition)
+        tp = (self.topic, partition)
         results = await self.broker.replicas.append_records(
             acks, timeout_ms, {tp: bytes(build_batch(records, timestamp))})
         return int(results[tp].error)
 
     def read_chunks(self, partition: int) -> Iterator[list[KeyValue]] | None:
         logs = self.broker.logs
-        plog = logs.get_log(OFFSETS_TOPIC, partition) if logs is not None else None
+        plog = logs.get_log(self.topic, partition) if logs is not None else None
         if plog is None:
             return None
-        return _chunks(plog)
+        return _chunks(plog, self.topic)
 
     def leader_epoch(self, partition: int) -> int | None:
         replicas = self.broker.replicas
-        p = replicas.partition(OFFSETS_TOPIC, partition) if replicas is not None else None
+        p = replicas.partition(self.topic, partition) if replicas is not None else None
         if p is None or not p.is_leader:
             return None
         return int(p.leader_epoch)
 
 
-def _chunks(plog: Any) -> Iterator[list[KeyValue]]:
+def _chunks(plog: Any, topic: str = OFFSETS_TOPIC) -> Iterator[list[KeyValue]]:
     offset = plog.log_start_offset
     while offset < plog.log_end_offset:
         data = plog.read(offset, LOAD_BUFFER_SIZE, None).slice.read()
@@ -137,7 +139,7 @@ def _chunks(plog: Any) -> Iterator[list[KeyValue]]:
                 continue
             for record in iter_records(data, pos):
                 if record.key is None:
-                    log.warning("%s: record at offset %d has no key; skipped", OFFSETS_TOPIC,
+                    log.warning("%s: record at offset %d has no key; skipped", topic,
                                 record.offset)
                     continue
                 chunk.append((bytes(record.key),

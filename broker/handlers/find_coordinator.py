@@ -11,7 +11,9 @@ cleanup.policy=compact, segment.bytes=100 MiB (whatever
 auto.create.topics.enable says); while it is being created, when fewer brokers
 are alive than the replication factor (Kafka does not shrink it), or while the
 partition has no live leader, the answer is COORDINATOR_NOT_AVAILABLE.
-Transactional ids: COORDINATOR_NOT_AVAILABLE until the transaction coordinator lands.
+A transactional id's coordinator is found the same way in __transaction_state
+(transaction.state.log.num.partitions / replication.factor / min.isr), created on
+first use likewise.
 
 Error messages as Kafka's ``Errors.message()``: "NONE" on success.
 """
@@ -24,6 +26,7 @@ from typing import Any
 from broker.context import RequestContext
 from broker.coordinator import OFFSETS_TOPIC, coordinator_of
 from broker.dispatch import handler
+from broker.topic_names import TRANSACTION_STATE_TOPIC
 from broker.topic_creation import auto_create_request, create_topic
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
@@ -45,41 +48,54 @@ def _message(error: int) -> str:
     return "NONE" if error == ErrorCode.NONE else ErrorCode.from_code(error).message
 
 
-async def _ensure_offsets_topic(broker: Any) -> None:
-    """Create __consumer_offsets once (concurrent finds share one attempt)."""
-    coordinator = coordinator_of(broker)
-    if coordinator.creating_offsets_topic:
+async def _ensure_topic(broker: Any, topic: str, owner: Any) -> None:
+    """Create the coordinator's topic once (concurrent finds share one attempt;
+    ``owner.creating_topic`` marks the attempt in flight)."""
+    if owner.creating_topic:
         return
-    coordinator.creating_offsets_topic = True
+    owner.creating_topic = True
     try:
-        outcome = await create_topic(broker, auto_create_request(broker.config, OFFSETS_TOPIC))
+        outcome = await create_topic(broker, auto_create_request(broker.config, topic))
         if outcome.ok:
-            log.info("created %s for the group coordinator", OFFSETS_TOPIC)
+            log.info("created %s", topic)
         elif outcome.error != ErrorCode.TOPIC_ALREADY_EXISTS:
-            log.warning("could not create %s: %s %s", OFFSETS_TOPIC,
+            log.warning("could not create %s: %s %s", topic,
                         ErrorCode.from_code(outcome.error).name, outcome.message or "")
     finally:
-        coordinator.creating_offsets_topic = False
+        owner.creating_topic = False
 
 
-async def find_group_coordinator(broker: Any, group_id: str) -> Found:
+async def _leader_of(broker: Any, topic: str, partition: int, owner: Any) -> Found:
+    """The live leader of ``topic``-``partition``, creating the topic first if need be."""
     metadata = broker.metadata
-    if not metadata.has_topic(OFFSETS_TOPIC):
-        await _ensure_offsets_topic(broker)
+    if not metadata.has_topic(topic):
+        await _ensure_topic(broker, topic, owner)
         return ErrorCode.COORDINATOR_NOT_AVAILABLE, -1, "", -1
-    partition = coordinator_of(broker).partition_for(group_id)
-    leader = next((p.leader for p in metadata.partitions(OFFSETS_TOPIC)
-                   if p.partition == partition), -1)
+    leader = next((p.leader for p in metadata.partitions(topic) if p.partition == partition), -1)
     node = metadata.broker(leader) if leader >= 0 else None
     if node is None:
         return ErrorCode.COORDINATOR_NOT_AVAILABLE, -1, "", -1
     return ErrorCode.NONE, node.id, node.host, node.port
 
 
+async def find_group_coordinator(broker: Any, group_id: str) -> Found:
+    coordinator = coordinator_of(broker)
+    return await _leader_of(broker, OFFSETS_TOPIC, coordinator.partition_for(group_id),
+                            coordinator)
+
+
+async def find_transaction_coordinator(broker: Any, transactional_id: str) -> Found:
+    coordinator = broker.transaction_coordinator
+    if coordinator is None:
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE, -1, "", -1
+    return await _leader_of(broker, TRANSACTION_STATE_TOPIC,
+                            coordinator.state.partition_for(transactional_id), coordinator)
+
+
 async def _find(broker: Any, key: str, key_type: int) -> Found:
     if key_type == KEY_GROUP:
         return await find_group_coordinator(broker, key)
-    return ErrorCode.COORDINATOR_NOT_AVAILABLE, -1, "", -1
+    return await find_transaction_coordinator(broker, key)
 
 
 @handler(ApiKey.FIND_COORDINATOR)

@@ -1,17 +1,24 @@
-"""InitProducerId (API key 22), versions 0-5: idempotent producers.
+"""InitProducerId (API key 22), versions 0-5: idempotent and transactional producers.
 
 A null TransactionalId gets a fresh producer id (from the broker's
 ProducerIdManager, blocks of 1000 from ZooKeeper) and epoch 0, whatever
 ProducerId/ProducerEpoch a v3+ request carries (Kafka does the same for
-idempotent producers). Transactions are not implemented yet: a transactional
-id is answered COORDINATOR_NOT_AVAILABLE (retriable) with a log line; an empty
-one is INVALID_REQUEST, as Kafka's transaction coordinator answers.
+idempotent producers).
+
+A transactional id goes to the transaction coordinator
+(broker/transaction/coordinator.py: fencing by epoch bump, KIP-360's expected
+producer id and epoch from v3, the state written to __transaction_state before
+the answer); it needs WRITE on the TransactionalId resource when an authorizer
+is configured (TRANSACTIONAL_ID_AUTHORIZATION_FAILED otherwise). PRODUCER_FENCED
+is answered INVALID_PRODUCER_EPOCH below v4, as Kafka does (KIP-588).
 """
 
 from __future__ import annotations
 
 import logging
 
+from broker.acl.acl_model import AclOperation, ResourceType
+from broker.acl.authorizer import allowed
 from broker.context import RequestContext
 from broker.dispatch import handler
 from protocol.api_keys import ApiKey
@@ -28,13 +35,7 @@ SPEC = api(ApiKey.INIT_PRODUCER_ID).response
 async def handle_init_producer_id(ctx: RequestContext, request: Struct) -> Struct:
     tid = request.transactional_id
     if tid is not None:
-        if tid == "":
-            return SPEC.new(error_code=ErrorCode.INVALID_REQUEST, producer_id=-1, producer_epoch=-1)
-        log.warning("InitProducerId for transactional id %r from %s: transactions are not "
-                    "supported yet, answering COORDINATOR_NOT_AVAILABLE", tid,
-                    ctx.connection.peer)
-        return SPEC.new(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE, producer_id=-1,
-                        producer_epoch=-1)
+        return await _transactional(ctx, request, tid)
     try:
         producer_id = await ctx.broker.producer_ids.generate_producer_id()
     except Exception as e:  # ZooKeeper unreachable or similar: the client retries
@@ -42,3 +43,28 @@ async def handle_init_producer_id(ctx: RequestContext, request: Struct) -> Struc
         return SPEC.new(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE, producer_id=-1,
                         producer_epoch=-1)
     return SPEC.new(error_code=ErrorCode.NONE, producer_id=producer_id, producer_epoch=0)
+
+
+async def _transactional(ctx: RequestContext, request: Struct, tid: str) -> Struct:
+    if tid and not allowed(ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, tid):
+        return SPEC.new(error_code=ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+                        producer_id=-1, producer_epoch=-1)
+    coordinator = ctx.broker.transaction_coordinator
+    if coordinator is None:
+        return SPEC.new(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE, producer_id=-1,
+                        producer_epoch=-1)
+    expected = None
+    if ctx.version >= 3 and request.producer_id >= 0:
+        expected = (int(request.producer_id), int(request.producer_epoch))
+    try:
+        result = await coordinator.init_producer_id(tid, int(request.transaction_timeout_ms),
+                                                    expected)
+    except Exception as e:  # producer ids from ZooKeeper unreachable, or similar: retriable
+        log.warning("InitProducerId for %r: %s", tid, e)
+        return SPEC.new(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE, producer_id=-1,
+                        producer_epoch=-1)
+    error = result.error
+    if error == ErrorCode.PRODUCER_FENCED and ctx.version < 4:
+        error = ErrorCode.INVALID_PRODUCER_EPOCH
+    return SPEC.new(error_code=int(error), producer_id=result.producer_id,
+                    producer_epoch=result.producer_epoch)

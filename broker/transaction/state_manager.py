@@ -36,13 +36,12 @@ from broker.coordinator.coordinator_types import partition_for_group
 from broker.coordinator.loader import OffsetsLog
 from broker.transaction.txn_log import read_key, read_value, transaction_key, \
     transaction_value
+from broker.topic_names import TRANSACTION_STATE_TOPIC
 from broker.transaction.txn_state import TxnMetadata, TxnState
 from protocol.errors import ErrorCode
 from protocol.primitives import DecodeError
 
 log = logging.getLogger(__name__)
-
-TRANSACTION_STATE_TOPIC = "__transaction_state"
 
 # appendTransactionToLog: the partition's error -> what the client is told
 _WRITE_ERRORS = {

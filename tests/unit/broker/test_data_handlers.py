@@ -187,4 +187,31 @@ def test_init_producer_id(b: FakeBroker) -> None:
     assert [(r.error_code, r.producer_epoch) for r in ids] == [(0, 0)] * 6
     assert len({r.producer_id for r in ids}) == 6 and b.cluster.calls == 1
     r = asyncio.run(call(b, I, 4, transactional_id="tx", transaction_timeout_ms=1000))
-    assert r.error_code == ErrorCode.COORDINATOR_NOT_AVAILABLE
+    assert r.error_code == ErrorCode.COORDINATOR_NOT_AVAILABLE     # no coordinator built
+
+
+def test_init_producer_id_with_a_transactional_id(b: FakeBroker) -> None:
+    from broker.transaction import TransactionCoordinator, TransactionStateManager
+    from tests.unit.broker.transaction.test_state_manager import MemoryLog
+    I = ApiKey.INIT_PRODUCER_ID
+
+    async def body() -> None:
+        state = TransactionStateManager(MemoryLog(), lambda: 1, clock=lambda: 5)
+        b.transaction_coordinator = TransactionCoordinator(
+            state, b.producer_ids.generate_producer_id, max_timeout_ms=60000, clock=lambda: 5)
+        state.on_become_leader(0, 0)
+        await asyncio.sleep(0)
+        first = await call(b, I, 4, transactional_id="tx", transaction_timeout_ms=1000)
+        again = await call(b, I, 4, transactional_id="tx", transaction_timeout_ms=1000)
+        assert (first.error_code, first.producer_epoch) == (0, 0)
+        assert (again.error_code, again.producer_id, again.producer_epoch) == \
+            (0, first.producer_id, 1)                     # the older producer is fenced
+        stale = dict(transactional_id="tx", transaction_timeout_ms=1000,
+                     producer_id=first.producer_id + 1, producer_epoch=0)
+        assert (await call(b, I, 4, **stale)).error_code == ErrorCode.PRODUCER_FENCED
+        assert (await call(b, I, 3, **stale)).error_code == ErrorCode.INVALID_PRODUCER_EPOCH
+        too_long = await call(b, I, 4, transactional_id="tx", transaction_timeout_ms=60001)
+        assert too_long.error_code == ErrorCode.INVALID_TRANSACTION_TIMEOUT
+        empty = await call(b, I, 4, transactional_id="", transaction_timeout_ms=1000)
+        assert empty.error_code == ErrorCode.INVALID_REQUEST
+    asyncio.run(body())

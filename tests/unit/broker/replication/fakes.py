@@ -131,6 +131,7 @@ class FakeBroker:
         self.controller_epoch = 1
         self.leader_epochs: dict[tuple[str, int], int] = {}
         self.authorizer: Any = None          # no authorizer.class.name: every request allowed
+        self.transaction_coordinator: Any = None
 
     def lead(self, topic: str, partitions: int = 1, *, replicas: tuple[int, ...] | None = None,
              isr: tuple[int, ...] | None = None, leader: int | None = None) -> uuid.UUID:
