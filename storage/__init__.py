@@ -10,6 +10,8 @@ Map (Kafka's class in brackets):
     fdless_mmap.py      mappings that keep no file descriptor (one fd per partition)
     offset_index.py     .index entries (relative offset, position) [OffsetIndex]
     time_index.py       .timeindex entries (timestamp, relative offset) [TimeIndex]
+    txn_index.py        .txnindex aborted-transaction entries [TransactionIndex]
+                        (not driven by log.py yet)
     segment.py          one segment: .log + .index + .timeindex [LogSegment]
     log.py              one partition's segments: append, read, roll, truncate,
                         retention [UnifiedLog]
