@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from client.connection import DEFAULT_CLIENT_ID, DEFAULT_TIMEOUT, KafkaConnection
-from client.errors import KafkaConnectionError
+from client.errors import KafkaConnectionError, NoCommonVersion
 from client.metadata import ClusterMetadata, metadata_request
 from client.pool import BrokerPool, bootstrap
 from protocol.api_keys import ApiKey
@@ -118,11 +118,19 @@ class KafkaAdmin:
         return await self.any_connection()
 
     async def _to_controller(self, api_key: int, body: Struct,
-                             errors_of: Any) -> Struct:
-        """Send to the controller; on NOT_CONTROLLER refresh and retry."""
+                             errors_of: Any, *, min_version: int = 0) -> Struct:
+        """Send to the controller; on NOT_CONTROLLER refresh and retry. A controller
+        speaking the API only below ``min_version`` (where a field the request needs
+        does not exist) raises NoCommonVersion instead of sending."""
         for attempt in range(_ADMIN_RETRIES):
             conn = await self.controller_connection()
-            resp = await conn.request(api_key, body)
+            version = conn.version_for(api_key)
+            if version < min_version:
+                raise NoCommonVersion(
+                    f"{conn.host}:{conn.port} speaks {api(api_key).name} only up to "
+                    f"v{version}; v{min_version}+ is needed", conn.host, conn.port,
+                    api_key=api_key)
+            resp = await conn.request(api_key, body, version)
             assert resp is not None
             if attempt + 1 < _ADMIN_RETRIES and any(
                     code == ErrorCode.NOT_CONTROLLER for code in errors_of(resp)):
@@ -260,10 +268,13 @@ class KafkaAdmin:
             for t, ps in _partitions_by_topic(partitions).items()]
         body = spec.new(election_type=election_type, topic_partitions=topics,
                         timeout_ms=timeout_ms)
+        # ElectionType exists from v1: at v0 an unclean election would go out as a
+        # preferred one, so (as Kafka's ElectLeadersRequest.Builder) it is refused.
         resp = await self._to_controller(
             ApiKey.ELECT_LEADERS, body,
             lambda r: [r.error_code] + [p.error_code for t in r.replica_election_results
-                                        for p in t.partition_result])
+                                        for p in t.partition_result],
+            min_version=0 if election_type == PREFERRED_ELECTION else 1)
         return resp.error_code, {(t.topic, p.partition_id): (p.error_code, p.error_message)
                                  for t in resp.replica_election_results
                                  for p in t.partition_result}

@@ -15,8 +15,9 @@ from typing import Any
 
 import pytest
 
-from client import KafkaAdmin
+from client import KafkaAdmin, NoCommonVersion
 from client.admin import _ADMIN_RETRIES, PREFERRED_ELECTION, UNCLEAN_ELECTION, Reassignment
+from client.connection import our_versions
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.headers import RequestHeader
@@ -185,6 +186,24 @@ def test_elect_leaders_preferred_and_unclean() -> None:
         assert every_req.election_type == UNCLEAN_ELECTION
         assert every_req.topic_partitions is None and every_req.timeout_ms == 500
     run(body)
+
+
+def test_unclean_election_is_refused_by_a_v0_only_controller() -> None:
+    """ElectLeaders v0 has no ElectionType: an unclean election sent at v0 would be
+    a preferred one, so it is not sent; a preferred one goes out at v0."""
+    versions = dict(our_versions())
+    versions[ELECT] = (0, 0)
+
+    async def body(fake: FakeKafka) -> None:
+        sent = answering(fake, ELECT, elect_answer)
+        async with KafkaAdmin(fake.address, timeout=2) as admin:
+            with pytest.raises(NoCommonVersion):
+                await admin.elect_leaders([("t", 1)], election_type=UNCLEAN_ELECTION)
+            assert sent == []
+            code, results = await admin.elect_leaders([("t", 1)])
+            assert (code, results) == (0, {("t", 1): (ErrorCode.ELECTION_NOT_NEEDED, None)})
+        assert [h.api_version for h in fake.seen if h.api_key == ELECT] == [0]
+    run(body, versions=versions)
 
 
 # -- a controller that moves ---------------------------------------------------------------
