@@ -136,3 +136,9 @@ class MetadataCache:
                 cur.offline_replicas if cur else (), s.partition_epoch)
             if s.topic_id is not None and s.topic_id.int != 0:
                 self._topic_ids[s.topic] = s.topic_id
+
+
+def partition_count_or(metadata: MetadataCache, topic: str, configured: int) -> int:
+    """How many partitions ``topic`` has once it exists, else ``configured``: the
+    coordinators hash ids onto __consumer_offsets / __transaction_state with it."""
+    return len(metadata.partitions(topic)) or int(configured)

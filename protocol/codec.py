@@ -63,3 +63,32 @@ def decode(spec: MessageSpec, buf: Any, version: int) -> Struct:
     if end != len(buf):
         raise DecodeError(f"{spec.name} v{version}: {len(buf) - end} trailing bytes")
     return msg
+
+
+# -- version-prefixed records (Kafka's MessageUtil.toVersionPrefixedBytes) ------------
+# The coordinators' records in __consumer_offsets and __transaction_state: an int16
+# schema version, then the struct at that version.
+
+_RECORD_VERSION = struct.Struct(">h")
+
+
+def encode_prefixed(spec: MessageSpec, version: int, **values: Any) -> bytes:
+    """int16 ``version`` + ``spec`` at that version, built from ``values``."""
+    return _RECORD_VERSION.pack(version) + encode(spec.new(**values), version)
+
+
+def record_version(data: bytes | memoryview) -> int:
+    """The int16 schema version a prefixed record starts with."""
+    if len(data) < 2:
+        raise DecodeError(f"{len(data)} bytes hold no record version")
+    return int(_RECORD_VERSION.unpack_from(data, 0)[0])
+
+
+def decode_prefixed(spec: MessageSpec, data: bytes | memoryview) -> tuple[int, Struct]:
+    """-> (version, struct); DecodeError for a version ``spec`` does not define."""
+    if len(data) < 2:
+        raise DecodeError(f"{spec.name}: {len(data)} bytes hold no version")
+    version = record_version(data)
+    if version not in spec.valid:
+        raise DecodeError(f"{spec.name}: unknown version {version}")
+    return version, decode(spec, memoryview(data)[2:], version)

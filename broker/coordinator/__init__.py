@@ -35,6 +35,7 @@ from broker.coordinator.group_metadata import JoinResult, SyncResult
 from broker.coordinator.group_state import GroupState
 from broker.coordinator.loader import OFFSETS_TOPIC, BrokerOffsetsLog
 from broker.coordinator.offsets_topic import OffsetAndMetadata
+from broker.metadata_cache import partition_count_or
 
 __all__ = ["CoordinatorConfig", "GroupCoordinator", "JoinRequest", "LeaveMember", "JoinResult",
            "SyncResult", "GroupState", "OffsetAndMetadata", "OFFSETS_TOPIC", "BrokerOffsetsLog",
@@ -43,12 +44,8 @@ __all__ = ["CoordinatorConfig", "GroupCoordinator", "JoinRequest", "LeaveMember"
 
 def offsets_topic_partitions(broker: Any) -> int:
     """The partition count of __consumer_offsets once it exists, else the config's."""
-    metadata = broker.metadata
-    if metadata.has_topic(OFFSETS_TOPIC):
-        count = len(metadata.partitions(OFFSETS_TOPIC))
-        if count:
-            return count
-    return int(broker.config.offsets_topic_num_partitions)
+    return partition_count_or(broker.metadata, OFFSETS_TOPIC,
+                              broker.config.offsets_topic_num_partitions)
 
 
 def build(broker: Any) -> GroupCoordinator:

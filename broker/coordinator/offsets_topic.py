@@ -30,13 +30,10 @@ ignored when loading, as Kafka does.
 
 from __future__ import annotations
 
-import struct
 from dataclasses import dataclass
-from typing import Any
 
-from protocol import codec
-from protocol.primitives import DecodeError
-from protocol.schema import MessageSpec, Struct, field, message
+from protocol.codec import decode_prefixed, encode_prefixed, record_version
+from protocol.schema import field, message
 
 OFFSET_COMMIT_KEY = message("OffsetCommitKey", api_key=-1, valid="0-1", flexible="none",
                             kind="data", fields=[
@@ -85,20 +82,6 @@ OFFSET_VALUE_VERSION_WITH_EXPIRY = 1
 GROUP_KEY_VERSION = 2
 GROUP_VALUE_VERSION = 3
 
-_VERSION = struct.Struct(">h")
-
-
-def _encode(spec: MessageSpec, version: int, **values: Any) -> bytes:
-    return _VERSION.pack(version) + codec.encode(spec.new(**values), version)
-
-
-def _decode(spec: MessageSpec, data: bytes | memoryview) -> tuple[int, Struct]:
-    if len(data) < 2:
-        raise DecodeError(f"{spec.name}: {len(data)} bytes hold no version")
-    (version,) = _VERSION.unpack_from(data, 0)
-    if version not in spec.valid:
-        raise DecodeError(f"{spec.name}: unknown version {version}")
-    return version, codec.decode(spec, memoryview(data)[2:], version)
 
 
 # -- keys ------------------------------------------------------------------------------
@@ -121,22 +104,22 @@ class UnknownKey:
 
 
 def offset_commit_key(group: str, topic: str, partition: int) -> bytes:
-    return _encode(OFFSET_COMMIT_KEY, OFFSET_KEY_VERSION, group=group, topic=topic,
-                   partition=partition)
+    return encode_prefixed(OFFSET_COMMIT_KEY, OFFSET_KEY_VERSION, group=group, topic=topic,
+                           partition=partition)
 
 
 def group_metadata_key(group: str) -> bytes:
-    return _encode(GROUP_METADATA_KEY, GROUP_KEY_VERSION, group=group)
+    return encode_prefixed(GROUP_METADATA_KEY, GROUP_KEY_VERSION, group=group)
 
 
 def read_key(data: bytes | memoryview) -> OffsetKey | GroupKey | UnknownKey:
     """Kafka's ``GroupMetadataManager.readMessageKey``."""
-    (version,) = _VERSION.unpack_from(data, 0)
+    version = record_version(data)
     if version in OFFSET_COMMIT_KEY.valid:
-        _, k = _decode(OFFSET_COMMIT_KEY, data)
+        _, k = decode_prefixed(OFFSET_COMMIT_KEY, data)
         return OffsetKey(k.group, k.topic, k.partition)
     if version in GROUP_METADATA_KEY.valid:
-        _, k = _decode(GROUP_METADATA_KEY, data)
+        _, k = decode_prefixed(GROUP_METADATA_KEY, data)
         return GroupKey(k.group)
     return UnknownKey(version)
 
@@ -157,16 +140,17 @@ class OffsetAndMetadata:
 def offset_commit_value(o: OffsetAndMetadata) -> bytes:
     """v3, or v1 when the commit carries an explicit expire timestamp (Kafka's rule)."""
     if o.expire_timestamp >= 0:
-        return _encode(OFFSET_COMMIT_VALUE, OFFSET_VALUE_VERSION_WITH_EXPIRY, offset=o.offset,
-                       metadata=o.metadata, commit_timestamp=o.commit_timestamp,
-                       expire_timestamp=o.expire_timestamp)
-    return _encode(OFFSET_COMMIT_VALUE, OFFSET_VALUE_VERSION, offset=o.offset,
-                   leader_epoch=o.leader_epoch, metadata=o.metadata,
-                   commit_timestamp=o.commit_timestamp)
+        return encode_prefixed(OFFSET_COMMIT_VALUE, OFFSET_VALUE_VERSION_WITH_EXPIRY,
+                               offset=o.offset, metadata=o.metadata,
+                               commit_timestamp=o.commit_timestamp,
+                               expire_timestamp=o.expire_timestamp)
+    return encode_prefixed(OFFSET_COMMIT_VALUE, OFFSET_VALUE_VERSION, offset=o.offset,
+                           leader_epoch=o.leader_epoch, metadata=o.metadata,
+                           commit_timestamp=o.commit_timestamp)
 
 
 def read_offset_value(data: bytes | memoryview) -> OffsetAndMetadata:
-    version, v = _decode(OFFSET_COMMIT_VALUE, data)
+    version, v = decode_prefixed(OFFSET_COMMIT_VALUE, data)
     return OffsetAndMetadata(
         offset=v.offset, metadata=v.metadata, commit_timestamp=v.commit_timestamp,
         leader_epoch=v.leader_epoch if version >= 3 else -1,
@@ -203,13 +187,13 @@ def group_metadata_value(g: StoredGroup) -> bytes:
         client_host=m.client_host, rebalance_timeout=m.rebalance_timeout,
         session_timeout=m.session_timeout, subscription=m.subscription,
         assignment=m.assignment) for m in g.members]
-    return _encode(GROUP_METADATA_VALUE, GROUP_VALUE_VERSION, protocol_type=g.protocol_type,
-                   generation=g.generation, protocol=g.protocol, leader=g.leader,
-                   current_state_timestamp=g.current_state_timestamp, members=members)
+    return encode_prefixed(GROUP_METADATA_VALUE, GROUP_VALUE_VERSION, protocol_type=g.protocol_type,
+                           generation=g.generation, protocol=g.protocol, leader=g.leader,
+                           current_state_timestamp=g.current_state_timestamp, members=members)
 
 
 def read_group_value(data: bytes | memoryview) -> StoredGroup:
-    version, v = _decode(GROUP_METADATA_VALUE, data)
+    version, v = decode_prefixed(GROUP_METADATA_VALUE, data)
     members = tuple(StoredMember(
         member_id=m.member_id, group_instance_id=m.group_instance_id if version >= 3 else None,
         client_id=m.client_id, client_host=m.client_host,

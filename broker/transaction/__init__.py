@@ -36,6 +36,7 @@ from __future__ import annotations
 from typing import Any
 
 from broker.coordinator.loader import BrokerOffsetsLog
+from broker.metadata_cache import partition_count_or
 from broker.topic_names import TRANSACTION_STATE_TOPIC
 from broker.transaction.coordinator import InitResult, TransactionCoordinator
 from broker.transaction.state_manager import TransactionStateManager
@@ -44,12 +45,8 @@ from storage.log import wall_clock_ms
 
 def transaction_state_partitions(broker: Any) -> int:
     """The partition count of __transaction_state once it exists, else the config's."""
-    metadata = broker.metadata
-    if metadata.has_topic(TRANSACTION_STATE_TOPIC):
-        count = len(metadata.partitions(TRANSACTION_STATE_TOPIC))
-        if count:
-            return count
-    return int(broker.config.transaction_state_log_num_partitions)
+    return partition_count_or(broker.metadata, TRANSACTION_STATE_TOPIC,
+                              broker.config.transaction_state_log_num_partitions)
 
 
 def build(broker: Any) -> TransactionCoordinator:

@@ -23,14 +23,12 @@ topic is compacted, so the newest record per transactional id is its state.
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Iterable
-from typing import Any
 
 from broker.transaction.txn_state import TopicPartition, TxnMetadata, TxnState
-from protocol import codec
+from protocol.codec import decode_prefixed, encode_prefixed
 from protocol.primitives import DecodeError
-from protocol.schema import MessageSpec, Struct, field, message
+from protocol.schema import Struct, field, message
 
 TRANSACTION_LOG_KEY = message("TransactionLogKey", api_key=-1, valid="0", flexible="none",
                               kind="data", fields=[
@@ -58,29 +56,13 @@ PARTITIONS_SCHEMA = TRANSACTION_LOG_VALUE.structs["PartitionsSchema"]
 KEY_VERSION = 0
 VALUE_VERSION = 0
 
-_VERSION = struct.Struct(">h")
-
-
-def _encode(spec: MessageSpec, version: int, **values: Any) -> bytes:
-    return _VERSION.pack(version) + codec.encode(spec.new(**values), version)
-
-
-def _decode(spec: MessageSpec, data: bytes | memoryview) -> tuple[int, Struct]:
-    if len(data) < 2:
-        raise DecodeError(f"{spec.name}: {len(data)} bytes hold no version")
-    (version,) = _VERSION.unpack_from(data, 0)
-    if version not in spec.valid:
-        raise DecodeError(f"{spec.name}: unknown version {version}")
-    return version, codec.decode(spec, memoryview(data)[2:], version)
-
-
 def transaction_key(transactional_id: str) -> bytes:
-    return _encode(TRANSACTION_LOG_KEY, KEY_VERSION, transactional_id=transactional_id)
+    return encode_prefixed(TRANSACTION_LOG_KEY, KEY_VERSION, transactional_id=transactional_id)
 
 
 def read_key(data: bytes | memoryview) -> str:
     """The transactional id of a record key (DecodeError on another layout)."""
-    _, key = _decode(TRANSACTION_LOG_KEY, data)
+    _, key = decode_prefixed(TRANSACTION_LOG_KEY, data)
     return str(key.transactional_id)
 
 
@@ -100,7 +82,7 @@ def transaction_value(meta: TxnMetadata) -> bytes:
     if meta.state is TxnState.EMPTY and meta.partitions:
         raise ValueError(f"{meta.transactional_id!r} is Empty but holds partitions "
                          f"{sorted(meta.partitions)}")
-    return _encode(
+    return encode_prefixed(
         TRANSACTION_LOG_VALUE, VALUE_VERSION, producer_id=meta.producer_id,
         producer_epoch=meta.producer_epoch, transaction_timeout_ms=meta.txn_timeout_ms,
         transaction_status=int(meta.state),
@@ -115,7 +97,7 @@ def read_value(transactional_id: str, data: bytes | memoryview | None) -> TxnMet
     unknown version or status byte, as Kafka's readTxnRecordValue throws."""
     if data is None:
         return None
-    _, v = _decode(TRANSACTION_LOG_VALUE, data)
+    _, v = decode_prefixed(TRANSACTION_LOG_VALUE, data)
     try:
         state = TxnState(v.transaction_status)
     except ValueError:
