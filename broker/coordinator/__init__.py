@@ -10,6 +10,8 @@ Map:
 
     group_coordinator.py  GroupCoordinator: JoinGroup, rebalances, heartbeats, LeaveGroup
     ownership.py          loading / unloading __consumer_offsets partitions (mixin)
+    coordinator_partitions.py  served / loading / newest-epoch bookkeeping (shared
+                          with the transaction coordinator's state manager)
     sync_ops.py           SyncGroup and the group-metadata write (mixin)
     offset_ops.py         OffsetCommit / OffsetFetch / OffsetDelete / DeleteGroups,
                           offset expiry (mixin)

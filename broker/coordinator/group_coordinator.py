@@ -39,7 +39,8 @@ from broker.coordinator.coordinator_types import INT32_MAX, CoordinatorConfig, J
 from broker.coordinator.group_metadata import GroupMetadata, JoinCallback, JoinResult, \
     MemberMetadata
 from broker.coordinator.group_state import GroupState
-from broker.coordinator.loader import OffsetsLog
+from broker.coordinator.coordinator_partitions import CoordinatorPartitions
+from broker.coordinator.loader import OFFSETS_TOPIC, OffsetsLog
 from broker.coordinator.offset_ops import OffsetOps
 from broker.coordinator.ownership import OwnershipOps
 from broker.coordinator.sync_ops import SyncOps
@@ -70,9 +71,7 @@ class GroupCoordinator(OwnershipOps, SyncOps, OffsetOps):
         self.heartbeats = Purgatory("Heartbeat", timer)
         self.rebalances = Purgatory("Rebalance", timer)
         self.groups: dict[str, GroupMetadata] = {}
-        self.owned: dict[int, int] = {}      # partition -> coordinator (leader) epoch, loaded
-        self.loading: dict[int, int] = {}    # partition -> epoch being loaded
-        self.epochs: dict[int, int] = {}     # partition -> newest epoch seen (fencing)
+        self.partitions = CoordinatorPartitions(OFFSETS_TOPIC)   # served / loading / epochs
         self.active = True
         # FindCoordinator creates __consumer_offsets once; concurrent finds see this set
         # and answer COORDINATOR_NOT_AVAILABLE instead of starting a second creation
@@ -96,7 +95,7 @@ class GroupCoordinator(OwnershipOps, SyncOps, OffsetOps):
         self.active = False
         if self._expiry_task is not None:
             self._expiry_task.cancel()
-        for p in list(self.owned) + list(self.loading):
+        for p in self.partitions.all():
             self.on_resign(p, None)
         self.rebalances.complete_all()
         self.heartbeats.complete_all()

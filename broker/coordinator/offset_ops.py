@@ -32,6 +32,7 @@ from broker.coordinator.group_state import GroupState, matches_filter
 from protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
+    from broker.coordinator.coordinator_partitions import CoordinatorPartitions
     from broker.coordinator.coordinator_types import CoordinatorConfig
     from broker.coordinator.loader import OffsetsLog
 
@@ -78,7 +79,7 @@ class OffsetOps:
     log: OffsetsLog
     clock: Callable[[], int]
     groups: dict[str, GroupMetadata]
-    owned: dict[int, int]
+    partitions: CoordinatorPartitions
     status: Callable[..., int | None]
     partition_for: Callable[[str], int]
     validate_member: Callable[[GroupMetadata, str, str | None], int | None]
@@ -234,13 +235,13 @@ class OffsetOps:
     def list_groups(self, states: set[str], types: set[str]
                     ) -> tuple[int, list[tuple[str, str, str, str]]]:
         """-> (error, [(group id, protocol type, state, group type)]) of loaded groups."""
-        loading = bool(getattr(self, "loading", {}))
+        loading = bool(self.partitions.loading)
         error = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS if loading else ErrorCode.NONE
         if types and GROUP_TYPE_CLASSIC not in {t.lower() for t in types}:
             return error, []
         out = [(g.group_id, g.protocol_type or "", str(g.state), GROUP_TYPE_CLASSIC)
                for g in self.groups.values()
-               if not g.is_(D) and self.partition_for(g.group_id) in self.owned
+               if not g.is_(D) and self.partition_for(g.group_id) in self.partitions.owned
                and matches_filter(g.state, states)]
         return error, out
 
@@ -251,7 +252,7 @@ class OffsetOps:
         now, retention = self.clock(), self.config.offsets_retention_ms
         removed = 0
         for group in list(self.groups.values()):
-            if self.partition_for(group.group_id) not in self.owned:
+            if self.partition_for(group.group_id) not in self.partitions.owned:
                 continue
             removed += await self._cleanup(
                 group, lambda g: g.remove_offsets(g.expired_offsets(now, retention)))

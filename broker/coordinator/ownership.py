@@ -18,6 +18,7 @@ import logging
 from collections.abc import Callable, Coroutine
 from typing import Any
 
+from broker.coordinator.coordinator_partitions import CoordinatorPartitions
 from broker.coordinator.coordinator_types import partition_for_group
 from broker.coordinator.delayed import join_key, member_key
 from broker.coordinator.group_metadata import GroupMetadata, JoinResult, SyncResult
@@ -37,9 +38,7 @@ class OwnershipOps:
     log: OffsetsLog
     clock: Callable[[], int]
     groups: dict[str, GroupMetadata]
-    owned: dict[int, int]
-    loading: dict[int, int]
-    epochs: dict[int, int]
+    partitions: CoordinatorPartitions
     active: bool
     heartbeats: Purgatory
     rebalances: Purgatory
@@ -60,47 +59,28 @@ class OwnershipOps:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
         p = self.partition_for(group_id)
         self._reconcile(p)
-        if p in self.loading:
-            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
-        if p not in self.owned:
-            return ErrorCode.NOT_COORDINATOR
-        return None
+        return self.partitions.status(p)
 
     def _reconcile(self, p: int) -> None:
         """Follow the log's leadership if a LeaderAndIsr notification was missed."""
         epoch = self.log.leader_epoch(p)
+        owned, loading = self.partitions.owned, self.partitions.loading
         if epoch is None:
-            if p in self.owned or p in self.loading:
+            if p in owned or p in loading:
                 self.on_resign(p, None)
-        elif p not in self.owned and p not in self.loading:
+        elif (p not in owned and p not in loading) or (p in owned and epoch > owned[p]):
             self.on_become_leader(p, epoch)
-        elif p in self.owned and epoch > self.owned[p]:
-            self.owned[p] = self.epochs[p] = epoch
 
     def on_become_leader(self, partition: int, leader_epoch: int) -> None:
         """We lead ``partition`` from ``leader_epoch``: load it (in a task)."""
-        if leader_epoch < self.epochs.get(partition, -1):
-            log.info("not loading %s-%d for epoch %d: epoch %d is newer", OFFSETS_TOPIC, partition,
-                     leader_epoch, self.epochs[partition])
-            return
-        self.epochs[partition] = leader_epoch
-        if partition in self.owned:          # still leader, a newer epoch: nothing to reload
-            self.owned[partition] = leader_epoch
-            return
-        if partition in self.loading:
-            self.loading[partition] = leader_epoch
-            return
-        self.loading[partition] = leader_epoch
-        self.spawn(self._load(partition, leader_epoch))
+        if self.partitions.become_leader(partition, leader_epoch):
+            self.spawn(self._load(partition, leader_epoch))
 
     def on_resign(self, partition: int, leader_epoch: int | None) -> None:
         """We no longer lead ``partition``: unload its groups."""
-        if leader_epoch is not None and leader_epoch < self.epochs.get(partition, -1):
+        was_owned = partition in self.partitions.owned
+        if not self.partitions.resign(partition, leader_epoch):
             return
-        if leader_epoch is not None:
-            self.epochs[partition] = leader_epoch
-        self.loading.pop(partition, None)
-        was_owned = self.owned.pop(partition, None) is not None
         unloaded = [g for g in list(self.groups.values())
                     if self.partition_for(g.group_id) == partition]
         for group in unloaded:
@@ -118,14 +98,12 @@ class OwnershipOps:
             for chunk in chunks or ():
                 loaded.apply_all(chunk)
                 await asyncio.sleep(0)       # stay responsive during a long load
-                if self.loading.get(partition) is None:
+                if partition not in self.partitions.loading:
                     return                   # resigned meanwhile
         except Exception:
             log.exception("error loading %s-%d", OFFSETS_TOPIC, partition)
-        if partition not in self.loading:
+        if not self.partitions.loaded(partition, epoch):
             return
-        del self.loading[partition]
-        self.owned[partition] = max(epoch, self.epochs.get(partition, epoch))
         self._install(loaded)
         log.info("loaded %s-%d (epoch %d): %d groups, %d records in %d ms", OFFSETS_TOPIC, partition,
                  epoch, len(loaded.groups) + len(set(loaded.offsets) - set(loaded.groups)),

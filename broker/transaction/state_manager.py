@@ -32,6 +32,7 @@ import logging
 from collections.abc import Callable, Coroutine
 from typing import Any
 
+from broker.coordinator.coordinator_partitions import CoordinatorPartitions
 from broker.coordinator.coordinator_types import partition_for_group
 from broker.coordinator.loader import OffsetsLog
 from broker.transaction.txn_log import read_key, read_value, transaction_key, \
@@ -71,9 +72,7 @@ class TransactionStateManager:
         self.clock = clock
         self.write_timeout_ms = write_timeout_ms
         self._num_partitions = num_partitions
-        self.owned: dict[int, int] = {}       # partition -> leader epoch, loaded
-        self.loading: dict[int, int] = {}     # partition -> epoch being loaded
-        self.epochs: dict[int, int] = {}      # partition -> newest epoch seen
+        self.partitions = CoordinatorPartitions(TRANSACTION_STATE_TOPIC)
         self.ids: dict[int, dict[str, TxnMetadata]] = {}   # partition -> id -> state
         self._tasks: set[asyncio.Task[Any]] = set()
 
@@ -84,32 +83,15 @@ class TransactionStateManager:
 
     def status(self, transactional_id: str) -> int | None:
         """COORDINATOR_LOAD_IN_PROGRESS, NOT_COORDINATOR, or None when we serve the id."""
-        p = self.partition_for(transactional_id)
-        if p in self.loading:
-            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
-        if p not in self.owned:
-            return ErrorCode.NOT_COORDINATOR
-        return None
+        return self.partitions.status(self.partition_for(transactional_id))
 
     def on_become_leader(self, partition: int, leader_epoch: int) -> None:
-        if leader_epoch < self.epochs.get(partition, -1):
-            return
-        self.epochs[partition] = leader_epoch
-        if partition in self.owned:
-            self.owned[partition] = leader_epoch
-            return
-        already_loading = partition in self.loading
-        self.loading[partition] = leader_epoch
-        if not already_loading:
+        if self.partitions.become_leader(partition, leader_epoch):
             self._spawn(self._load(partition, leader_epoch))
 
     def on_resign(self, partition: int, leader_epoch: int | None) -> None:
-        if leader_epoch is not None and leader_epoch < self.epochs.get(partition, -1):
+        if not self.partitions.resign(partition, leader_epoch):
             return
-        if leader_epoch is not None:
-            self.epochs[partition] = leader_epoch
-        self.loading.pop(partition, None)
-        self.owned.pop(partition, None)
         dropped = self.ids.pop(partition, {})
         if dropped:
             log.info("resigned as transaction coordinator of %s-%d: %d transactional ids",
@@ -132,16 +114,14 @@ class TransactionStateManager:
                     else:
                         loaded[tid] = meta
                 await asyncio.sleep(0)           # stay responsive during a long load
-                if partition not in self.loading:
+                if partition not in self.partitions.loading:
                     return                       # resigned meanwhile
         except Exception:
             log.exception("error loading %s-%d", TRANSACTION_STATE_TOPIC, partition)
-            self.loading.pop(partition, None)
+            self.partitions.resign(partition, None)
             return
-        if partition not in self.loading:
+        if not self.partitions.loaded(partition, epoch):
             return
-        del self.loading[partition]
-        self.owned[partition] = max(epoch, self.epochs.get(partition, epoch))
         self.ids[partition] = loaded
         log.info("loaded %s-%d (epoch %d): %d transactional ids", TRANSACTION_STATE_TOPIC,
                  partition, epoch, len(loaded))
@@ -165,12 +145,12 @@ class TransactionStateManager:
         status = self.status(tid)
         if status is not None:
             return status
-        epoch = self.owned[p]
+        epoch = self.partitions.owned[p]
         code = await self.log.append(p, [(transaction_key(tid), value)], acks=-1,
                                      timeout_ms=self.write_timeout_ms, timestamp=self.clock())
         if code != ErrorCode.NONE:
             return write_error(code)
-        if self.owned.get(p) != epoch:       # resigned or re-elected while writing
+        if self.partitions.owned.get(p) != epoch:   # resigned or re-elected while writing
             return ErrorCode.NOT_COORDINATOR
         if value is None:
             self.ids[p].pop(tid, None)
@@ -180,13 +160,13 @@ class TransactionStateManager:
 
     def timed_out(self, now_ms: int) -> list[TxnMetadata]:
         """Ongoing transactions past their timeout, on partitions we serve."""
-        return [m for p in self.owned for m in self.ids.get(p, {}).values()
+        return [m for p in self.partitions.owned for m in self.ids.get(p, {}).values()
                 if m.has_timed_out(now_ms)]
 
     def expirable(self, now_ms: int, expiration_ms: int) -> list[TxnMetadata]:
         """Finished ids not touched for ``expiration_ms`` (Kafka: Empty, CompleteCommit
         or CompleteAbort, by the last update time)."""
-        return [m for p in self.owned for m in self.ids.get(p, {}).values()
+        return [m for p in self.partitions.owned for m in self.ids.get(p, {}).values()
                 if m.state.is_complete and now_ms - m.txn_last_update_timestamp >= expiration_ms]
 
     # -- tasks ----------------------------------------------------------------------
@@ -197,7 +177,7 @@ class TransactionStateManager:
         task.add_done_callback(self._tasks.discard)
 
     async def shutdown(self) -> None:
-        for p in list(self.owned) + list(self.loading):
+        for p in self.partitions.all():
             self.on_resign(p, None)
         for task in list(self._tasks):
             task.cancel()

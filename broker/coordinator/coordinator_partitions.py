@@ -1,0 +1,77 @@
+"""CoordinatorPartitions: which partitions of a coordinator's topic this broker
+serves, is loading, and the newest leader epoch seen of each -- the bookkeeping
+the group coordinator (__consumer_offsets) and the transaction coordinator
+(__transaction_state) share. No I/O: the coordinator starts and installs loads.
+
+Rules (as Kafka's coordinators follow LeaderAndIsr):
+* a notification with an epoch older than the newest seen is ignored (fencing);
+* becoming leader of a partition we serve only records the newer epoch; of one
+  being loaded, moves the load's epoch; otherwise a load must start;
+* a load is installed only if the partition is still loading (no resignation
+  meanwhile); it is then served at the newest epoch seen;
+* resigning drops the partition whether it was loading or served.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from protocol.errors import ErrorCode
+
+log = logging.getLogger(__name__)
+
+
+class CoordinatorPartitions:
+    def __init__(self, topic: str) -> None:
+        self.topic = topic
+        self.owned: dict[int, int] = {}      # partition -> leader epoch, served (loaded)
+        self.loading: dict[int, int] = {}    # partition -> epoch being loaded
+        self.epochs: dict[int, int] = {}     # partition -> newest epoch seen
+
+    def status(self, partition: int) -> int | None:
+        """COORDINATOR_LOAD_IN_PROGRESS, NOT_COORDINATOR, or None when served."""
+        if partition in self.loading:
+            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+        if partition not in self.owned:
+            return ErrorCode.NOT_COORDINATOR
+        return None
+
+    def become_leader(self, partition: int, epoch: int) -> bool:
+        """Record leadership from ``epoch``; True when a load must start now."""
+        if epoch < self.epochs.get(partition, -1):
+            log.info("%s-%d: leadership at epoch %d ignored, epoch %d is newer", self.topic,
+                     partition, epoch, self.epochs[partition])
+            return False
+        self.epochs[partition] = epoch
+        if partition in self.owned:          # still leader, a newer epoch: nothing to reload
+            self.owned[partition] = epoch
+            return False
+        start = partition not in self.loading
+        self.loading[partition] = epoch
+        return start
+
+    def resign(self, partition: int, epoch: int | None) -> bool:
+        """Drop the partition (``epoch`` None: unconditionally); False when the
+        notification is stale and nothing changed."""
+        if epoch is not None:
+            if epoch < self.epochs.get(partition, -1):
+                return False
+            self.epochs[partition] = epoch
+        self.loading.pop(partition, None)
+        self.owned.pop(partition, None)
+        return True
+
+    def loaded(self, partition: int, epoch: int) -> bool:
+        """A load of ``partition`` finished; True when it is to be installed."""
+        if partition not in self.loading:
+            return False                     # resigned meanwhile
+        del self.loading[partition]
+        self.owned[partition] = max(epoch, self.epochs.get(partition, epoch))
+        return True
+
+    def all(self) -> list[int]:
+        """Every partition served or being loaded."""
+        return list(self.owned) + list(self.loading)
+
+
+__all__ = ["CoordinatorPartitions"]
