@@ -10,6 +10,7 @@ answers NOT_CONTROLLER), refreshing and retrying on that.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,6 +18,7 @@ from client.connection import DEFAULT_CLIENT_ID, DEFAULT_TIMEOUT, KafkaConnectio
 from client.errors import KafkaConnectionError, NoCommonVersion
 from client.metadata import ClusterMetadata, metadata_request
 from client.pool import BrokerPool, bootstrap
+from client.verbs import ListedOffset, list_offsets, partitions_by_topic
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.schema import Struct
@@ -49,13 +51,6 @@ class Reassignment:
     replicas: tuple[int, ...]
     adding: tuple[int, ...]
     removing: tuple[int, ...]
-
-
-def _partitions_by_topic(parts: list[TP]) -> dict[str, list[int]]:
-    out: dict[str, list[int]] = {}
-    for t, p in parts:
-        out.setdefault(t, []).append(p)
-    return out
 
 
 class KafkaAdmin:
@@ -99,6 +94,27 @@ class KafkaAdmin:
         if leader is None:
             raise KafkaConnectionError(f"{topic}-{partition} has no leader")
         return await self.pool.get(leader.host, leader.port)
+
+    async def list_offsets(self, timestamps: Mapping[TP, int], *, isolation_level: int = 0,
+                           min_version: int = 0) -> dict[TP, ListedOffset]:
+        """ListOffsets at each partition's leader, from fresh metadata of those topics;
+        a partition without a leader answers LEADER_NOT_AVAILABLE."""
+        if not timestamps:
+            return {}
+        cluster = await self.metadata(sorted({t for t, _ in timestamps}))
+        out: dict[TP, ListedOffset] = {}
+        by_leader: dict[int, dict[TP, int]] = {}
+        for tp, ts in timestamps.items():
+            leader = cluster.leader(*tp)
+            if leader is None:
+                out[tp] = ListedOffset(ErrorCode.LEADER_NOT_AVAILABLE)
+            else:
+                by_leader.setdefault(leader.node_id, {})[tp] = ts
+        for node, asked in by_leader.items():
+            out.update(await list_offsets(await self.broker_connection(node), asked,
+                                          isolation_level=isolation_level,
+                                          min_version=min_version))
+        return out
 
     async def metadata(self, topics: list[str] | None = None, *,
                        allow_auto_create: bool = False) -> ClusterMetadata:
@@ -247,7 +263,7 @@ class KafkaAdmin:
         spec = api(ApiKey.LIST_PARTITION_REASSIGNMENTS).request
         topics = None if partitions is None else [
             spec.structs["ListPartitionReassignmentsTopics"].new(name=t, partition_indexes=ps)
-            for t, ps in sorted(_partitions_by_topic(partitions).items())]
+            for t, ps in sorted(partitions_by_topic(partitions).items())]
         resp = await self._to_controller(ApiKey.LIST_PARTITION_REASSIGNMENTS,
                                          spec.new(timeout_ms=timeout_ms, topics=topics),
                                          lambda r: [r.error_code])
@@ -265,7 +281,7 @@ class KafkaAdmin:
         spec = api(ApiKey.ELECT_LEADERS).request
         topics = None if partitions is None else [
             spec.structs["TopicPartitions"].new(topic=t, partitions=ps)
-            for t, ps in _partitions_by_topic(partitions).items()]
+            for t, ps in partitions_by_topic(partitions).items()]
         body = spec.new(election_type=election_type, topic_partitions=topics,
                         timeout_ms=timeout_ms)
         # ElectionType exists from v1: at v0 an unclean election would go out as a

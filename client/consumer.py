@@ -27,7 +27,7 @@ from client.admin import KafkaAdmin
 from client.errors import ConsumerError, KafkaConnectionError
 from client.metadata import ClusterMetadata
 from client.verbs import (EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, FetchedPartition, FetchPosition,
-                          fetch, list_offsets)
+                          fetch)
 from protocol import legacy_records, records
 from protocol.errors import ErrorCode
 
@@ -121,16 +121,14 @@ class Consumer:
         if where >= 0:
             self.positions.update({p: where for p in partitions})
             return
-        for node_id, parts in self._by_leader(partitions).items():
-            conn = await self.admin.broker_connection(node_id)
-            listed = await list_offsets(conn, {(self.topic, p): where for p in parts},
-                                        isolation_level=self.isolation)
-            for (_, p), answer in listed.items():
-                if answer.error != ErrorCode.NONE:
-                    err = ErrorCode.from_code(answer.error)
-                    raise ConsumerError(f"ListOffsets for {self.topic}-{p}: {err.name}: "
-                                        f"{err.message}")
-                self.positions[p] = answer.offset
+        listed = await self.admin.list_offsets({(self.topic, p): where for p in partitions},
+                                               isolation_level=self.isolation)
+        for (_, p), answer in sorted(listed.items()):
+            if answer.error != ErrorCode.NONE:
+                err = ErrorCode.from_code(answer.error)
+                raise ConsumerError(f"ListOffsets for {self.topic}-{p}: {err.name}: "
+                                    f"{err.message}")
+            self.positions[p] = answer.offset
 
     async def poll(self, max_wait_ms: int) -> list[Polled]:
         """One Fetch per leader (concurrently) -> [(partition, record, ts type)]."""

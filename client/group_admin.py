@@ -20,7 +20,7 @@ from client.admin import KafkaAdmin
 from client.connection import KafkaConnection
 from client.groups import (DescribedGroup, delete_groups, describe_groups, find_coordinator,
                            list_groups, offset_commit, offset_delete, offset_fetch)
-from client.verbs import TP, list_offsets
+from client.verbs import TP
 from protocol.errors import ErrorCode, KafkaError
 
 T = TypeVar("T")
@@ -143,21 +143,9 @@ class GroupAdmin:
     async def list_offsets(self, tps: list[TP], timestamp: int) -> dict[TP, int | None]:
         """ListOffsets at each partition's leader; None where unknown (no leader,
         an error, or no offset for the timestamp)."""
+        got = await self.admin.list_offsets(dict.fromkeys(tps, timestamp), min_version=1)
         out: dict[TP, int | None] = dict.fromkeys(tps)
-        if not tps:
-            return out
-        cluster = await self.admin.metadata(sorted({t for t, _ in tps}))
-        by_leader: dict[int, list[TP]] = {}
-        for tp in tps:
-            leader = cluster.leader(*tp)
-            if leader is not None:
-                by_leader.setdefault(leader.node_id, []).append(tp)
-        for node, group in by_leader.items():
-            conn = await self.admin.broker_connection(node)
-            got = await list_offsets(conn, dict.fromkeys(group, timestamp), min_version=1)
-            for tp, listed in got.items():
-                if listed.error == 0 and listed.offset >= 0:
-                    out[tp] = listed.offset
+        out.update({tp: a.offset for tp, a in got.items() if a.error == 0 and a.offset >= 0})
         return out
 
 

@@ -27,7 +27,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from client.connection import KafkaConnection
-from client.verbs import TP, _by_topic
+from client.verbs import TP, _by_topic, partitions_by_topic
 from protocol.api_keys import ApiKey
 from protocol.spec import api
 
@@ -201,18 +201,17 @@ async def offset_fetch(conn: KafkaConnection, group: str,
     version = conn.version_for(ApiKey.OFFSET_FETCH, max_version)
     spec = api(ApiKey.OFFSET_FETCH).request
     s = spec.structs
-    wanted = None if partitions is None else _by_topic((tp, None) for tp in partitions)
+    wanted = None if partitions is None else partitions_by_topic(partitions)
     if version >= 8:
         topics = None if wanted is None else [
-            s["OffsetFetchRequestTopics"].new(name=t, partition_indexes=[p for p, _ in ps])
+            s["OffsetFetchRequestTopics"].new(name=t, partition_indexes=ps)
             for t, ps in wanted.items()]
         body = spec.new(require_stable=require_stable, groups=[s["OffsetFetchRequestGroup"].new(
             group_id=group, member_id=None, member_epoch=-1, topics=topics)])
     else:
         body = spec.new(group_id=group, require_stable=require_stable, topics=None
                         if wanted is None else [
-                            s["OffsetFetchRequestTopic"].new(name=t,
-                                                             partition_indexes=[p for p, _ in ps])
+                            s["OffsetFetchRequestTopic"].new(name=t, partition_indexes=ps)
                             for t, ps in wanted.items()])
     resp = await conn.request(ApiKey.OFFSET_FETCH, body, version)
     assert resp is not None
@@ -236,8 +235,8 @@ async def offset_delete(conn: KafkaConnection, group: str, partitions: Iterable[
     s = spec.structs
     body = spec.new(group_id=group, topics=[
         s["OffsetDeleteRequestTopic"].new(name=t, partitions=[
-            s["OffsetDeleteRequestPartition"].new(partition_index=p) for p, _ in ps])
-        for t, ps in _by_topic((tp, None) for tp in sorted(partitions)).items()])
+            s["OffsetDeleteRequestPartition"].new(partition_index=p) for p in ps])
+        for t, ps in partitions_by_topic(sorted(partitions)).items()])
     resp = await conn.request(ApiKey.OFFSET_DELETE, body)
     assert resp is not None
     return int(resp.error_code), {(t.name, p.partition_index): int(p.error_code)

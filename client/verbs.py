@@ -44,6 +44,15 @@ EARLIEST_TIMESTAMP = -2         # ListOffsets: the log start offset
 LATEST_TIMESTAMP = -1           # ListOffsets: the log end offset (or LSO, read_committed)
 
 
+def partitions_by_topic(tps: Iterable[TP]) -> dict[str, list[int]]:
+    """[(topic, p), ...] -> topic -> [p, ...], topics in first-seen order (the shape
+    of every request that lists partitions without per-partition data)."""
+    out: dict[str, list[int]] = {}
+    for topic, partition in tps:
+        out.setdefault(topic, []).append(partition)
+    return out
+
+
 def _by_topic(items: Iterable[tuple[TP, Any]]) -> dict[str, list[tuple[int, Any]]]:
     """[((topic, p), x), ...] -> topic -> [(p, x), ...], topics in first-seen order."""
     out: dict[str, list[tuple[int, Any]]] = {}
@@ -147,8 +156,8 @@ async def fetch(conn: KafkaConnection, positions: Mapping[TP, FetchPosition], *,
         fetch_offset=pos.fetch_offset, last_fetched_epoch=pos.last_fetched_epoch,
         log_start_offset=pos.log_start_offset, partition_max_bytes=pos.max_bytes)
         for p, pos in parts]) for topic, parts in _by_topic(positions.items()).items()]
-    gone = [s["ForgottenTopic"].new(topic=topic, partitions=[p for p, _ in parts])
-            for topic, parts in _by_topic((tp, None) for tp in forgotten).items()]
+    gone = [s["ForgottenTopic"].new(topic=topic, partitions=parts)
+            for topic, parts in partitions_by_topic(forgotten).items()]
     body = spec.new(replica_id=replica_id, max_wait_ms=max_wait_ms, min_bytes=min_bytes,
                     max_bytes=max_bytes, isolation_level=isolation_level, session_id=session_id,
                     session_epoch=session_epoch, rack_id=rack_id, forgotten_topics_data=gone,
@@ -352,5 +361,6 @@ __all__ = [
     "EpochEndOffset", "FetchPosition", "FetchResponse", "FetchedPartition", "IsrAnswer",
     "IsrProposal", "ListedOffset", "ProduceResult", "Records", "alter_partition",
     "delete_records", "error_name", "fetch", "list_offsets", "offset_for_leader_epoch",
+    "partitions_by_topic",
     "produce",
 ]

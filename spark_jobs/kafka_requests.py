@@ -25,7 +25,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from client import ClusterMetadata, KafkaAdmin, KafkaConnection, KafkaConnectionError
 from client import verbs
@@ -186,31 +188,45 @@ class KafkaRequests:
 
     async def list_offsets(self, specs: dict[TP, int]) -> dict[TP, int]:
         """tp -> offset for spec EARLIEST, LATEST or a timestamp (ms; -1 past every record)."""
-        result: dict[TP, int] = {}
-        todo = dict(specs)
+        answers = await self._at_leaders(
+            "ListOffsets", specs,
+            lambda conn, tps: self._list_offsets_on(conn, tps, specs), (KafkaConnectionError,),
+            lambda tp, a: f"ListOffsets for {tp} failed: {verbs.error_name(a.error)}")
+        return {tp: a.offset for tp, a in answers.items()}
+
+    async def _at_leaders(self, what: str, todo: dict[TP, Any],
+                          send: Callable[[KafkaConnection, list[TP]], Awaitable[dict[TP, Any]]],
+                          retry_on: tuple[type[Exception], ...],
+                          failure: Callable[[str, Any], str]) -> dict[TP, Any]:
+        """``send`` each leader its pending partitions until every one answers NONE.
+        A leader error (REFRESH_ERRORS) or a ``retry_on`` exception refreshes the
+        metadata and retries after the back-off, until the request deadline; any other
+        partition error raises KafkaIOError with ``failure("<topic>-<p>", answer)``.
+        -> tp -> its answer (a verbs result with ``.error``)."""
+        pending = set(todo)
+        done: dict[TP, Any] = {}
         deadline = self._deadline()
         refresh = False
         last = "no attempt"
-        while todo:
+        while pending:
             try:
-                for conn, tps in (await self.by_leader(sorted(todo), refresh)).items():
-                    for tp, answer in (await self._list_offsets_on(conn, tps, todo)).items():
+                for conn, tps in (await self.by_leader(sorted(pending), refresh)).items():
+                    for tp, answer in (await send(conn, tps)).items():
                         if answer.error == ErrorCode.NONE:
-                            result[tp] = answer.offset
-                            todo.pop(tp, None)
+                            done[tp] = answer
+                            pending.discard(tp)
                         elif answer.error in REFRESH_ERRORS:
                             last = f"{tp[0]}-{tp[1]}: {verbs.error_name(answer.error)}"
                         else:
-                            raise KafkaIOError(f"ListOffsets for {tp[0]}-{tp[1]} failed: "
-                                               f"{verbs.error_name(answer.error)}")
-            except KafkaConnectionError as e:
+                            raise KafkaIOError(failure(f"{tp[0]}-{tp[1]}", answer))
+            except retry_on as e:
                 last = str(e)
-            if todo:
+            if pending:
                 if time.monotonic() > deadline:
-                    raise self._give_up("ListOffsets", last)
+                    raise self._give_up(what, last)
                 refresh = True
                 await asyncio.sleep(self.config.retry_backoff_s)
-        return result
+        return done
 
     async def _list_offsets_on(self, conn: KafkaConnection, tps: list[TP],
                                specs: dict[TP, int]) -> dict[TP, verbs.ListedOffset]:
@@ -266,32 +282,11 @@ class KafkaRequests:
 
     async def produce(self, batches: dict[TP, bytes], acks: int) -> dict[TP, int]:
         """tp -> base offset (-1 for acks=0); KafkaIOError on a final error or timeout."""
-        todo = dict(batches)
-        done: dict[TP, int] = {}
-        deadline = self._deadline()
-        refresh = False
-        last = "no attempt"
-        while todo:
-            try:
-                for conn, tps in (await self.by_leader(sorted(todo), refresh)).items():
-                    for tp, answer in (await self._produce_on(conn, tps, todo, acks)).items():
-                        if answer.error == ErrorCode.NONE:
-                            done[tp] = answer.base_offset
-                            todo.pop(tp, None)
-                        elif answer.error in REFRESH_ERRORS:
-                            last = f"{tp[0]}-{tp[1]}: {verbs.error_name(answer.error)}"
-                        else:
-                            raise KafkaIOError(f"Produce to {tp[0]}-{tp[1]} failed: "
-                                               f"{verbs.error_name(answer.error)} "
-                                               f"{answer.message or ''}")
-            except (KafkaConnectionError, TopicGone) as e:
-                last = str(e)
-            if todo:
-                if time.monotonic() > deadline:
-                    raise self._give_up("Produce", last)
-                refresh = True
-                await asyncio.sleep(self.config.retry_backoff_s)
-        return done
+        answers = await self._at_leaders(
+            "Produce", batches, lambda conn, tps: self._produce_on(conn, tps, batches, acks),
+            (KafkaConnectionError, TopicGone),
+            lambda tp, a: f"Produce to {tp} failed: {verbs.error_name(a.error)} {a.message or ''}")
+        return {tp: a.base_offset for tp, a in answers.items()}
 
     async def _produce_on(self, conn: KafkaConnection, tps: list[TP], batches: dict[TP, bytes],
                           acks: int) -> dict[TP, verbs.ProduceResult]:
