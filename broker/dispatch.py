@@ -27,7 +27,6 @@ if TYPE_CHECKING:
     from broker.context import RequestContext
 
 
-
 class Outcome(enum.Enum):
     """What a handler asks of the connection instead of a response body."""
 

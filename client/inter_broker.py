@@ -31,7 +31,7 @@ async def controlled_shutdown(conn: KafkaConnection, broker_id: int, broker_epoc
     resp = await conn.request(ApiKey.CONTROLLED_SHUTDOWN,
                               spec.new(broker_id=broker_id, broker_epoch=broker_epoch))
     assert resp is not None
-    remaining = getattr(resp, "remaining_partitions", None) or []
+    remaining = resp.remaining_partitions or []
     return resp.error_code, [(p.topic_name, p.partition_index) for p in remaining]
 
 

@@ -169,7 +169,7 @@ async def fetch(conn: KafkaConnection, positions: Mapping[TP, FetchPosition], *,
     out: dict[TP, FetchedPartition] = {}
     for t in resp.responses:
         for p in t.partitions:
-            div = getattr(p, "diverging_epoch", None) if version >= 12 else None
+            div = p.diverging_epoch if version >= 12 else None
             out[(t.topic, p.partition_index)] = FetchedPartition(
                 p.error_code, p.high_watermark, p.last_stable_offset, p.log_start_offset,
                 _payload(p.records),
