@@ -150,6 +150,10 @@ class Broker:
         self._every(self.config.log_retention_check_interval_ms / 1000, self._retention)
         self._every(FLUSH_CHECK_INTERVAL_S, self._flush)
         self._every(PRODUCER_EXPIRY_CHECK_INTERVAL_S, self._expire_producers)
+        self._every(self.config.transaction_abort_timed_out_transaction_cleanup_interval_ms
+                    / 1000, self._abort_timed_out_transactions)
+        self._every(self.config.transaction_remove_expired_transaction_cleanup_interval_ms
+                    / 1000, self._expire_transactional_ids)
         if self.config.log_cleaner_enable:
             self._tasks.append(asyncio.create_task(self._run_cleaner(), name="log-cleaner"))
         log.info("[KafkaServer id=%d] started (cluster %s)", self.broker_id, self.cluster_id)
@@ -307,6 +311,14 @@ class Broker:
         assert self.replicas is not None
         self.replicas.remove_expired_producers()
 
+    async def _abort_timed_out_transactions(self) -> None:
+        assert self.transaction_coordinator is not None
+        await self.transaction_coordinator.abort_timed_out()
+
+    async def _expire_transactional_ids(self) -> None:
+        assert self.transaction_coordinator is not None
+        await self.transaction_coordinator.expire_ids(self.config.transactional_id_expiration_ms)
+
     # -- shutdown ------------------------------------------------------------------------
 
     async def shutdown(self) -> None:
@@ -325,7 +337,7 @@ class Broker:
             await self._shutdown_step("group coordinator", self.group_coordinator.shutdown())
         if self.transaction_coordinator is not None:
             await self._shutdown_step("transaction coordinator",
-                                      self.transaction_coordinator.state.shutdown())
+                                      self.transaction_coordinator.shutdown())
         if self.controller is not None:
             await self._shutdown_step("controller", self.controller.stop())
         if self.authorizer is not None:

@@ -135,6 +135,10 @@ class BrokerConfig:
     # ---- producers and transactions
     transactional_id_expiration_ms: int = 604_800_000
     transaction_max_timeout_ms: int = field(default=900_000, metadata=_valid(_positive))
+    transaction_abort_timed_out_transaction_cleanup_interval_ms: int = field(
+        default=10_000, metadata=_valid(_positive))
+    transaction_remove_expired_transaction_cleanup_interval_ms: int = field(
+        default=3_600_000, metadata=_valid(_positive))
     producer_id_expiration_ms: int = 86_400_000
     # ---- operations
     controlled_shutdown_enable: bool = True

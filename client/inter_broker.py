@@ -1,4 +1,5 @@
-"""Inter-broker request verbs that are not on the data path: ControlledShutdown.
+"""Inter-broker request verbs that are not on the data path: ControlledShutdown and
+WriteTxnMarkers.
 
 A broker that stops asks the active controller to move its leaderships away
 first (Kafka ``KafkaServer.controlledShutdown``). The verb, like those in
@@ -15,6 +16,7 @@ answers the partitions whose leadership could not be moved yet
 from __future__ import annotations
 
 from client.connection import KafkaConnection
+from client.verbs import partitions_by_topic
 from protocol.api_keys import ApiKey
 from protocol.spec import api
 
@@ -35,4 +37,26 @@ async def controlled_shutdown(conn: KafkaConnection, broker_id: int, broker_epoc
     return resp.error_code, [(p.topic_name, p.partition_index) for p in remaining]
 
 
-__all__ = ["TP", "controlled_shutdown"]
+async def write_txn_markers(conn: KafkaConnection,
+                            markers: list[tuple[int, int, bool, int, list[TP]]]
+                            ) -> dict[int, dict[TP, int]]:
+    """Ask the partition leader on ``conn`` to write transaction markers.
+
+    ``markers``: (producer id, producer epoch, commit?, coordinator epoch,
+    partitions). -> error code per partition, by producer id."""
+    spec = api(ApiKey.WRITE_TXN_MARKERS).request
+    entry, topic = spec.structs["WritableTxnMarker"], spec.structs["WritableTxnMarkerTopic"]
+    body = spec.new(markers=[
+        entry.new(producer_id=pid, producer_epoch=epoch, transaction_result=commit,
+                  coordinator_epoch=coordinator_epoch,
+                  topics=[topic.new(name=name, partition_indexes=indexes)
+                          for name, indexes in partitions_by_topic(tps).items()])
+        for pid, epoch, commit, coordinator_epoch, tps in markers])
+    resp = await conn.request(ApiKey.WRITE_TXN_MARKERS, body)
+    assert resp is not None
+    return {m.producer_id: {(t.name, p.partition_index): p.error_code
+                            for t in m.topics for p in t.partitions}
+            for m in resp.markers}
+
+
+__all__ = ["TP", "controlled_shutdown", "write_txn_markers"]

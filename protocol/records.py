@@ -469,3 +469,18 @@ def parse_control_key(key: bytes) -> tuple[int, int]:
         raise CorruptRecordError("control record key shorter than 4 bytes")
     version, kind = _CONTROL_KEY.unpack_from(key)
     return version, kind
+
+
+def marker_type(buf: Buffer, pos: int = 0) -> int | None:
+    """CONTROL_ABORT / CONTROL_COMMIT of the control batch at ``pos``; None for a batch
+    that is not a control batch or whose first record has no readable key (Kafka
+    ignores control records of unknown types)."""
+    header = read_header(buf, pos)
+    if not header.is_control:
+        return None
+    for record in iter_records(buf, pos):
+        if record.key is None or len(record.key) < 4:
+            return None
+        kind = parse_control_key(record.key)[1]
+        return kind if kind in (CONTROL_ABORT, CONTROL_COMMIT) else None
+    return None

@@ -398,7 +398,7 @@ def _swap_in(log: PartitionLog, old: list[LogSegment],
     doomed = []
     for seg in old:
         seg.close()
-        for path in (seg.log_path, seg.index_path, seg.time_index_path):
+        for path in (seg.log_path, seg.index_path, seg.time_index_path, seg.txn_index_path):
             with contextlib.suppress(FileNotFoundError):
                 os.replace(path, path + filenames.DELETED)
                 doomed.append(path + filenames.DELETED)

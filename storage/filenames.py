@@ -48,6 +48,10 @@ def time_index_file(dir_path: str, base_offset: int, suffix: str = "") -> str:
     return os.path.join(dir_path, filename_prefix(base_offset) + TIME_INDEX + suffix)
 
 
+def txn_index_file(dir_path: str, base_offset: int, suffix: str = "") -> str:
+    return os.path.join(dir_path, filename_prefix(base_offset) + TXN_INDEX + suffix)
+
+
 def parse_base_offset(name: str) -> int:
     """Base offset from a segment file name (any suffix); ValueError if not one."""
     base = os.path.basename(name)

@@ -34,6 +34,7 @@ from storage import filenames, recovery
 from storage.config import LogConfig
 from storage.leader_epoch import LeaderEpochCache
 from storage.segment import EMPTY_SLICE, FileSlice, LogSegment
+from storage.txn_index import AbortedTxn
 
 Clock = Callable[[], int]
 
@@ -125,6 +126,9 @@ class PartitionLog:
             log.recovery_point = log.log_end_offset
         cache.truncate_from_end(log.log_end_offset)
         cache.truncate_from_start(log.log_start_offset)
+        active = log.active_segment
+        if os.path.exists(active.txn_index_path):   # recovery may have cut markers off the tail
+            active.txn_index.truncate_to(log.log_end_offset)
         log.last_load = loaded
         return log
 
@@ -309,6 +313,37 @@ class PartitionLog:
                 break
             i += 1
         return ReadResult(EMPTY_SLICE, offset, self.segments[min(i, len(self.segments) - 1)].base_offset, 0)
+
+    # -- aborted transactions (the segments' .txnindex) ------------------------------------
+
+    @_locked
+    def append_aborted_txn(self, txn: AbortedTxn) -> None:
+        """Record an aborted transaction whose abort marker was just appended (so it is
+        in the active segment, whose .txnindex holds it, as Kafka's updateTxnIndex)."""
+        self.active_segment.txn_index.append(txn)
+
+    @_locked
+    def collect_aborted_txns(self, fetch_offset: int, upper: int) -> list[AbortedTxn]:
+        """The aborted transactions overlapping [fetch_offset, upper) (a read_committed
+        Fetch's list), from the segment holding ``fetch_offset`` on, until an entry's
+        last stable offset proves no later segment can add one (Kafka's
+        collectAbortedTransactions)."""
+        found: list[AbortedTxn] = []
+        for segment in self.segments[self._segment_index(max(fetch_offset, self.log_start_offset)):]:
+            if segment.base_offset >= upper:
+                break
+            txns, complete = segment.txn_index.collect(fetch_offset, upper)
+            found.extend(txns)
+            if complete:
+                break
+        return found
+
+    def fetch_upper_bound_offset(self, result: ReadResult, upper: int) -> int:
+        """Where a read's data may end at most: the next segment's base offset when the
+        read stopped in an earlier segment, else ``upper`` (the bound for
+        ``collect_aborted_txns``)."""
+        i = self._segment_index(result.segment_base_offset)
+        return min(upper, self._bases[i + 1]) if i + 1 < len(self._bases) else upper
 
     def _upper_position(self, i: int, upper: int) -> int:
         segment = self.segments[i]

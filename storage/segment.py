@@ -44,6 +44,7 @@ from storage.config import LogConfig
 from storage.mmap_index import CorruptIndexError
 from storage.offset_index import OffsetIndex
 from storage.time_index import TimeIndex
+from storage.txn_index import TxnIndex
 
 INT32_MAX = 0x7FFFFFFF
 
@@ -97,6 +98,8 @@ class LogSegment:
         self.log_path = filenames.log_file(dir_path, base_offset)
         self.index_path = filenames.index_file(dir_path, base_offset)
         self.time_index_path = filenames.time_index_file(dir_path, base_offset)
+        self.txn_index_path = filenames.txn_index_file(dir_path, base_offset)
+        self._txn_index: TxnIndex | None = None
         self._handle: FileHandle | None = None
         self._active = False
         self._offset_index: OffsetIndex | None = None
@@ -171,7 +174,8 @@ class LogSegment:
         self._active = False
         self._close_indexes()
         self._handle = None
-        for path in (self.log_path, self.index_path, self.time_index_path):
+        self._txn_index = None
+        for path in (self.log_path, self.index_path, self.time_index_path, self.txn_index_path):
             try:
                 os.replace(path, path + filenames.DELETED)
             except FileNotFoundError:
@@ -193,6 +197,14 @@ class LogSegment:
                 checkpoints.fsync_path(path)
 
     # -- indexes (lazy for sealed segments) ------------------------------------------
+
+    @property
+    def txn_index(self) -> TxnIndex:
+        """The aborted transactions whose abort marker is in this segment (the
+        ``.txnindex`` file is created on the first append, as Kafka does)."""
+        if self._txn_index is None:
+            self._txn_index = TxnIndex(self.txn_index_path, self.base_offset)
+        return self._txn_index
 
     def _open_index(self, kind: type[OffsetIndex] | type[TimeIndex], path: str,
                     *, writable: bool) -> OffsetIndex | TimeIndex | None:
@@ -415,6 +427,8 @@ class LogSegment:
         removed = self.size - pos
         self.offset_index.truncate_to(offset)
         self.time_index.truncate_to(offset)
+        if self._txn_index is not None or os.path.exists(self.txn_index_path):
+            self.txn_index.truncate_to(offset)
         os.ftruncate(self._handle.fd, pos)   # gone from the file: a crash cannot resurrect it
         self.size = pos
         self._bytes_since_index = 0

@@ -57,6 +57,7 @@ PARTITION = SPEC.structs["PartitionData"]
 EPOCH_END = SPEC.structs["EpochEndOffset"]
 LEADER = SPEC.structs["LeaderIdAndEpoch"]
 NODE = SPEC.structs["NodeEndpoint"]
+ABORTED = SPEC.structs["AbortedTransaction"]
 
 
 TP = tuple[str, int]
@@ -328,7 +329,10 @@ def _partition(ctx: RequestContext, tp: TP, r: FetchPartitionResult, fetch_offse
     error = refine_unknown(ctx, tp[0], tp[1], r.error)
     part = PARTITION.new(partition_index=tp[1], error_code=error, high_watermark=r.high_watermark,
                          last_stable_offset=r.last_stable_offset, log_start_offset=r.log_start_offset,
-                         aborted_transactions=[] if isolation == 1 else None, records=r.records)
+                         aborted_transactions=[ABORTED.new(producer_id=t.producer_id,
+                                                           first_offset=t.first_offset)
+                                               for t in r.aborted] if isolation == 1 else None,
+                         records=r.records)
     if r.diverging_epoch is not None:
         part.diverging_epoch = EPOCH_END.new(epoch=r.diverging_epoch[0], end_offset=r.diverging_epoch[1])
     if error in LEADER_HINT_ERRORS and version >= 12:

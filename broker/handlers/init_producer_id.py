@@ -21,6 +21,7 @@ from broker.acl.acl_model import AclOperation, ResourceType
 from broker.acl.authorizer import allowed
 from broker.context import RequestContext
 from broker.dispatch import handler
+from broker.transaction.coordinator import error_for_version
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.schema import Struct
@@ -63,8 +64,6 @@ async def _transactional(ctx: RequestContext, request: Struct, tid: str) -> Stru
         log.warning("InitProducerId for %r: %s", tid, e)
         return SPEC.new(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE, producer_id=-1,
                         producer_epoch=-1)
-    error = result.error
-    if error == ErrorCode.PRODUCER_FENCED and ctx.version < 4:
-        error = ErrorCode.INVALID_PRODUCER_EPOCH
+    error = error_for_version(result.error, ctx.version, fenced_from=4)
     return SPEC.new(error_code=int(error), producer_id=result.producer_id,
                     producer_epoch=result.producer_epoch)

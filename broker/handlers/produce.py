@@ -12,7 +12,12 @@
   from the metadata cache). A partition we do not host but the cluster knows
   is NOT_LEADER_OR_FOLLOWER; one nobody knows is UNKNOWN_TOPIC_OR_PARTITION.
 * ACLs (broker/acl): a topic needs WRITE, else TOPIC_AUTHORIZATION_FAILED for
-  each of its partitions, nothing appended.
+  each of its partitions, nothing appended; a transactional produce needs WRITE
+  on its TransactionalId, else TRANSACTIONAL_ID_AUTHORIZATION_FAILED everywhere.
+* Transactional batches open the producer's transaction on the partition (its
+  LSO stops there until the coordinator's marker); the partition must have been
+  added with AddPartitionsToTxn first, which is not verified here yet (KIP-890's
+  transaction.partition.verification.enable is issue 14's next step).
 """
 
 from __future__ import annotations
@@ -67,11 +72,17 @@ async def handle_produce(ctx: RequestContext, request: Struct) -> HandlerResult:
     version = ctx.version
     early: dict[tuple[str, int], tuple[int, str | None]] = {}
     entries: dict[tuple[str, int], Any] = {}
+    tid = request.transactional_id if version >= 3 else None
+    txn_allowed = tid is None or allowed(ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID,
+                                         tid)
     for topic in request.topic_data:
         writable = allowed(ctx, AclOperation.WRITE, ResourceType.TOPIC, topic.name)  # ACL
         for pd in topic.partition_data:
             tp = (topic.name, pd.index)
             data = pd.records
+            if not txn_allowed:
+                early[tp] = (ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, None)
+                continue
             if not writable:
                 early[tp] = (ErrorCode.TOPIC_AUTHORIZATION_FAILED, None)
                 continue

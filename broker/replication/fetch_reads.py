@@ -24,10 +24,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from broker.replication.partition import Partition
+from broker.replication.partition import READ_COMMITTED, Partition
 from protocol.errors import ErrorCode
 from storage.log import OffsetOutOfRangeError
 from storage.segment import FileSlice
+from storage.txn_index import AbortedTxn
 
 TopicPartition = tuple[str, int]
 
@@ -72,6 +73,7 @@ class FetchPartitionResult:
     log_start_offset: int = -1
     records: Any = b""                        # bytes or SliceRecords
     diverging_epoch: tuple[int, int] | None = None  # (epoch, end offset) for a follower to truncate to
+    aborted: tuple[AbortedTxn, ...] = ()      # read_committed: aborted transactions in the data
     # the partition's change_seq when this read found the fetcher caught up with
     # nothing to send (-1 otherwise): what a fetch session remembers, see
     # ReplicaManager.fetch
@@ -130,7 +132,10 @@ def read_partition(p: Partition | None, req: FetchPartitionRequest, replica_id: 
     except OffsetOutOfRangeError:
         return FetchPartitionResult(ErrorCode.OFFSET_OUT_OF_RANGE, hw, lso, start)
     records = SliceRecords(rr.slice) if rr.slice.size else b""
-    return FetchPartitionResult(ErrorCode.NONE, hw, lso, start, records)
+    aborted = ()
+    if rr.slice.size and replica_id < 0 and isolation == READ_COMMITTED and upper is not None:
+        aborted = tuple(p.aborted_txns(req.fetch_offset, rr, upper))
+    return FetchPartitionResult(ErrorCode.NONE, hw, lso, start, records, aborted=aborted)
 
 
 def valid_follower_position(p: Partition, req: FetchPartitionRequest) -> bool:

@@ -16,7 +16,8 @@ State, all written on the event loop only:
   *maximal* ISR (committed ISR plus proposed additions; a proposed removal
   still counts), as Kafka's PendingExpandIsr/PendingShrinkIsr: so the HW
   never advances on a shrink the controller has not committed.
-* idempotent producer state (``producer_state``), rebuilt from the log
+* idempotent producer state and open transactions (``producer_state``,
+  ``partition_txn``), rebuilt from the log
   when the log is attached.
 
 Invariant: leader HW = min LEO over the maximal ISR, never moving backwards
@@ -34,10 +35,10 @@ from __future__ import annotations
 
 import itertools
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from broker.replication import partition_isr
+from broker.replication import partition_isr, partition_txn
 from broker.replication.partition_isr import FollowerState, IsrSink, PendingIsrChange
 from broker.replication.partition_state import NO_TOPIC_ID, PartitionState
 from broker.replication.producer_state import ProducerStateManager
@@ -45,6 +46,7 @@ from protocol import records
 from protocol.errors import ErrorCode, KafkaError
 from protocol.records import BatchHeader
 from storage.log import PartitionLog, ReadResult, RecordBatchTooLargeError
+from storage.txn_index import AbortedTxn
 
 log = logging.getLogger(__name__)
 
@@ -112,26 +114,16 @@ class Partition:
         producer_expiration_ms = self.producer_expiration_ms
         self.producers = ProducerStateManager()
         now = self.clock()
-        headers = self._headers_since(now - producer_expiration_ms
-                                      if producer_expiration_ms is not None else None)
-        seen = self.producers.rebuild(headers)
+        batches = partition_txn.batches_with_markers(
+            self.local_log(), now - producer_expiration_ms
+            if producer_expiration_ms is not None else None)
+        seen = self.producers.rebuild(batches)
         if producer_expiration_ms is not None:
             self.producers.remove_expired(now, producer_expiration_ms)
         if self.producers.producers:
-            log.debug("%s-%d: %d producers restored from %d batch headers", self.topic,
-                      self.partition, len(self.producers), seen)
-
-    def _headers_since(self, min_timestamp: int | None) -> Iterator[BatchHeader]:
-        """Batch headers of segments that may hold unexpired producers, in order."""
-        assert self.log is not None
-        segments = self.log.segments
-        for i, segment in enumerate(segments):
-            if (min_timestamp is not None and i + 1 < len(segments)
-                    and segment.largest_timestamp() < min_timestamp):
-                continue
-            for _pos, header in segment.batches(0):
-                if header.base_offset + header.last_offset_delta >= self.log.log_start_offset:
-                    yield header
+            log.debug("%s-%d: %d producers (%d open transactions) restored from %d batches",
+                      self.topic, self.partition, len(self.producers),
+                      len(self.producers.ongoing), seen)
 
     def local_log(self) -> PartitionLog:
         if self.log is None:
@@ -156,8 +148,8 @@ class Partition:
 
     @property
     def last_stable_offset(self) -> int:
-        """No transactions yet: the LSO is the high watermark."""
-        return self.high_watermark
+        """min(first unstable offset, high watermark) (``partition_txn``)."""
+        return partition_txn.last_stable_offset(self) if self.log is not None else -1
 
     # -- role changes (LeaderAndIsr) ----------------------------------------------------
 
@@ -275,6 +267,13 @@ class Partition:
         return LeaderAppendResult(info.first_offset, info.last_offset, info.log_append_time,
                                   info.log_start_offset)
 
+    def append_marker_as_leader(self, *, commit: bool, producer_id: int, producer_epoch: int,
+                                coordinator_epoch: int) -> int:
+        """Append a WriteTxnMarkers COMMIT/ABORT marker (``partition_txn``); its offset."""
+        return partition_txn.append_marker_as_leader(
+            self, commit=commit, producer_id=producer_id, producer_epoch=producer_epoch,
+            coordinator_epoch=coordinator_epoch)
+
     def _update_producers(self, headers: list[BatchHeader], first_offset: int, append_time: int) -> None:
         offset = first_offset
         for header in headers:
@@ -304,11 +303,13 @@ class Partition:
         if start < 0:
             return plog.log_end_offset
         whole = memoryview(data)[start:end]
-        headers = records.validate(whole, from_client=False)
+        records.validate(whole, from_client=False)
         plog.append(whole, assign_offsets=False)
-        for header in headers:
+        for _pos, header, marker in partition_txn.markers_in(whole):
             if header.has_producer_id:
-                self.producers.update(header, header.base_offset, header.max_timestamp)
+                completed = self.producers.update(header, header.base_offset,
+                                                  header.max_timestamp, marker)
+                partition_txn.record_completed(self, completed)
         return plog.log_end_offset
 
     def update_follower_high_watermark(self, leader_high_watermark: int) -> bool:
@@ -458,6 +459,10 @@ class Partition:
         """Log read below ``upper`` (HW/LSO for consumers, None = LEO for followers).
         Raises storage's OffsetOutOfRangeError."""
         return self.local_log().read(fetch_offset, max_bytes, upper, min_one_batch)
+
+    def aborted_txns(self, fetch_offset: int, result: ReadResult, upper: int) -> list[AbortedTxn]:
+        """The aborted transactions in a read_committed read (``partition_txn``)."""
+        return partition_txn.aborted_txns(self, fetch_offset, result, upper)
 
     def fetch_upper_bound(self, replica_id: int, isolation: int) -> int | None:
         if replica_id >= 0:

@@ -20,7 +20,25 @@ Rules for a client batch with a producer id, in Kafka 3.9's order
 
 Replicated and reloaded batches skip the checks and just update the state,
 which is how ``rebuild`` restores de-duplication after a restart: it reads
-only batch headers, never records.
+batch headers, and of control batches the marker type.
+
+Transactions (Kafka's ongoingTxns / unreplicatedTxns):
+
+* a transactional data batch opens the producer's transaction at its first
+  offset unless one is open (``ongoing``: producer id -> first offset);
+* an end-transaction marker (a control batch: COMMIT or ABORT) closes it:
+  the ``CompletedTxn`` (first offset, marker offset, aborted?) is returned, so
+  that the partition records an abort in the ``.txnindex``, and it stays
+  *unreplicated* until the high watermark passes its marker;
+* the first unstable offset is the smallest first offset among the open and
+  the unreplicated transactions; the partition's last stable offset (LSO) is
+  min(first unstable offset, high watermark). Nothing at or past the LSO may
+  be read by a read_committed consumer.
+
+Client-side rules for transactions (in ``check_client_batch``): a producer
+with an open transaction may not write a non-transactional batch
+(INVALID_TXN_STATE); markers come from the coordinator and are checked by
+``check_marker`` (an epoch older than the producer's is INVALID_PRODUCER_EPOCH).
 """
 
 from __future__ import annotations
@@ -30,7 +48,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from protocol.errors import ErrorCode, KafkaError
-from protocol.records import BatchHeader
+from protocol.records import CONTROL_ABORT, BatchHeader
 
 NUM_BATCHES_TO_RETAIN = 5
 NO_PRODUCER_EPOCH = -1
@@ -75,6 +93,11 @@ class ProducerEntry:
                 return b
         return None
 
+    def bump_epoch(self, epoch: int) -> None:
+        if epoch != self.epoch:
+            self.batches.clear()
+            self.epoch = epoch
+
     def add(self, epoch: int, meta: BatchMetadata) -> None:
         if epoch != self.epoch:
             self.batches.clear()
@@ -83,11 +106,24 @@ class ProducerEntry:
         self.last_timestamp = meta.timestamp
 
 
+@dataclass(frozen=True, slots=True)
+class CompletedTxn:
+    """A transaction its marker just ended: data from ``first_offset``, the marker at
+    ``last_offset``."""
+
+    producer_id: int
+    first_offset: int
+    last_offset: int
+    aborted: bool
+
+
 class ProducerStateManager:
-    """Producer entries of one partition, keyed by producer id."""
+    """Producer entries of one partition, keyed by producer id, and its transactions."""
 
     def __init__(self) -> None:
         self.producers: dict[int, ProducerEntry] = {}
+        self.ongoing: dict[int, int] = {}              # producer id -> first offset of its txn
+        self.unreplicated: list[CompletedTxn] = []     # ended, marker not yet below the HW
 
     def __len__(self) -> int:
         return len(self.producers)
@@ -109,6 +145,10 @@ class ProducerStateManager:
         duplicate = entry.find_duplicate(epoch, first_seq, last_sequence(header))
         if duplicate is not None:
             return duplicate
+        if not header.is_transactional and pid in self.ongoing and epoch >= entry.epoch:
+            raise KafkaError(ErrorCode.INVALID_TXN_STATE,
+                             f"producer {pid} wrote a non-transactional batch inside its "
+                             f"transaction")
         if epoch < entry.epoch:
             raise KafkaError(ErrorCode.INVALID_PRODUCER_EPOCH,
                              f"producer {pid} epoch {epoch} is older than {entry.epoch}")
@@ -121,42 +161,81 @@ class ProducerStateManager:
                              f"producer {pid}: sequence {first_seq} does not follow {entry.last_seq}")
         return None
 
-    def update(self, header: BatchHeader, first_offset: int, timestamp: int) -> None:
-        """Record an appended (or replicated, or reloaded) batch at ``first_offset``."""
+    def check_marker(self, producer_id: int, producer_epoch: int) -> None:
+        """A coordinator's marker for ``producer_id`` at ``producer_epoch`` may be written:
+        raises KafkaError(INVALID_PRODUCER_EPOCH) when the producer moved past it."""
+        entry = self.producers.get(producer_id)
+        if entry is not None and producer_epoch < entry.epoch:
+            raise KafkaError(ErrorCode.INVALID_PRODUCER_EPOCH,
+                             f"marker for producer {producer_id} at epoch {producer_epoch}, "
+                             f"older than {entry.epoch}")
+
+    def update(self, header: BatchHeader, first_offset: int, timestamp: int,
+               marker: int | None = None) -> CompletedTxn | None:
+        """Record an appended (or replicated, or reloaded) batch at ``first_offset``;
+        ``marker`` is a control batch's type (CONTROL_ABORT / CONTROL_COMMIT). Returns
+        the transaction a marker ended, if one was open."""
         pid = header.producer_id
         entry = self.producers.get(pid)
         if entry is None:
             entry = self.producers[pid] = ProducerEntry(pid)
-        if header.is_control:  # an end-transaction marker: only the epoch moves
-            if header.producer_epoch != entry.epoch:
-                entry.batches.clear()
-                entry.epoch = header.producer_epoch
+        if header.is_control:  # an end-transaction marker: the epoch moves, the txn ends
+            entry.bump_epoch(header.producer_epoch)
             entry.last_timestamp = timestamp
-            return
+            start = self.ongoing.pop(pid, None)
+            if start is None or marker is None:
+                return None
+            done = CompletedTxn(pid, start, first_offset, marker == CONTROL_ABORT)
+            self.unreplicated.append(done)
+            return done
         if header.producer_epoch < entry.epoch:
-            return  # a zombie's batch that replication kept: Kafka only warns
+            return None  # a zombie's batch that replication kept: Kafka only warns
         entry.add(header.producer_epoch, BatchMetadata(
             header.base_sequence, last_sequence(header), first_offset,
             first_offset + header.last_offset_delta, timestamp))
+        if header.is_transactional:
+            self.ongoing.setdefault(pid, first_offset)
+        return None
 
-    def rebuild(self, headers: Iterable[BatchHeader]) -> int:
-        """Replace the state from the log's batch headers (in offset order); batches seen."""
+    def first_unstable_offset(self, high_watermark: int) -> int | None:
+        """The first offset of the earliest transaction not yet decided below the HW
+        (open, or ended by a marker the HW has not passed); None when there is none.
+        Forgets the ended transactions the HW has passed."""
+        if self.unreplicated:
+            self.unreplicated = [t for t in self.unreplicated if t.last_offset >= high_watermark]
+        firsts = [t.first_offset for t in self.unreplicated]
+        if self.ongoing:
+            firsts.append(min(self.ongoing.values()))
+        return min(firsts) if firsts else None
+
+    def last_stable_offset_after(self, completed: CompletedTxn) -> int:
+        """The LSO an aborted-transaction index entry records: the first offset of the
+        earliest other open transaction, else the offset after the marker (Kafka's
+        ProducerStateManager.lastStableOffset)."""
+        others = [first for pid, first in self.ongoing.items() if pid != completed.producer_id]
+        return min(others) if others else completed.last_offset + 1
+
+    def rebuild(self, batches: Iterable[tuple[BatchHeader, int | None]]) -> int:
+        """Replace the state from the log's batches (header, marker type of a control
+        batch), in offset order; batches seen."""
         self.producers.clear()
+        self.ongoing.clear()
+        self.unreplicated.clear()
         seen = 0
-        for header in headers:
+        for header, marker in batches:
             seen += 1
             if header.producer_id >= 0:
-                self.update(header, header.base_offset, header.max_timestamp)
+                self.update(header, header.base_offset, header.max_timestamp, marker)
         return seen
 
     def remove_expired(self, now_ms: int, expiration_ms: int) -> int:
         """Forget producers silent for ``producer.id.expiration.ms``; how many went."""
         doomed = [pid for pid, e in self.producers.items()
-                  if now_ms - e.last_timestamp >= expiration_ms]
+                  if now_ms - e.last_timestamp >= expiration_ms and pid not in self.ongoing]
         for pid in doomed:
             del self.producers[pid]
         return len(doomed)
 
-    def truncate_and_reload(self, headers: Iterable[BatchHeader]) -> None:
+    def truncate_and_reload(self, batches: Iterable[tuple[BatchHeader, int | None]]) -> None:
         """After a follower truncation (issue 4): the state must match the shorter log."""
-        self.rebuild(headers)
+        self.rebuild(batches)

@@ -344,6 +344,38 @@ class ReplicaManager:
                                                 old.log_start_offset)
         return results
 
+    async def append_markers(self, timeout_ms: int, producer_id: int, producer_epoch: int,
+                             commit: bool, coordinator_epoch: int,
+                             tps: list[TopicPartition]) -> dict[TopicPartition, int]:
+        """WriteTxnMarkers for one producer: a COMMIT/ABORT control batch on each
+        partition we lead, then the wait for the HW to pass them (markers are always
+        written acks=all, as Kafka's coordinator-origin appends). -> error per partition."""
+        errors: dict[TopicPartition, int] = {}
+        pending: dict[TopicPartition, int] = {}
+        for tp in tps:
+            p = self.partitions.get(tp)
+            if p is None:
+                errors[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                continue
+            try:
+                offset = p.append_marker_as_leader(commit=commit, producer_id=producer_id,
+                                                   producer_epoch=producer_epoch,
+                                                   coordinator_epoch=coordinator_epoch)
+            except KafkaError as e:
+                errors[tp] = e.code
+                continue
+            except OSError as e:
+                log.error("%s-%d: marker append failed: %s", tp[0], tp[1], e)
+                errors[tp] = ErrorCode.KAFKA_STORAGE_ERROR
+                continue
+            pending[tp] = offset + 1
+            errors[tp] = ErrorCode.NONE
+            self._partition_changed(tp)
+        if pending:
+            waited = await self._wait_for_high_watermark(timeout_ms, pending)
+            errors.update({tp: e for tp, e in waited.items() if e})
+        return errors
+
     async def _wait_for_high_watermark(self, timeout_ms: int,
                                        pending: dict[TopicPartition, int]) -> dict[TopicPartition, int]:
         future: asyncio.Future[dict[TopicPartition, int]] = asyncio.get_running_loop().create_future()

@@ -12,20 +12,22 @@ coordinator in ``coordinator/``. Issue 14 builds it; what is here so far:
                    over the group coordinator's OffsetsLog seam (BrokerOffsetsLog
                    for __transaction_state)
     coordinator.py TransactionCoordinator: InitProducerId for transactional ids
-                   (fencing by epoch bump, KIP-360, producer id rotation)
+                   (fencing by epoch bump, KIP-360, producer id rotation),
+                   AddPartitionsToTxn (and verify-only), EndTxn, timeout aborts,
+                   id expiry, finishing Prepare* states after a failover
+    markers.py     MarkerChannel: WriteTxnMarkers to each partition's leader until
+                   every partition has its marker (retries, leader moves)
 
 The Broker builds it (``build``) beside the group coordinator and routes
 __transaction_state leadership to its state manager; FindCoordinator with key
 type 1 creates the topic and names the partition's leader.
 
-Where the rest goes: AddPartitionsToTxn, AddOffsetsToTxn, EndTxn and the abort
-of timed-out transactions grow ``coordinator.py``; the marker channel (WriteTxnMarkers
-to partition leaders, through ``client/``) in ``markers.py``; the handlers (InitProducerId with a
-transactional id, AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, TxnOffsetCommit,
-WriteTxnMarkers, Describe/ListTransactions) stay one module each under
-``broker/handlers/``. The partition side (ongoing transactions, LSO, the
-``.txnindex`` files, producer-state snapshots) belongs to
-``broker/replication/producer_state.py`` and ``storage/``.
+The handlers (InitProducerId with a transactional id, AddPartitionsToTxn,
+AddOffsetsToTxn, EndTxn, WriteTxnMarkers; TxnOffsetCommit and
+Describe/ListTransactions to come) are one module each under
+``broker/handlers/``. The partition side (open transactions, LSO, markers, the
+``.txnindex`` files) is ``broker/replication/producer_state.py``,
+``partition_txn.py`` and ``storage/``.
 
 It may import ``protocol``, ``storage``, ``client`` and the rest of ``broker``;
 nothing outside ``broker`` imports it.
@@ -38,7 +40,9 @@ from typing import Any
 from broker.coordinator.loader import BrokerOffsetsLog
 from broker.metadata_cache import partition_count_or
 from broker.topic_names import TRANSACTION_STATE_TOPIC
+from client.inter_broker import write_txn_markers
 from broker.transaction.coordinator import InitResult, TransactionCoordinator
+from broker.transaction.markers import MarkerChannel, TxnMarker
 from broker.transaction.state_manager import TransactionStateManager
 from storage.log import wall_clock_ms
 
@@ -50,14 +54,35 @@ def transaction_state_partitions(broker: Any) -> int:
 
 
 def build(broker: Any) -> TransactionCoordinator:
-    """The coordinator over the broker's replica manager, logs, metadata cache and
-    producer-id blocks."""
+    """The coordinator over the broker's replica manager, logs, metadata cache,
+    producer-id blocks and connection pool (the markers)."""
     state = TransactionStateManager(BrokerOffsetsLog(broker, TRANSACTION_STATE_TOPIC),
                                     lambda: transaction_state_partitions(broker),
                                     clock=wall_clock_ms)
     return TransactionCoordinator(state, broker.producer_ids.generate_producer_id,
                                   max_timeout_ms=int(broker.config.transaction_max_timeout_ms),
-                                  clock=wall_clock_ms)
+                                  clock=wall_clock_ms, markers=marker_channel(broker))
+
+
+def marker_channel(broker: Any) -> MarkerChannel:
+    """Markers over the broker's pool, to the leaders its metadata cache names."""
+    metadata = broker.metadata
+
+    async def send(broker_id: int, marker: TxnMarker) -> dict[tuple[str, int], int]:
+        b = metadata.broker(broker_id)
+        if b is None or b.port < 0:
+            raise ConnectionError(f"broker {broker_id} is not known")
+        conn = await broker.pool.get(b.host, b.port)
+        answers = await write_txn_markers(conn, [(
+            marker.producer_id, marker.producer_epoch, marker.commit,
+            marker.coordinator_epoch, list(marker.partitions))])
+        return answers.get(marker.producer_id, {})
+
+    def leader_of(tp: tuple[str, int]) -> int | None:
+        p = metadata.partition(*tp)
+        return None if p is None else p.leader
+
+    return MarkerChannel(send, leader_of, metadata.has_topic)
 
 
 __all__ = ["TRANSACTION_STATE_TOPIC", "InitResult", "TransactionCoordinator",

@@ -1,5 +1,8 @@
 """TransactionCoordinator: what the transactional APIs ask of a transactional id's
-coordinator (Kafka's TransactionCoordinator). So far: InitProducerId.
+coordinator (Kafka's TransactionCoordinator): InitProducerId, AddPartitionsToTxn
+(and its verify-only form), AddOffsetsToTxn (as AddPartitions of the group's
+``__consumer_offsets`` partition), EndTxn, the abort of timed-out transactions and
+the expiry of idle transactional ids.
 
 InitProducerId(transactional id, timeout, [expected producer id and epoch, v3+]),
 as Kafka 3.9's handleInitProducerId:
@@ -18,23 +21,55 @@ as Kafka 3.9's handleInitProducerId:
    exhausted (>= 32766), a new producer id replaces the old one at epoch 0;
    the id goes to Empty. An expected epoch that is the previous one is a
    retry of a bump already made: the current epoch is returned unchanged.
-   Ongoing -> Kafka bumps the epoch to fence the producer and aborts the open
-   transaction first (PrepareEpochFence); that needs the marker channel, which
-   is not here yet, so it answers CONCURRENT_TRANSACTIONS (no transaction can
-   be Ongoing until AddPartitionsToTxn lands).
+   Ongoing -> the epoch is bumped to fence the producer and the open
+   transaction aborted with the bumped epoch (Kafka's PrepareEpochFence, then
+   PrepareAbort); the answer is CONCURRENT_TRANSACTIONS and the client's retry
+   gets the next epoch once the abort completed.
 5. The new state is written to ``__transaction_state`` (acks=all) before the
    answer; a failed write answers the mapped error and changes nothing.
+
+AddPartitionsToTxn / EndTxn first check the caller: an unknown id or another
+producer id is INVALID_PRODUCER_ID_MAPPING, another epoch PRODUCER_FENCED, a
+write in flight or markers being written CONCURRENT_TRANSACTIONS. Adding
+partitions moves the id to Ongoing (the start time is set when a transaction
+begins); partitions already in an Ongoing transaction are answered at once.
+
+EndTxn, as Kafka's handleEndTransaction by state (commit / abort asked):
+
+    Ongoing          PrepareCommit / PrepareAbort written, answered NONE; the
+                     markers go out (``markers.py``) and CompleteCommit /
+                     CompleteAbort is written once every partition has its marker
+    CompleteCommit   commit: NONE (a retry)        abort: INVALID_TXN_STATE
+    CompleteAbort    abort: NONE (a retry)         commit: INVALID_TXN_STATE
+    PrepareCommit    commit: CONCURRENT_TRANSACTIONS  abort: INVALID_TXN_STATE
+    PrepareAbort     abort: CONCURRENT_TRANSACTIONS   commit: INVALID_TXN_STATE
+    Empty            INVALID_TXN_STATE
+
+A transaction Ongoing past its timeout is fenced and aborted the same way as by
+InitProducerId (``abort_timed_out``, every
+``transaction.abort.timed.out.transaction.cleanup.interval.ms``). When a broker
+becomes coordinator of a partition, the ids it loads in PrepareCommit /
+PrepareAbort get their markers sent and are completed (``on_loaded``).
+
+One writer per id: ``pending`` holds the ids with a state write in flight, and
+every write happens from a state that no other request may change meanwhile.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from dataclasses import dataclass
+from typing import Any
 
+from broker.transaction.markers import MarkerChannel, TxnMarker
 from broker.transaction.state_manager import TransactionStateManager
-from broker.transaction.txn_state import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, TxnMetadata, \
-    TxnState
+from broker.transaction.txn_state import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, TopicPartition, \
+    TxnMetadata, TxnState
 from protocol.errors import ErrorCode
+
+log = logging.getLogger(__name__)
 
 MAX_EPOCH = 32767                         # int16
 
@@ -54,12 +89,17 @@ class InitResult:
 class TransactionCoordinator:
     def __init__(self, state: TransactionStateManager,
                  generate_producer_id: Callable[[], Awaitable[int]], *,
-                 max_timeout_ms: int, clock: Callable[[], int]) -> None:
+                 max_timeout_ms: int, clock: Callable[[], int],
+                 markers: MarkerChannel | None = None, retry_backoff_s: float = 0.1) -> None:
         self.state = state
         self.generate_producer_id = generate_producer_id
         self.max_timeout_ms = max_timeout_ms
         self.clock = clock
+        self.markers = markers
+        self.retry_backoff_s = retry_backoff_s
         self.pending: set[str] = set()   # ids with a state write in flight
+        self._tasks: set[asyncio.Task[Any]] = set()
+        state.on_loaded = self.on_loaded
         # FindCoordinator creates __transaction_state once; concurrent finds see this
         # set and answer COORDINATOR_NOT_AVAILABLE instead of a second creation
         self.creating_topic = False
@@ -90,7 +130,11 @@ class TransactionCoordinator:
                                   timeout_ms, TxnState.EMPTY)
         if expected is not None and not _valid_expected(current, *expected):
             return InitResult(ErrorCode.PRODUCER_FENCED)
-        if current.state.is_preparing or current.state is TxnState.ONGOING:
+        if current.state is TxnState.ONGOING:
+            error = await self._fence_and_abort(current)
+            return InitResult(ErrorCode.CONCURRENT_TRANSACTIONS if error == ErrorCode.NONE
+                              else error)
+        if current.state.is_preparing:
             return InitResult(ErrorCode.CONCURRENT_TRANSACTIONS)
         if current.state not in (TxnState.EMPTY, TxnState.COMPLETE_COMMIT,
                                  TxnState.COMPLETE_ABORT):
@@ -119,6 +163,187 @@ class TransactionCoordinator:
         return InitResult(ErrorCode.NONE, nxt.producer_id, nxt.producer_epoch)
 
 
+    # -- AddPartitionsToTxn / AddOffsetsToTxn -----------------------------------------------
+
+    async def add_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int,
+                             partitions: Iterable[TopicPartition]) -> int:
+        """Add ``partitions`` to the id's transaction (beginning one if none is open)."""
+        error, meta = self._caller(transactional_id, producer_id, producer_epoch)
+        if meta is None:
+            return error
+        if meta.state.is_preparing or meta.state is TxnState.PREPARE_EPOCH_FENCE:
+            return ErrorCode.CONCURRENT_TRANSACTIONS
+        wanted = frozenset(partitions)
+        if meta.state is TxnState.ONGOING and wanted <= meta.partitions:
+            return ErrorCode.NONE
+        if meta.state is TxnState.DEAD:
+            return ErrorCode.INVALID_PRODUCER_ID_MAPPING
+        now = self.clock()
+        start = meta.txn_start_timestamp if meta.state is TxnState.ONGOING else now
+        nxt = meta.transition(TxnState.ONGOING, now, partitions=meta.partitions | wanted,
+                              txn_start_timestamp=start)
+        return await self._put(nxt)
+
+    def verify_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int,
+                          partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
+        """AddPartitionsToTxn v4+ VerifyOnly (KIP-890): whether each partition is in the
+        producer's Ongoing transaction (INVALID_TXN_STATE when not); nothing written."""
+        tps = list(partitions)
+        error, meta = self._caller(transactional_id, producer_id, producer_epoch)
+        if meta is None:
+            return {tp: error for tp in tps}
+        return {tp: ErrorCode.NONE if meta.state is TxnState.ONGOING and tp in meta.partitions
+                else ErrorCode.INVALID_TXN_STATE for tp in tps}
+
+    # -- EndTxn -------------------------------------------------------------------------
+
+    async def end_txn(self, transactional_id: str, producer_id: int, producer_epoch: int,
+                      commit: bool) -> int:
+        """Commit or abort the id's transaction (the table in the module docstring)."""
+        error, meta = self._caller(transactional_id, producer_id, producer_epoch)
+        if meta is None:
+            return error
+        state = meta.state
+        if state is TxnState.ONGOING:
+            return await self._prepare_end(meta, commit)
+        same = TxnState.COMPLETE_COMMIT if commit else TxnState.COMPLETE_ABORT
+        preparing = TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT
+        if state is same:
+            return ErrorCode.NONE
+        if state is preparing or state is TxnState.PREPARE_EPOCH_FENCE:
+            return ErrorCode.CONCURRENT_TRANSACTIONS
+        return ErrorCode.INVALID_TXN_STATE
+
+    async def _prepare_end(self, meta: TxnMetadata, commit: bool, **changes: object) -> int:
+        """Write PrepareCommit / PrepareAbort, then send the markers in the background."""
+        prepared = meta.transition(TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT,
+                                   self.clock(), **changes)
+        error = await self._put(prepared)
+        if error == ErrorCode.NONE:
+            self._spawn(self._complete(prepared))
+        return error
+
+    async def _fence_and_abort(self, meta: TxnMetadata) -> int:
+        """Kafka's prepareFenceProducerEpoch + abort: the open transaction is aborted
+        under the next epoch, so the producer that opened it is fenced."""
+        epoch = meta.producer_epoch if epoch_exhausted(meta.producer_epoch) \
+            else meta.producer_epoch + 1
+        return await self._prepare_end(meta, False, producer_epoch=epoch,
+                                       last_producer_epoch=NO_PRODUCER_EPOCH)
+
+    async def _complete(self, prepared: TxnMetadata) -> None:
+        """Markers to every partition, then CompleteCommit / CompleteAbort; gives up
+        when the partition moves (the next coordinator finishes from the log)."""
+        tid = prepared.transactional_id
+        p = self.state.partition_for(tid)
+        coordinator_epoch = self.state.partitions.owned.get(p)
+        if coordinator_epoch is None:
+            return
+
+        def owner() -> bool:
+            return self.state.partitions.owned.get(p) == coordinator_epoch
+        commit = prepared.state is TxnState.PREPARE_COMMIT
+        if prepared.partitions:
+            if self.markers is None:
+                return
+            marker = TxnMarker(prepared.producer_id, prepared.producer_epoch, commit,
+                               coordinator_epoch, tuple(sorted(prepared.partitions)))
+            if not await self.markers.write(marker, owner):
+                return
+        while owner():
+            current = self.state.get(tid)
+            if current is None or current.state is not prepared.state \
+                    or current.producer_epoch != prepared.producer_epoch:
+                return                               # someone else finished it
+            done = current.transition(TxnState.COMPLETE_COMMIT if commit
+                                      else TxnState.COMPLETE_ABORT, self.clock(),
+                                      partitions=frozenset())
+            error = await self._put(done)
+            if error == ErrorCode.NONE or error == ErrorCode.NOT_COORDINATOR:
+                return
+            await asyncio.sleep(self.retry_backoff_s)
+
+    def on_loaded(self, metas: Iterable[TxnMetadata]) -> None:
+        """A partition was loaded: finish the transactions it left in Prepare*."""
+        for meta in metas:
+            if meta.state.is_preparing:
+                self._spawn(self._complete(meta))
+
+    # -- periodic work -----------------------------------------------------------------
+
+    async def abort_timed_out(self) -> int:
+        """Fence and abort the Ongoing transactions past their timeout; how many."""
+        aborted = 0
+        for meta in self.state.timed_out(self.clock()):
+            current = self.state.get(meta.transactional_id)
+            if current is None or current.transactional_id in self.pending \
+                    or not current.has_timed_out(self.clock()):
+                continue
+            log.info("aborting transaction of %r (producer %d, epoch %d): open for more than "
+                     "%d ms", current.transactional_id, current.producer_id,
+                     current.producer_epoch, current.txn_timeout_ms)
+            if await self._fence_and_abort(current) == ErrorCode.NONE:
+                aborted += 1
+        return aborted
+
+    async def expire_ids(self, expiration_ms: int) -> int:
+        """Tombstone the finished ids idle for ``transactional.id.expiration.ms``."""
+        expired = 0
+        for meta in self.state.expirable(self.clock(), expiration_ms):
+            if meta.transactional_id in self.pending:
+                continue
+            if await self._put(meta.transition(TxnState.DEAD, self.clock())) == ErrorCode.NONE:
+                expired += 1
+        return expired
+
+    # -- helpers -----------------------------------------------------------------------
+
+    def _caller(self, tid: str, producer_id: int, producer_epoch: int
+                ) -> tuple[int, TxnMetadata | None]:
+        """(error, None) when the caller may not act on ``tid`` now, else (NONE, state)."""
+        if not tid:
+            return ErrorCode.INVALID_REQUEST, None
+        status = self.state.status(tid)
+        if status is not None:
+            return status, None
+        meta = self.state.get(tid)
+        if meta is None or meta.producer_id != producer_id:
+            return ErrorCode.INVALID_PRODUCER_ID_MAPPING, None
+        if meta.producer_epoch != producer_epoch:
+            return ErrorCode.PRODUCER_FENCED, None
+        if tid in self.pending:
+            return ErrorCode.CONCURRENT_TRANSACTIONS, None
+        return ErrorCode.NONE, meta
+
+    async def _put(self, meta: TxnMetadata) -> int:
+        """Write the id's next state with the id marked pending meanwhile."""
+        tid = meta.transactional_id
+        self.pending.add(tid)
+        try:
+            return await self.state.put(meta)
+        finally:
+            self.pending.discard(tid)
+
+    def _spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def shutdown(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self.state.shutdown()
+
+
+def error_for_version(error: int, version: int, fenced_from: int) -> int:
+    """PRODUCER_FENCED is INVALID_PRODUCER_EPOCH for requests older than the version
+    that may carry it (KIP-588: InitProducerId v4, AddPartitions/AddOffsets/EndTxn v2)."""
+    if error == ErrorCode.PRODUCER_FENCED and version < fenced_from:
+        return ErrorCode.INVALID_PRODUCER_EPOCH
+    return error
+
+
 def _valid_expected(meta: TxnMetadata, producer_id: int, epoch: int) -> bool:
     """KIP-360's isValidProducerId (the epoch is checked by the bump)."""
     return (meta.producer_epoch == NO_PRODUCER_EPOCH or producer_id == meta.producer_id
@@ -137,4 +362,4 @@ def _bump(meta: TxnMetadata, expected_epoch: int | None) -> tuple[int, int] | No
     return None
 
 
-__all__ = ["InitResult", "TransactionCoordinator", "epoch_exhausted"]
+__all__ = ["InitResult", "TransactionCoordinator", "epoch_exhausted", "error_for_version"]

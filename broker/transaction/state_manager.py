@@ -8,8 +8,9 @@ Theory of operation:
    abs(javaHashCode(id)) % partitions (the group coordinator's formula); this
    broker coordinates it while it leads that partition.
 2. ``on_become_leader(p, epoch)`` loads the partition in a task: every record
-   is replayed (the newest value per id wins, a tombstone removes it). Until the
-   load is installed, ``status`` answers COORDINATOR_LOAD_IN_PROGRESS for its
+   is replayed (the newest value per id wins, a tombstone removes it), then
+   ``on_loaded`` gets the ids (the coordinator finishes those left in
+   PrepareCommit / PrepareAbort). Until the load is installed, ``status`` answers COORDINATOR_LOAD_IN_PROGRESS for its
    ids; NOT_COORDINATOR when we do not lead it. ``on_resign`` drops the
    partition's ids. Epochs fence: a notification older than the newest seen is
    ignored, and a write that finishes after the partition moved is not installed.
@@ -29,7 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterable
 from typing import Any
 
 from broker.coordinator.coordinator_partitions import CoordinatorPartitions
@@ -74,6 +75,8 @@ class TransactionStateManager:
         self._num_partitions = num_partitions
         self.partitions = CoordinatorPartitions(TRANSACTION_STATE_TOPIC)
         self.ids: dict[int, dict[str, TxnMetadata]] = {}   # partition -> id -> state
+        # called with a partition's ids once loaded (the coordinator finishes Prepare*)
+        self.on_loaded: Callable[[Iterable[TxnMetadata]], None] | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
 
     # -- ownership --------------------------------------------------------------------
@@ -125,6 +128,8 @@ class TransactionStateManager:
         self.ids[partition] = loaded
         log.info("loaded %s-%d (epoch %d): %d transactional ids", TRANSACTION_STATE_TOPIC,
                  partition, epoch, len(loaded))
+        if self.on_loaded is not None:
+            self.on_loaded(list(loaded.values()))
 
     # -- state ----------------------------------------------------------------------
 

@@ -2,8 +2,8 @@
 FindCoordinator for a transactional id creates __transaction_state and names its
 leader; confluent-kafka's ``init_transactions()`` completes; every later
 InitProducerId for the id bumps the epoch (fencing the older producer); the state
-survives a kill -9 (reloaded from __transaction_state). Transactions themselves
-(AddPartitionsToTxn, EndTxn, markers) are not there yet."""
+survives a kill -9 (reloaded from __transaction_state). Transactions themselves are
+tested in test_transactions.py."""
 
 from __future__ import annotations
 

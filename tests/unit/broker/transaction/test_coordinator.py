@@ -74,7 +74,7 @@ def test_checks_before_anything_is_written() -> None:
         for bad in (0, -5, 60001):
             assert (await c.init_producer_id("tx", bad)).error == \
                 ErrorCode.INVALID_TRANSACTION_TIMEOUT
-        for state in (TxnState.ONGOING, TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT):
+        for state in (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT):
             c.state.ids[0]["busy"] = TxnMetadata("busy", 5, 3, 1000, state)
             assert (await c.init_producer_id("busy", 1000)).error == \
                 ErrorCode.CONCURRENT_TRANSACTIONS

@@ -1,0 +1,117 @@
+"""The transaction side of a partition (Kafka ``UnifiedLog``'s transaction parts):
+end-transaction markers, the last stable offset and the aborted transactions a
+read_committed Fetch is told about.
+
+* ``append_marker_as_leader``: a WriteTxnMarkers entry for this partition: a
+  COMMIT or ABORT control batch at the leader's epoch, after checking the
+  producer epoch (a marker older than the producer's epoch is
+  INVALID_PRODUCER_EPOCH, as Kafka's ``appendEndTxnMarker``).
+* ``record_completed``: a marker (ours or a replicated one) ended a transaction;
+  an abort goes into the active segment's ``.txnindex`` with the LSO it leaves,
+  which is what makes a read_committed reader skip its data later, on any
+  replica.
+* ``last_stable_offset``: min(first unstable offset, high watermark).
+* ``aborted_txns``: the aborted transactions overlapping a read.
+* ``batches_with_markers``: a log's batches for rebuilding producer state,
+  with the type of each control batch read from its record key.
+
+Each function takes the ``Partition`` (as ``partition_isr`` does); the state
+is the partition's ``producers`` and its log, written on the event loop only.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from protocol import records
+from protocol.errors import ErrorCode, KafkaError
+from protocol.records import BatchHeader
+from storage.log import PartitionLog, ReadResult
+from storage.txn_index import AbortedTxn
+
+if TYPE_CHECKING:
+    from broker.replication.partition import Partition
+    from broker.replication.producer_state import CompletedTxn
+
+log = logging.getLogger("broker.replication.partition")
+
+
+def append_marker_as_leader(p: Partition, *, commit: bool, producer_id: int,
+                            producer_epoch: int, coordinator_epoch: int) -> int:
+    """Append the end-transaction marker; returns its offset. Raises KafkaError
+    (NOT_LEADER_OR_FOLLOWER, INVALID_PRODUCER_EPOCH, KAFKA_STORAGE_ERROR)."""
+    if not p.is_leader:
+        raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER,
+                         f"broker {p.local_broker_id} is not the leader of {p.topic}-{p.partition}")
+    p.producers.check_marker(producer_id, producer_epoch)
+    plog = p.local_log()
+    batch = records.build_control_batch(commit=commit, producer_id=producer_id,
+                                        producer_epoch=producer_epoch,
+                                        coordinator_epoch=coordinator_epoch,
+                                        timestamp=p.clock())
+    info = plog.append(batch, leader_epoch=p.leader_epoch)
+    header = records.read_header(batch)
+    completed = p.producers.update(header, info.first_offset, p.clock(),
+                                   records.CONTROL_COMMIT if commit else records.CONTROL_ABORT)
+    record_completed(p, completed)
+    p.maybe_increment_high_watermark()
+    return info.first_offset
+
+
+def record_completed(p: Partition, completed: CompletedTxn | None) -> None:
+    """Index an aborted transaction the last appended marker ended (leader and
+    follower alike)."""
+    if completed is None or not completed.aborted:
+        return
+    lso = p.producers.last_stable_offset_after(completed)
+    p.local_log().append_aborted_txn(AbortedTxn(completed.producer_id, completed.first_offset,
+                                                completed.last_offset, lso))
+
+
+def last_stable_offset(p: Partition) -> int:
+    hw = p.high_watermark
+    first_unstable = p.producers.first_unstable_offset(hw)
+    return hw if first_unstable is None or first_unstable >= hw else first_unstable
+
+
+def aborted_txns(p: Partition, fetch_offset: int, result: ReadResult,
+                 upper: int) -> list[AbortedTxn]:
+    """The aborted transactions a read_committed reader needs to filter the data of
+    ``result`` (read from ``fetch_offset`` below ``upper``)."""
+    plog = p.local_log()
+    return plog.collect_aborted_txns(fetch_offset, plog.fetch_upper_bound_offset(result, upper))
+
+
+def batches_with_markers(plog: PartitionLog, min_timestamp: int | None
+                         ) -> Iterator[tuple[BatchHeader, int | None]]:
+    """Batches of the segments that may hold unexpired producers, in order, each with
+    its marker type (control batches) or None."""
+    segments = plog.segments
+    for i, segment in enumerate(segments):
+        if (min_timestamp is not None and i + 1 < len(segments)
+                and segment.largest_timestamp() < min_timestamp):
+            continue
+        for pos, header in segment.batches(0):
+            if header.base_offset + header.last_offset_delta < plog.log_start_offset:
+                continue
+            yield header, _marker_of(segment.read_batch(pos, header)) if header.is_control else None
+
+
+def markers_in(data: bytes | bytearray | memoryview) -> Iterator[tuple[int, BatchHeader, int | None]]:
+    """(position, header, marker type or None) of each whole batch in ``data``."""
+    for pos, header in records.iter_batches(data):
+        yield pos, header, _marker_of(data, pos) if header.is_control else None
+
+
+def _marker_of(data: bytes | bytearray | memoryview, pos: int = 0) -> int | None:
+    try:
+        return records.marker_type(data, pos)
+    except records.RecordError as e:
+        log.warning("unreadable control batch ignored: %s", e)
+        return None
+
+
+__all__ = ["aborted_txns", "append_marker_as_leader", "batches_with_markers",
+           "last_stable_offset", "markers_in", "record_completed"]
