@@ -44,6 +44,7 @@ from broker.coordinator.loader import OFFSETS_TOPIC, OffsetsLog
 from broker.coordinator.offset_ops import OffsetOps
 from broker.coordinator.ownership import OwnershipOps
 from broker.coordinator.sync_ops import SyncOps
+from broker.coordinator.txn_offset_ops import TxnOffsetOps
 from broker.replication.purgatory import Purgatory, Timer
 from protocol.errors import ErrorCode
 from storage.log import wall_clock_ms
@@ -59,7 +60,7 @@ E, PR, CR, S, D = (GroupState.EMPTY, GroupState.PREPARING_REBALANCE,
 NEW_MEMBER_JOIN_TIMEOUT_MS = 5 * 60 * 1000
 
 
-class GroupCoordinator(OwnershipOps, SyncOps, OffsetOps):
+class GroupCoordinator(OwnershipOps, SyncOps, OffsetOps, TxnOffsetOps):
     def __init__(self, broker_id: int, config: CoordinatorConfig, offsets_log: OffsetsLog, *,
                  num_partitions: Callable[[], int] | None = None,
                  timer: Timer | None = None, clock: Callable[[], int] = wall_clock_ms) -> None:

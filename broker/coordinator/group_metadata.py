@@ -118,6 +118,9 @@ class GroupMetadata:
         self.subscribed_topics: set[str] | None = None
         self.offsets: dict[TopicPartition, OffsetAndMetadata] = {}
         self.pending_offset_commits: Counter[TopicPartition] = Counter()
+        # TxnOffsetCommit: producer id -> offsets written in its open transaction,
+        # applied to ``offsets`` by its COMMIT marker, dropped by an ABORT
+        self.pending_txn_offsets: dict[int, dict[TopicPartition, OffsetAndMetadata]] = {}
 
     def __repr__(self) -> str:
         return (f"GroupMetadata({self.group_id!r}, {self.state}, generation={self.generation_id}, "
@@ -307,7 +310,8 @@ class GroupMetadata:
     # -- offsets -------------------------------------------------------------------------
 
     def has_offsets(self) -> bool:
-        return bool(self.offsets) or bool(+self.pending_offset_commits)
+        return (bool(self.offsets) or bool(+self.pending_offset_commits)
+                or bool(self.pending_txn_offsets))
 
     def remove_offsets(self, partitions: list[TopicPartition]) -> dict[TopicPartition, OffsetAndMetadata]:
         removed = {}

@@ -13,8 +13,12 @@ log order, into a ``LoadedPartition``:
      tombstone -> the offset is removed;
   2. group-metadata key, value -> the group's latest metadata;
      tombstone -> the group is removed (its offsets stay unless tombstoned too);
-  3. other key versions are ignored; control and transactional batches are
-     skipped (no transactional offset commits yet).
+  3. other key versions are ignored;
+  4. transactional batches (TxnOffsetCommit) are held per producer id
+     (``TxnRecord``) until that producer's marker (``TxnEnd``): a COMMIT applies
+     them as in 1., an ABORT drops them; what is still open at the end of the
+     log stays pending (``pending_txn``) so that a marker arriving later
+     completes it.
 The whole log is read to its end (Kafka reads to the log end, not the high
 watermark: the new leader's log is what will be committed).
 """
@@ -24,10 +28,11 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from broker.coordinator import offsets_topic as ot
-from protocol.records import BatchBuilder, iter_batches, iter_records
+from protocol.records import CONTROL_COMMIT, BatchBuilder, iter_batches, iter_records, \
+    marker_type
 
 log = logging.getLogger(__name__)
 
@@ -38,13 +43,34 @@ KeyValue = tuple[bytes, bytes | None]
 TopicPartition = tuple[str, int]
 
 
+class TxnRecord(NamedTuple):
+    """A record of a transactional batch (written by TxnOffsetCommit)."""
+
+    producer_id: int
+    key: bytes
+    value: bytes | None
+
+
+class TxnEnd(NamedTuple):
+    """A producer's COMMIT / ABORT marker."""
+
+    producer_id: int
+    commit: bool
+
+
+# what read_chunks yields: plain records, and around transactions these two
+LogEntry = KeyValue | TxnRecord | TxnEnd
+
+
 class OffsetsLog(Protocol):
     async def append(self, partition: int, records: list[KeyValue], *, acks: int,
-                     timeout_ms: int, timestamp: int) -> int:
-        """Append one batch; -> the partition's error code (0 = written as asked)."""
+                     timeout_ms: int, timestamp: int,
+                     producer: tuple[int, int] | None = None) -> int:
+        """Append one batch (transactional, of ``producer`` = (id, epoch), when given);
+        -> the partition's error code (0 = written as asked)."""
         ...
 
-    def read_chunks(self, partition: int) -> Iterator[list[KeyValue]] | None:
+    def read_chunks(self, partition: int) -> Iterator[list[LogEntry]] | None:
         """The partition's records in log order, a chunk at a time; None without a log."""
         ...
 
@@ -59,6 +85,20 @@ class LoadedPartition:
     removed_groups: set[str] = field(default_factory=set)
     offsets: dict[str, dict[TopicPartition, ot.OffsetAndMetadata]] = field(default_factory=dict)
     records: int = 0
+    # producer id -> its open transaction's records (in log order)
+    txn_records: dict[int, list[KeyValue]] = field(default_factory=dict)
+
+    def pending_txn(self) -> dict[str, dict[int, dict[TopicPartition, ot.OffsetAndMetadata]]]:
+        """Offsets of transactions still open at the end of the log: group -> producer
+        id -> offsets."""
+        out: dict[str, dict[int, dict[TopicPartition, ot.OffsetAndMetadata]]] = {}
+        for pid, records in self.txn_records.items():
+            for key, value in records:
+                k = ot.read_key(key)
+                if isinstance(k, ot.OffsetKey) and value is not None:
+                    out.setdefault(k.group, {}).setdefault(pid, {})[(k.topic, k.partition)] = \
+                        ot.read_offset_value(value)
+        return out
 
     def apply(self, key: bytes, value: bytes | None) -> None:
         k = ot.read_key(key)
@@ -83,14 +123,30 @@ class LoadedPartition:
         else:
             log.warning("unknown key version %d in %s; ignored", k.version, OFFSETS_TOPIC)
 
-    def apply_all(self, records: Iterable[KeyValue]) -> None:
-        for key, value in records:
-            self.apply(key, value)
+    def apply_all(self, entries: Iterable[LogEntry]) -> None:
+        for entry in entries:
+            if isinstance(entry, TxnRecord):
+                self.txn_records.setdefault(entry.producer_id, []).append(
+                    (entry.key, entry.value))
+            elif isinstance(entry, TxnEnd):
+                held = self.txn_records.pop(entry.producer_id, [])
+                if entry.commit:
+                    for key, value in held:
+                        self.apply(key, value)
+            else:
+                self.apply(*entry)
 
 
-def build_batch(records: list[KeyValue], timestamp: int) -> bytearray:
-    """One uncompressed magic-2 batch, no producer id (producer id -1)."""
-    builder = BatchBuilder()
+def build_batch(records: list[KeyValue], timestamp: int,
+                producer: tuple[int, int] | None = None) -> bytearray:
+    """One uncompressed magic-2 batch: no producer id, or a transactional batch of
+    ``producer`` (id, epoch) with base sequence 0 (as Kafka's coordinator writes it;
+    coordinator appends skip sequence checks)."""
+    if producer is None:
+        builder = BatchBuilder()
+    else:
+        builder = BatchBuilder(producer_id=producer[0], producer_epoch=producer[1],
+                               base_sequence=0, transactional=True)
     for key, value in records:
         builder.append(key, value, timestamp)
     return builder.build()
@@ -105,13 +161,15 @@ class BrokerOffsetsLog:
         self.topic = topic
 
     async def append(self, partition: int, records: list[KeyValue], *, acks: int,
-                     timeout_ms: int, timestamp: int) -> int:
+                     timeout_ms: int, timestamp: int,
+                     producer: tuple[int, int] | None = None) -> int:
         tp = (self.topic, partition)
         results = await self.broker.replicas.append_records(
-            acks, timeout_ms, {tp: bytes(build_batch(records, timestamp))})
+            acks, timeout_ms, {tp: bytes(build_batch(records, timestamp, producer))},
+            from_coordinator=producer is not None)
         return int(results[tp].error)
 
-    def read_chunks(self, partition: int) -> Iterator[list[KeyValue]] | None:
+    def read_chunks(self, partition: int) -> Iterator[list[LogEntry]] | None:
         logs = self.broker.logs
         plog = logs.get_log(self.topic, partition) if logs is not None else None
         if plog is None:
@@ -126,24 +184,28 @@ class BrokerOffsetsLog:
         return int(p.leader_epoch)
 
 
-def _chunks(plog: Any, topic: str = OFFSETS_TOPIC) -> Iterator[list[KeyValue]]:
+def _chunks(plog: Any, topic: str = OFFSETS_TOPIC) -> Iterator[list[LogEntry]]:
     offset = plog.log_start_offset
     while offset < plog.log_end_offset:
         data = plog.read(offset, LOAD_BUFFER_SIZE, None).slice.read()
-        chunk: list[KeyValue] = []
+        chunk: list[LogEntry] = []
         advanced = False
         for pos, header in iter_batches(data):
             advanced = True
             offset = header.base_offset + header.last_offset_delta + 1
-            if header.is_control or header.is_transactional:
+            if header.is_control:
+                kind = marker_type(data, pos)
+                if kind is not None:
+                    chunk.append(TxnEnd(header.producer_id, kind == CONTROL_COMMIT))
                 continue
             for record in iter_records(data, pos):
                 if record.key is None:
                     log.warning("%s: record at offset %d has no key; skipped", topic,
                                 record.offset)
                     continue
-                chunk.append((bytes(record.key),
-                              None if record.value is None else bytes(record.value)))
+                value = None if record.value is None else bytes(record.value)
+                chunk.append(TxnRecord(header.producer_id, bytes(record.key), value)
+                             if header.is_transactional else (bytes(record.key), value))
         if not advanced:
             break
         yield chunk

@@ -84,6 +84,7 @@ class OffsetOps:
     partition_for: Callable[[str], int]
     validate_member: Callable[[GroupMetadata, str, str | None], int | None]
     _heartbeat: Callable[..., None]
+    unstable_partitions: Callable[[GroupMetadata], set[TopicPartition]]
     _expiry_task: asyncio.Task[None] | None = None
 
     # -- OffsetCommit --------------------------------------------------------------------
@@ -162,8 +163,8 @@ class OffsetOps:
         """-> (group error, partition -> (offset, leader epoch, metadata, error));
         ``partitions`` None = every committed partition. Answered whatever the
         group's state (a group may use Kafka only to store offsets).
-        ``require_stable`` waits out pending *transactional* commits in Kafka
-        (UNSTABLE_OFFSET_COMMIT); there are none until transactions land."""
+        ``require_stable``: a partition with offsets in an open transaction answers
+        UNSTABLE_OFFSET_COMMIT (the client retries once the transaction ended)."""
         error = self.status(group_id, allow_empty_id=True)
         if error is not None:
             return error, {}
@@ -171,10 +172,14 @@ class OffsetOps:
         if group is None or group.is_(D):
             return ErrorCode.NONE, {tp: NO_OFFSET for tp in partitions or ()}
         out: dict[TopicPartition, FetchedOffset] = {}
+        unstable = self.unstable_partitions(group) if require_stable else set()
         for tp in (partitions if partitions is not None else list(group.offsets)):
             o = group.offsets.get(tp)
-            out[tp] = NO_OFFSET if o is None else (o.offset, o.leader_epoch, o.metadata,
-                                                   ErrorCode.NONE)
+            if tp in unstable:
+                out[tp] = (-1, -1, "", ErrorCode.UNSTABLE_OFFSET_COMMIT)
+            else:
+                out[tp] = NO_OFFSET if o is None else (o.offset, o.leader_epoch, o.metadata,
+                                                       ErrorCode.NONE)
         return ErrorCode.NONE, out
 
     # -- OffsetDelete --------------------------------------------------------------------

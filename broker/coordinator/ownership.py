@@ -46,6 +46,7 @@ class OwnershipOps:
     spawn: Callable[[Coroutine[Any, Any, Any]], asyncio.Task[Any]]
     _heartbeat: Callable[..., None]              # (group, member[, timeout_ms])
     _remove_sync_expiration: Callable[[GroupMetadata], None]
+    install_pending_txn: Callable[..., None]     # txn_offset_ops
 
     def partition_for(self, group_id: str) -> int:
         return partition_for_group(group_id, max(1, self._num_partitions()))
@@ -105,6 +106,7 @@ class OwnershipOps:
         if not self.partitions.loaded(partition, epoch):
             return
         self._install(loaded)
+        self.install_pending_txn(loaded.pending_txn())
         log.info("loaded %s-%d (epoch %d): %d groups, %d records in %d ms", OFFSETS_TOPIC, partition,
                  epoch, len(loaded.groups) + len(set(loaded.offsets) - set(loaded.groups)),
                  loaded.records, self.clock() - started)

@@ -11,6 +11,10 @@ coordinator finds the new leader and retries), INVALID_PRODUCER_EPOCH (the
 producer moved on: the marker is stale), NOT_ENOUGH_REPLICAS_AFTER_APPEND /
 REQUEST_TIMED_OUT (retried).
 
+Markers on ``__consumer_offsets`` also end the producer's transactional offset
+commits (TxnOffsetCommit) in the group coordinator, once written: applied on
+COMMIT, dropped on ABORT.
+
 Authorization (CLUSTER_ACTION) waits for issue 15, with the other inter-broker
 APIs, which are not checked yet either.
 """
@@ -21,7 +25,9 @@ import asyncio
 
 from broker.context import RequestContext
 from broker.dispatch import handler
+from broker.topic_names import GROUP_METADATA_TOPIC
 from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
 from protocol.schema import Struct
 from protocol.spec import api
 
@@ -43,6 +49,12 @@ async def _one(ctx: RequestContext, marker: Struct) -> Struct:
     errors = await ctx.broker.replicas.append_markers(
         timeout_ms, int(marker.producer_id), int(marker.producer_epoch),
         bool(marker.transaction_result), int(marker.coordinator_epoch), tps)
+    offsets = [p for (topic, p) in tps
+               if topic == GROUP_METADATA_TOPIC and errors[(topic, p)] == ErrorCode.NONE]
+    groups = ctx.broker.group_coordinator
+    if offsets and groups is not None:
+        groups.complete_txn_offsets(int(marker.producer_id), offsets,
+                                    bool(marker.transaction_result))
     by_topic: dict[str, list[Struct]] = {}
     for (topic, p) in tps:
         by_topic.setdefault(topic, []).append(

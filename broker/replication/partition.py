@@ -229,7 +229,8 @@ class Partition:
 
     def append_records_as_leader(self, data: bytes | bytearray | memoryview, *, required_acks: int,
                                  min_insync_replicas: int,
-                                 single_batch: bool = False) -> LeaderAppendResult:
+                                 single_batch: bool = False,
+                                 check_sequences: bool = True) -> LeaderAppendResult:
         """Validate and append one produce request's records for this partition.
 
         Raises KafkaError (nothing appended) for: not leader; CRC/size damage
@@ -239,6 +240,7 @@ class Partition:
         (NOT_ENOUGH_REPLICAS); producer epoch/sequence errors. An exact
         duplicate of a recent batch is answered with its original offsets.
         ``single_batch``: Produce v3+ must carry exactly one batch (INVALID_RECORD).
+        ``check_sequences`` False: a coordinator's write (no duplicate or sequence checks).
         """
         if not self.is_leader:
             raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER,
@@ -252,7 +254,7 @@ class Partition:
             raise KafkaError(ErrorCode.INVALID_RECORD,
                              f"produce v3+ needs exactly one record batch, not {len(headers)}")
         producer_batches = [h for h in headers if h.has_producer_id]
-        for header in producer_batches:
+        for header in producer_batches if check_sequences else ():
             duplicate = self.producers.check_client_batch(header)
             if duplicate is not None:
                 return LeaderAppendResult(duplicate.first_offset, duplicate.last_offset,

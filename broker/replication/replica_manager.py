@@ -300,13 +300,16 @@ class ReplicaManager:
                              entries: dict[TopicPartition, Any], *,
                              transactional_id: str | None = None,
                              single_batch: bool = False,
-                             appended: Callable[[], None] | None = None
+                             appended: Callable[[], None] | None = None,
+                             from_coordinator: bool = False
                              ) -> dict[TopicPartition, ProduceResult]:
         """Append each partition's records as leader; wait for the HW with acks=all.
 
         ``single_batch``: Produce v3+ (exactly one batch per partition).
-        ``transactional_id`` is accepted for the seam; transactions come later.
+        ``transactional_id`` is accepted for the seam (KIP-890 verification later).
         ``appended`` is called once every append is done, before the wait.
+        ``from_coordinator``: a coordinator's own write (Kafka's AppendOrigin
+        COORDINATOR): producer sequences are not checked.
         """
         if acks not in (-1, 0, 1):
             return {tp: ProduceResult(ErrorCode.INVALID_REQUIRED_ACKS) for tp in entries}
@@ -320,7 +323,8 @@ class ReplicaManager:
             try:
                 r = p.append_records_as_leader(data, required_acks=acks,
                                                min_insync_replicas=self.min_insync_replicas(tp[0]),
-                                               single_batch=single_batch)
+                                               single_batch=single_batch,
+                                               check_sequences=not from_coordinator)
             except KafkaError as e:
                 results[tp] = ProduceResult(e.code, error_message=e.message)
                 continue

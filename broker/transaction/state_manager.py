@@ -104,7 +104,10 @@ class TransactionStateManager:
         loaded: dict[str, TxnMetadata] = {}
         try:
             for chunk in self.log.read_chunks(partition) or ():
-                for key, value in chunk:
+                for entry in chunk:
+                    if len(entry) != 2:
+                        continue             # transactional entries: none are written here
+                    key, value = entry
                     try:
                         tid = read_key(key)
                         meta = read_value(tid, value)

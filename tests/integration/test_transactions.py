@@ -205,3 +205,47 @@ def test_aiokafka_transactions(cluster: Cluster) -> None:
     assert sorted(read) == want                      # aiokafka's own read_committed consumer
     got = sorted(v.decode() for _, _, v in consume_all(cluster, name, "read_committed", 24))
     assert got == want
+
+
+def test_consume_transform_produce_commits_offsets_in_the_transaction(cluster: Cluster) -> None:
+    """read_committed input, output and the group's offsets in one transaction; one
+    aborted round is rewound and redone: the output holds every input exactly once."""
+    from confluent_kafka import Consumer, Producer, TopicPartition
+    source, sink = topic(cluster, "ctp-in", 2), topic(cluster, "ctp-out", 2)
+    plain = Producer({"bootstrap.servers": cluster.bootstrap})
+    for i in range(200):
+        plain.produce(source, value=b"%d" % i, partition=i % 2)
+    plain.flush(30)
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "ctp",
+                         "auto.offset.reset": "earliest", "enable.auto.commit": False,
+                         "isolation.level": "read_committed"})
+    consumer.assign([TopicPartition(source, 0), TopicPartition(source, 1)])
+    p = producer(cluster, "tx-ctp")
+    done, rounds, aborted = 0, 0, 0
+    try:
+        while done < 200 and rounds < 200:
+            rounds += 1
+            msgs = [m for m in consumer.consume(50, 2) if not m.error()]
+            if not msgs:
+                continue
+            p.begin_transaction()
+            for m in msgs:
+                p.produce(sink, value=b"out-" + m.value(), partition=m.partition())
+            p.send_offsets_to_transaction(consumer.position(consumer.assignment()),
+                                          consumer.consumer_group_metadata(), 30)
+            if not aborted and done:                        # one round aborted, then redone
+                aborted = len(msgs)
+                p.abort_transaction(30)
+                committed = consumer.committed(consumer.assignment(), 30)
+                for tp in committed:
+                    consumer.seek(TopicPartition(tp.topic, tp.partition,
+                                                 tp.offset if tp.offset >= 0 else 0))
+                continue
+            p.commit_transaction(30)
+            done += len(msgs)
+        committed = consumer.committed(consumer.assignment(), 30)
+    finally:
+        consumer.close()
+    assert aborted and sorted(tp.offset for tp in committed) == [100, 100]
+    out = sorted(v for _, _, v in consume_all(cluster, sink, "read_committed", 200))
+    assert out == sorted(b"out-%d" % i for i in range(200))

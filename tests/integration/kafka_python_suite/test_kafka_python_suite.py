@@ -13,8 +13,8 @@ authorizer included (``authorizer.class.name=kafka.security.authorizer.AclAuthor
 run as against Kafka 3.9.
 
 Every test must pass except the ones listed below, each with its reason:
-``DESELECTED`` need transactions (not implemented yet) and are not run; ``SELF_SKIPPED`` skip themselves for a Kafka 3.9 (ZooKeeper)
-broker. SASL and SSL modules are not collected at all.
+``DESELECTED`` are not run (none now: the transactional tests run since issue 14);
+``SELF_SKIPPED`` skip themselves for a Kafka 3.9 (ZooKeeper) broker. SASL and SSL modules are not collected at all.
 """
 
 from __future__ import annotations
@@ -38,12 +38,7 @@ TOTAL = 56          # tests in test/integration without the SASL and SSL modules
 CACHE = REPO / ".cache" / "kafka-python-suite"
 ROOT = CACHE / f"kafka_python-{VERSION}"
 
-DESELECTED: dict[str, str] = {
-    "test/integration/test_producer_integration.py::test_transactional_producer_messages":
-        "transactions: transactional producer, commit/abort markers, read_committed",
-    "test/integration/test_producer_integration.py::test_transactional_producer_offsets":
-        "transactions: send_offsets_to_transaction (TxnOffsetCommit to a group)",
-}
+DESELECTED: dict[str, str] = {}
 
 SELF_SKIPPED: dict[str, str] = {
     "test/integration/test_admin_integration.py::test_describe_metadata_quorum":
@@ -115,7 +110,8 @@ def cluster(zookeeper: str, tmp_path_factory: pytest.TempPathFactory) -> Iterato
     # kafka.properties): 4 partitions, auto-creation on, Kafka's ZooKeeper-mode ACL
     # authorizer with allow.everyone.if.no.acl.found=true (test_create_describe_delete_acls
     # needs it), and its group settings: a 1 s minimum session timeout (test_group's
-    # members ask for 3 s), no initial rebalance delay, 2 offsets partitions.
+    # members ask for 3 s), no initial rebalance delay, 2 offsets partitions, and a
+    # one-replica __transaction_state (as Kafka's stock server.properties).
     c = Cluster(zookeeper, tmp_path_factory.mktemp("kp-suite"), size=1, overrides={
         "auto.create.topics.enable": "true", "num.partitions": "4",
         "delete.topic.enable": "true",
@@ -123,7 +119,8 @@ def cluster(zookeeper: str, tmp_path_factory: pytest.TempPathFactory) -> Iterato
         "allow.everyone.if.no.acl.found": "true",
         "group.min.session.timeout.ms": "1000", "group.initial.rebalance.delay.ms": "0",
         "offsets.topic.num.partitions": "2", "offsets.topic.replication.factor": "1",
-        "offsets.commit.timeout.ms": "500"})
+        "offsets.commit.timeout.ms": "500",
+        "transaction.state.log.replication.factor": "1", "transaction.state.log.min.isr": "1"})
     c.start()
     try:
         yield c
