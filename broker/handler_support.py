@@ -105,9 +105,7 @@ def binding_filter(version: int, s: Struct) -> AclBindingFilter | None:
     return None if f.has_unknown() else f
 
 
-# ---- metadata-cache lookups (OffsetCommit, OffsetDelete) ----------------------------------
+# ---- metadata-cache lookups (OffsetCommit, OffsetDelete, the transactional APIs) ----------
 
 def partition_exists(metadata: Any, topic: str, partition: int) -> bool:
-    if not metadata.has_topic(topic):
-        return False
-    return any(p.partition == partition for p in metadata.partitions(topic))
+    return metadata.partition(topic, partition) is not None

@@ -473,14 +473,15 @@ def parse_control_key(key: bytes) -> tuple[int, int]:
 
 def marker_type(buf: Buffer, pos: int = 0) -> int | None:
     """CONTROL_ABORT / CONTROL_COMMIT of the control batch at ``pos``; None for a batch
-    that is not a control batch or whose first record has no readable key (Kafka
-    ignores control records of unknown types)."""
-    header = read_header(buf, pos)
-    if not header.is_control:
+    that is not a control batch, or whose first record is unreadable or of another
+    type (Kafka ignores control records of unknown types)."""
+    if not read_header(buf, pos).is_control:
         return None
-    for record in iter_records(buf, pos):
-        if record.key is None or len(record.key) < 4:
-            return None
-        kind = parse_control_key(record.key)[1]
-        return kind if kind in (CONTROL_ABORT, CONTROL_COMMIT) else None
-    return None
+    try:
+        record = next(iter_records(buf, pos), None)
+    except RecordError:
+        return None
+    if record is None or record.key is None or len(record.key) < 4:
+        return None
+    kind = parse_control_key(record.key)[1]
+    return kind if kind in (CONTROL_ABORT, CONTROL_COMMIT) else None

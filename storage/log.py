@@ -329,9 +329,9 @@ class PartitionLog:
         last stable offset proves no later segment can add one (Kafka's
         collectAbortedTransactions)."""
         found: list[AbortedTxn] = []
+        # no stop at ``upper``: an abort marker (and so its entry) may lie in a later
+        # segment than the aborted data the read returns
         for segment in self.segments[self._segment_index(max(fetch_offset, self.log_start_offset)):]:
-            if segment.base_offset >= upper:
-                break
             txns, complete = segment.txn_index.collect(fetch_offset, upper)
             found.extend(txns)
             if complete:

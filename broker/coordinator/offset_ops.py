@@ -125,8 +125,12 @@ class OffsetOps:
         return None
 
     async def _store_offsets(self, group: GroupMetadata,
-                             offsets: dict[TopicPartition, ot.OffsetAndMetadata]
+                             offsets: dict[TopicPartition, ot.OffsetAndMetadata],
+                             producer: tuple[int, int] | None = None
                              ) -> dict[TopicPartition, int]:
+        """Write ``offsets`` (one batch, acks=all); once written they are the group's
+        committed offsets, or, for a transactional ``producer`` (id, epoch), its
+        pending offsets until its marker (``txn_offset_ops``)."""
         limit = self.config.offset_metadata_max_bytes
         results: dict[TopicPartition, int] = {}
         valid: dict[TopicPartition, ot.OffsetAndMetadata] = {}
@@ -143,7 +147,7 @@ class OffsetOps:
         try:
             error = await self.log.append(self.partition_for(group.group_id), records, acks=-1,
                                           timeout_ms=self.config.offsets_commit_timeout_ms,
-                                          timestamp=self.clock())
+                                          timestamp=self.clock(), producer=producer)
         except Exception:
             log.exception("writing offsets of group %s failed", group.group_id)
             error = ErrorCode.UNKNOWN_SERVER_ERROR
@@ -152,7 +156,10 @@ class OffsetOps:
             group.pending_offset_commits = +group.pending_offset_commits
         error = commit_write_error(error)
         if error == ErrorCode.NONE and not group.is_(D) and self.groups.get(group.group_id) is group:
-            group.offsets.update(valid)
+            if producer is None:
+                group.offsets.update(valid)
+            else:
+                group.pending_txn_offsets.setdefault(producer[0], {}).update(valid)
         results.update(dict.fromkeys(valid, error))
         return results
 

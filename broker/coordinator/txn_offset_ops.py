@@ -6,10 +6,9 @@ GroupMetadataManager.storeOffsets for a producer, and handleTxnCompletion).
    Kafka does); KIP-447 fencing when the request names a member or generation
    (Dead -> COORDINATOR_NOT_AVAILABLE, an unknown member UNKNOWN_MEMBER_ID, a
    static member's instance id FENCED_INSTANCE_ID, another generation
-   ILLEGAL_GENERATION); metadata over offset.metadata.max.bytes
-   OFFSET_METADATA_TOO_LARGE. The offsets are written as one *transactional* batch
-   of the producer (acks=all) to the group's __consumer_offsets partition, and
-   then held in ``group.pending_txn_offsets[producer id]``: not visible to
+   ILLEGAL_GENERATION). Then OffsetCommit's ``_store_offsets`` (offset_ops)
+   writes them as one *transactional* batch of the producer (acks=all;
+   OFFSET_METADATA_TOO_LARGE as there), and they are held in ``group.pending_txn_offsets[producer id]``: not visible to
    OffsetFetch (which answers UNSTABLE_OFFSET_COMMIT for them when the caller
    requires stable offsets).
 2. ``complete_txn_offsets``: the producer's COMMIT marker was written to the
@@ -22,32 +21,22 @@ GroupMetadataManager.storeOffsets for a producer, and handleTxnCompletion).
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Callable, Iterable
 
 from broker.coordinator import offsets_topic as ot
 from broker.coordinator.group_metadata import GroupMetadata, TopicPartition
 from broker.coordinator.group_state import GroupState
-from broker.coordinator.offset_ops import commit_write_error
 from protocol.errors import ErrorCode
-
-if TYPE_CHECKING:
-    from broker.coordinator.coordinator_types import CoordinatorConfig
-    from broker.coordinator.loader import OffsetsLog
-
-log = logging.getLogger(__name__)
 
 
 class TxnOffsetOps:
-    # provided by GroupCoordinator
-    config: CoordinatorConfig
-    log: OffsetsLog
+    # provided by GroupCoordinator (and OffsetOps' _store_offsets, which writes them)
     clock: Callable[[], int]
     groups: dict[str, GroupMetadata]
     status: Callable[..., int | None]
     partition_for: Callable[[str], int]
     validate_member: Callable[[GroupMetadata, str, str | None], int | None]
+    _store_offsets: Callable[..., Awaitable[dict[TopicPartition, int]]]
 
     async def commit_txn_offsets(self, group_id: str, producer_id: int, producer_epoch: int,
                                  member_id: str, instance_id: str | None, generation_id: int,
@@ -63,27 +52,7 @@ class TxnOffsetOps:
         error = self._validate_txn_commit(group, generation_id, member_id, instance_id)
         if error is not None:
             return dict.fromkeys(offsets, error)
-        limit = self.config.offset_metadata_max_bytes
-        results = {tp: ErrorCode.OFFSET_METADATA_TOO_LARGE for tp, o in offsets.items()
-                   if len(o.metadata.encode("utf-8")) > limit}
-        valid = {tp: o for tp, o in offsets.items() if tp not in results}
-        if not valid:
-            return results
-        records = [(ot.offset_commit_key(group_id, tp[0], tp[1]), ot.offset_commit_value(o))
-                   for tp, o in valid.items()]
-        try:
-            written = await self.log.append(self.partition_for(group_id), records, acks=-1,
-                                            timeout_ms=self.config.offsets_commit_timeout_ms,
-                                            timestamp=self.clock(),
-                                            producer=(producer_id, producer_epoch))
-        except Exception:
-            log.exception("writing transactional offsets of group %s failed", group_id)
-            written = ErrorCode.UNKNOWN_SERVER_ERROR
-        error = commit_write_error(written)
-        if error == ErrorCode.NONE and self.groups.get(group_id) is group:
-            group.pending_txn_offsets.setdefault(producer_id, {}).update(valid)
-        results.update(dict.fromkeys(valid, error))
-        return results
+        return await self._store_offsets(group, offsets, (producer_id, producer_epoch))
 
     def _validate_txn_commit(self, group: GroupMetadata, generation_id: int, member_id: str,
                              instance_id: str | None) -> int | None:

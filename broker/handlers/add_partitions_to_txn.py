@@ -23,6 +23,7 @@ from broker.acl.acl_model import AclOperation, ResourceType
 from broker.acl.authorizer import allowed
 from broker.context import RequestContext
 from broker.dispatch import handler
+from broker.handler_support import partition_exists
 from broker.transaction.coordinator import error_for_version
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
@@ -56,11 +57,13 @@ async def _client_form(ctx: RequestContext, tid: str, producer_id: int, producer
                        tps: list[TP]) -> dict[TP, int]:
     if not allowed(ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, tid):
         return dict.fromkeys(tps, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+    writable = {topic: allowed(ctx, AclOperation.WRITE, ResourceType.TOPIC, topic)
+                for topic in {t for t, _ in tps}}
     refused: dict[TP, int] = {}
     for tp in tps:
-        if not allowed(ctx, AclOperation.WRITE, ResourceType.TOPIC, tp[0]):
+        if not writable[tp[0]]:
             refused[tp] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
-        elif ctx.broker.metadata.partition(*tp) is None:
+        elif not partition_exists(ctx.broker.metadata, *tp):
             refused[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     if refused:
         return {tp: refused.get(tp, ErrorCode.OPERATION_NOT_ATTEMPTED) for tp in tps}

@@ -305,13 +305,16 @@ class Partition:
         if start < 0:
             return plog.log_end_offset
         whole = memoryview(data)[start:end]
-        records.validate(whole, from_client=False)
+        headers = records.validate(whole, from_client=False)
         plog.append(whole, assign_offsets=False)
-        for _pos, header, marker in partition_txn.markers_in(whole):
+        pos = 0
+        for header in headers:
             if header.has_producer_id:
+                marker = records.marker_type(whole, pos) if header.is_control else None
                 completed = self.producers.update(header, header.base_offset,
                                                   header.max_timestamp, marker)
                 partition_txn.record_completed(self, completed)
+            pos += header.size
         return plog.log_end_offset
 
     def update_follower_high_watermark(self, leader_high_watermark: int) -> bool:

@@ -13,7 +13,8 @@ read_committed Fetch is told about.
 * ``last_stable_offset``: min(first unstable offset, high watermark).
 * ``aborted_txns``: the aborted transactions overlapping a read.
 * ``batches_with_markers``: a log's batches for rebuilding producer state,
-  with the type of each control batch read from its record key.
+  with the type of each control batch read from its record key
+  (``records.marker_type``, which the follower's append uses too).
 
 Each function takes the ``Partition`` (as ``partition_isr`` does); the state
 is the partition's ``producers`` and its log, written on the event loop only.
@@ -21,7 +22,6 @@ is the partition's ``producers`` and its log, written on the event loop only.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -35,9 +35,6 @@ if TYPE_CHECKING:
     from broker.replication.partition import Partition
     from broker.replication.producer_state import CompletedTxn
 
-log = logging.getLogger("broker.replication.partition")
-
-
 def append_marker_as_leader(p: Partition, *, commit: bool, producer_id: int,
                             producer_epoch: int, coordinator_epoch: int) -> int:
     """Append the end-transaction marker; returns its offset. Raises KafkaError
@@ -46,14 +43,12 @@ def append_marker_as_leader(p: Partition, *, commit: bool, producer_id: int,
         raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER,
                          f"broker {p.local_broker_id} is not the leader of {p.topic}-{p.partition}")
     p.producers.check_marker(producer_id, producer_epoch)
-    plog = p.local_log()
+    now = p.clock()
     batch = records.build_control_batch(commit=commit, producer_id=producer_id,
                                         producer_epoch=producer_epoch,
-                                        coordinator_epoch=coordinator_epoch,
-                                        timestamp=p.clock())
-    info = plog.append(batch, leader_epoch=p.leader_epoch)
-    header = records.read_header(batch)
-    completed = p.producers.update(header, info.first_offset, p.clock(),
+                                        coordinator_epoch=coordinator_epoch, timestamp=now)
+    info = p.local_log().append(batch, leader_epoch=p.leader_epoch)
+    completed = p.producers.update(records.read_header(batch), info.first_offset, now,
                                    records.CONTROL_COMMIT if commit else records.CONTROL_ABORT)
     record_completed(p, completed)
     p.maybe_increment_high_watermark()
@@ -73,7 +68,7 @@ def record_completed(p: Partition, completed: CompletedTxn | None) -> None:
 def last_stable_offset(p: Partition) -> int:
     hw = p.high_watermark
     first_unstable = p.producers.first_unstable_offset(hw)
-    return hw if first_unstable is None or first_unstable >= hw else first_unstable
+    return hw if first_unstable is None else min(first_unstable, hw)
 
 
 def aborted_txns(p: Partition, fetch_offset: int, result: ReadResult,
@@ -96,22 +91,9 @@ def batches_with_markers(plog: PartitionLog, min_timestamp: int | None
         for pos, header in segment.batches(0):
             if header.base_offset + header.last_offset_delta < plog.log_start_offset:
                 continue
-            yield header, _marker_of(segment.read_batch(pos, header)) if header.is_control else None
-
-
-def markers_in(data: bytes | bytearray | memoryview) -> Iterator[tuple[int, BatchHeader, int | None]]:
-    """(position, header, marker type or None) of each whole batch in ``data``."""
-    for pos, header in records.iter_batches(data):
-        yield pos, header, _marker_of(data, pos) if header.is_control else None
-
-
-def _marker_of(data: bytes | bytearray | memoryview, pos: int = 0) -> int | None:
-    try:
-        return records.marker_type(data, pos)
-    except records.RecordError as e:
-        log.warning("unreadable control batch ignored: %s", e)
-        return None
+            yield header, (records.marker_type(segment.read_batch(pos, header))
+                           if header.is_control else None)
 
 
 __all__ = ["aborted_txns", "append_marker_as_leader", "batches_with_markers",
-           "last_stable_offset", "markers_in", "record_completed"]
+           "last_stable_offset", "record_completed"]

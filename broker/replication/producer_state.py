@@ -99,9 +99,7 @@ class ProducerEntry:
             self.epoch = epoch
 
     def add(self, epoch: int, meta: BatchMetadata) -> None:
-        if epoch != self.epoch:
-            self.batches.clear()
-            self.epoch = epoch
+        self.bump_epoch(epoch)
         self.batches.append(meta)
         self.last_timestamp = meta.timestamp
 
@@ -201,6 +199,8 @@ class ProducerStateManager:
         """The first offset of the earliest transaction not yet decided below the HW
         (open, or ended by a marker the HW has not passed); None when there is none.
         Forgets the ended transactions the HW has passed."""
+        if not self.ongoing and not self.unreplicated:
+            return None                # the common case, asked on every fetch
         if self.unreplicated:
             self.unreplicated = [t for t in self.unreplicated if t.last_offset >= high_watermark]
         firsts = [t.first_offset for t in self.unreplicated]
@@ -210,10 +210,9 @@ class ProducerStateManager:
 
     def last_stable_offset_after(self, completed: CompletedTxn) -> int:
         """The LSO an aborted-transaction index entry records: the first offset of the
-        earliest other open transaction, else the offset after the marker (Kafka's
-        ProducerStateManager.lastStableOffset)."""
-        others = [first for pid, first in self.ongoing.items() if pid != completed.producer_id]
-        return min(others) if others else completed.last_offset + 1
+        earliest transaction still open (``completed`` is no longer), else the offset
+        after the marker (Kafka's ProducerStateManager.lastStableOffset)."""
+        return min(self.ongoing.values(), default=completed.last_offset + 1)
 
     def rebuild(self, batches: Iterable[tuple[BatchHeader, int | None]]) -> int:
         """Replace the state from the log's batches (header, marker type of a control
@@ -235,7 +234,3 @@ class ProducerStateManager:
         for pid in doomed:
             del self.producers[pid]
         return len(doomed)
-
-    def truncate_and_reload(self, batches: Iterable[tuple[BatchHeader, int | None]]) -> None:
-        """After a follower truncation (issue 4): the state must match the shorter log."""
-        self.rebuild(batches)

@@ -59,9 +59,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Coroutine, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
 
 from broker.transaction.markers import MarkerChannel, TxnMarker
 from broker.transaction.state_manager import TransactionStateManager
@@ -98,7 +97,6 @@ class TransactionCoordinator:
         self.markers = markers
         self.retry_backoff_s = retry_backoff_s
         self.pending: set[str] = set()   # ids with a state write in flight
-        self._tasks: set[asyncio.Task[Any]] = set()
         state.on_loaded = self.on_loaded
         # FindCoordinator creates __transaction_state once; concurrent finds see this
         # set and answer COORDINATOR_NOT_AVAILABLE instead of a second creation
@@ -220,7 +218,7 @@ class TransactionCoordinator:
                                    self.clock(), **changes)
         error = await self._put(prepared)
         if error == ErrorCode.NONE:
-            self._spawn(self._complete(prepared))
+            self.state.spawn(self._complete(prepared))
         return error
 
     async def _fence_and_abort(self, meta: TxnMetadata) -> int:
@@ -267,7 +265,7 @@ class TransactionCoordinator:
         """A partition was loaded: finish the transactions it left in Prepare*."""
         for meta in metas:
             if meta.state.is_preparing:
-                self._spawn(self._complete(meta))
+                self.state.spawn(self._complete(meta))
 
     # -- periodic work -----------------------------------------------------------------
 
@@ -316,23 +314,19 @@ class TransactionCoordinator:
         return ErrorCode.NONE, meta
 
     async def _put(self, meta: TxnMetadata) -> int:
-        """Write the id's next state with the id marked pending meanwhile."""
+        """Write the id's next state with the id marked pending meanwhile (unless a
+        caller, InitProducerId, already marked it for longer)."""
         tid = meta.transactional_id
+        marked = tid not in self.pending
         self.pending.add(tid)
         try:
             return await self.state.put(meta)
         finally:
-            self.pending.discard(tid)
-
-    def _spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
-        task = asyncio.get_running_loop().create_task(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+            if marked:
+                self.pending.discard(tid)
 
     async def shutdown(self) -> None:
-        for task in list(self._tasks):
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        """Resign every partition and cancel the loads and marker sending."""
         await self.state.shutdown()
 
 

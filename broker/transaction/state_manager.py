@@ -35,7 +35,7 @@ from typing import Any
 
 from broker.coordinator.coordinator_partitions import CoordinatorPartitions
 from broker.coordinator.coordinator_types import partition_for_group
-from broker.coordinator.loader import OffsetsLog
+from broker.coordinator.loader import OffsetsLog, TxnEnd, TxnRecord
 from broker.transaction.txn_log import read_key, read_value, transaction_key, \
     transaction_value
 from broker.topic_names import TRANSACTION_STATE_TOPIC
@@ -90,7 +90,7 @@ class TransactionStateManager:
 
     def on_become_leader(self, partition: int, leader_epoch: int) -> None:
         if self.partitions.become_leader(partition, leader_epoch):
-            self._spawn(self._load(partition, leader_epoch))
+            self.spawn(self._load(partition, leader_epoch))
 
     def on_resign(self, partition: int, leader_epoch: int | None) -> None:
         if not self.partitions.resign(partition, leader_epoch):
@@ -105,7 +105,7 @@ class TransactionStateManager:
         try:
             for chunk in self.log.read_chunks(partition) or ():
                 for entry in chunk:
-                    if len(entry) != 2:
+                    if isinstance(entry, (TxnRecord, TxnEnd)):
                         continue             # transactional entries: none are written here
                     key, value = entry
                     try:
@@ -179,7 +179,9 @@ class TransactionStateManager:
 
     # -- tasks ----------------------------------------------------------------------
 
-    def _spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
+    def spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
+        """Run ``coro`` as a task of the coordinator (loads, and the coordinator's
+        marker sending); ``shutdown`` cancels them."""
         task = asyncio.get_running_loop().create_task(coro)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)

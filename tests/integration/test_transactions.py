@@ -171,12 +171,10 @@ def test_a_producer_killed_mid_transaction_is_aborted_after_its_timeout(
     p.produce(name, value=b"behind", partition=0)
     p.commit_transaction(30)
     # held back by the open transaction, until the coordinator aborts it (3 s timeout)
-    started = time.monotonic()
     values = wait_until(lambda: [v for _, _, v in consume_all(cluster, name, "read_committed", 1,
                                                                  timeout=3)],
                         40, "the orphaned transaction to be aborted")
     assert values == [b"behind"]
-    assert time.monotonic() - started < 40
 
 
 def expected_values(labels: dict[str, bool]) -> list[str]:

@@ -28,7 +28,8 @@ class MemoryLog:
         self.leader: dict[int, int | None] = {}
 
     async def append(self, partition: int, records: list[tuple[bytes, bytes | None]], *,
-                     acks: int, timeout_ms: int, timestamp: int) -> int:
+                     acks: int, timeout_ms: int, timestamp: int,
+                     producer: tuple[int, int] | None = None) -> int:
         if self.error:
             return self.error
         self.records.setdefault(partition, []).extend(records)

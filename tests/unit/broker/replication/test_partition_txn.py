@@ -156,3 +156,16 @@ def test_follower_truncation_drops_txnindex_entries_past_the_cut(tmp_path: Path)
     assert p.truncate_to(2)
     assert p.local_log().active_segment.txn_index.entries() == []
     assert p.producers.ongoing == {1: 0}
+
+
+def test_an_abort_marker_in_a_later_segment_still_filters_the_earlier_data(tmp_path: Path) -> None:
+    b = FakeBroker(tmp_path)
+    b.lead("t")
+    p = b.replicas.partition(*TP)
+    produce(b, txn_batch(1, 0, n=2))                           # 0-1 in the first segment
+    p.local_log().roll()
+    produce(b, build_batch([(b"k", b"plain", NOW)]))           # 2 in the second
+    mark(b, 1, commit=False)                                   # 3: its entry is in the second
+    r = committed_read(b)                                      # returns the first segment only
+    assert [h.base_offset for _, h in records.iter_batches(bytes(r.records))] == [0]
+    assert [(t.producer_id, t.first_offset) for t in r.aborted] == [(1, 0)]

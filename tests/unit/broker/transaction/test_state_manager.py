@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
+from typing import Any
 
-from broker.coordinator.loader import KeyValue
+from broker.coordinator.loader import KeyValue, TxnEnd, TxnRecord
 from broker.transaction.state_manager import TransactionStateManager, write_error
 from broker.transaction.txn_log import transaction_key, transaction_value
 from broker.transaction.txn_state import TxnMetadata, TxnState
@@ -22,7 +23,7 @@ class MemoryLog:
     ``gate`` (when set) holds appends until it opens."""
 
     def __init__(self) -> None:
-        self.records: dict[int, list[KeyValue]] = {}
+        self.records: dict[int, list[Any]] = {}
         self.epochs: dict[int, int] = {}
         self.fail = ErrorCode.NONE
         self.gate: asyncio.Event | None = None
@@ -74,6 +75,7 @@ def test_load_replays_the_partition_newest_wins_tombstones_remove() -> None:
                 meta(ids[2], TxnState.ONGOING, partitions=frozenset({("t", 0)}),
                      txn_start_timestamp=10))),
             (b"\x00\x07garbage", b"\x00\x00"),                         # skipped, logged
+            TxnRecord(9, transaction_key("z"), None), TxnEnd(9, True),  # not ours: skipped
         ]
         assert m.status("a") == ErrorCode.NOT_COORDINATOR
         m.on_become_leader(p, 3)
