@@ -6,7 +6,8 @@ no Kafka request is built by hand outside this package and the server side.
 
 Map (what lives where):
 
-    errors.py       KafkaConnectionError, RequestTimedOut, NoCommonVersion, ConsumerError
+    errors.py       KafkaConnectionError, RequestTimedOut, NoCommonVersion, ConsumerError,
+                    TransactionError, ProducerFenced
     connection.py   KafkaConnection: one socket, ApiVersions handshake, version choice,
                     pipelined requests matched by correlation id
     pool.py         BrokerPool (one connection per broker), bootstrap, parse_servers
@@ -22,13 +23,17 @@ Map (what lives where):
                     group): seek by ListOffsets, poll by Fetch, leader moves followed,
                     aborted transactions skipped under read_committed
     producer.py     send_batches: batches to their leaders, retried (tools, Spark, replay)
+    txn_verbs.py    the transactional verbs: InitProducerId, AddPartitionsToTxn (client
+                    form), AddOffsetsToTxn, EndTxn, TxnOffsetCommit
+    transactional.py TransactionalProducer: init, begin, send, send offsets, commit,
+                    abort; fencing fatal, other failures abortable (the Spark sink's)
     admin.py        KafkaAdmin: topics, partitions, configs (to the controller), and the
                     connection to a broker or to a partition's leader
     partitioner.py  Kafka's default partitioner (murmur2, sticky)
     assignment.py   replica assignment (Kafka's AdminUtils), shared with the controller
 
 Where things go: a new request verb goes in ``verbs.py`` (or a module of its own for
-an API family with state, as the transactional producer will be); TLS and SASL belong
+an API family with state, as the transactional producer is); TLS and SASL belong
 to ``connection.py``'s opening; nothing here may import broker, controller, storage,
 tools or spark_jobs.
 """

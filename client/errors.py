@@ -28,3 +28,22 @@ class NoCommonVersion(KafkaConnectionError):
 class ConsumerError(RuntimeError):
     """The consumer cannot go on: a topic or partition is missing, or a broker
     answered ListOffsets or Fetch with an error it cannot recover from."""
+
+
+class TransactionError(RuntimeError):
+    """A transactional producer's call failed with Kafka error ``error``.
+    ``abortable``: the transaction can still be aborted and the producer reused;
+    otherwise the producer is unusable."""
+
+    def __init__(self, message: str, error: int, *, abortable: bool = False) -> None:
+        super().__init__(message)
+        self.error = error
+        self.abortable = abortable
+
+
+class ProducerFenced(TransactionError):
+    """A newer producer owns the transactional id (PRODUCER_FENCED,
+    INVALID_PRODUCER_EPOCH) or the id may not be used: this producer is done."""
+
+    def __init__(self, message: str, error: int, *, abortable: bool = False) -> None:
+        super().__init__(message, error, abortable=False)

@@ -34,8 +34,11 @@ from protocol.errors import ErrorCode
 
 async def send_batches(admin: KafkaAdmin, batches: Mapping[TP, Records], *, acks: int = -1,
                        timeout_ms: int = 30000, retries: int = 5, backoff: float = 0.1,
-                       max_backoff: float = 1.0) -> dict[TP, ProduceResult]:
+                       max_backoff: float = 1.0,
+                       transactional_id: str | None = None) -> dict[TP, ProduceResult]:
     """Produce ``batches[tp]`` to each partition's leader; see the module docstring.
+    ``transactional_id`` goes in the request when the batches are transactional
+    (``client.transactional`` sends them so).
     -> tp -> the final result (error NONE with the base offset, or the last error;
     acks=0 results carry no offset)."""
     pending = dict(batches)
@@ -54,7 +57,8 @@ async def send_batches(admin: KafkaAdmin, batches: Mapping[TP, Records], *, acks
             else:
                 by_leader.setdefault(leader.node_id, {})[tp] = batch
         for node_id, sent in by_leader.items():
-            results.update(await _send_to(admin, node_id, sent, acks, timeout_ms))
+            results.update(await _send_to(admin, node_id, sent, acks, timeout_ms,
+                                          transactional_id))
         pending = {tp: b for tp, b in pending.items() if _retriable(results[tp].error)}
         if not pending or attempt == retries:
             break
@@ -64,10 +68,11 @@ async def send_batches(admin: KafkaAdmin, batches: Mapping[TP, Records], *, acks
 
 
 async def _send_to(admin: KafkaAdmin, node_id: int, batches: dict[TP, Records], acks: int,
-                   timeout_ms: int) -> dict[TP, ProduceResult]:
+                   timeout_ms: int, transactional_id: str | None) -> dict[TP, ProduceResult]:
     try:
         conn = await admin.broker_connection(node_id)
         answers = await produce(conn, batches, acks=acks, timeout_ms=timeout_ms,
+                                transactional_id=transactional_id,
                                 request_timeout=timeout_ms / 1000 + 5)
     except NoCommonVersion:
         raise                   # a broker below Produce v3: retrying cannot help
