@@ -88,7 +88,7 @@ class TransactionalProducer:
     def __init__(self, admin: KafkaAdmin, transactional_id: str, *,
                  transaction_timeout_ms: int = 60000, request_timeout_ms: int = 30000,
                  deadline_s: float = 60.0, backoff: float = 0.05,
-                 max_backoff: float = 1.0) -> None:
+                 max_backoff: float = 1.0, codec: int = 0) -> None:
         if not transactional_id:
             raise ValueError("a transactional producer needs a non-empty transactional id")
         self.admin = admin
@@ -98,6 +98,7 @@ class TransactionalProducer:
         self.deadline_s = deadline_s        # how long one call keeps retrying
         self.backoff = backoff
         self.max_backoff = max_backoff
+        self.codec = codec                      # batches' compression (protocol.compression)
         self.state = State.UNINITIALIZED
         self.producer_id = -1
         self.producer_epoch = -1
@@ -161,7 +162,7 @@ class TransactionalProducer:
         await self._add_partitions([tp for tp in wanted if tp not in self._partitions])
         batches = {tp: records.build_batch(
             list(recs), producer_id=self.producer_id, producer_epoch=self.producer_epoch,
-            base_sequence=self._sequences.get(tp, 0), transactional=True)
+            base_sequence=self._sequences.get(tp, 0), transactional=True, codec=self.codec)
             for tp, recs in wanted.items()}
         results = await send_batches(self.admin, batches, acks=-1,
                                      timeout_ms=self.request_timeout_ms,

@@ -82,6 +82,17 @@ class KafkaIO:
         limit = (timeout or self.config.request_timeout_s) * 3 + 5
         return fut.result(limit)
 
+    @property
+    def admin(self) -> KafkaAdmin:
+        """The client's KafkaAdmin, for coroutines given to ``call`` (it lives on the
+        loop thread: use it only there)."""
+        return self._requests.admin
+
+    def call(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
+        """Run ``coro`` on the loop thread and wait for it (callers with a protocol of
+        their own, e.g. the exactly-once sink's transactions)."""
+        return self._run(coro, timeout)
+
     def close(self) -> None:
         if self._closed:
             return

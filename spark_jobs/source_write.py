@@ -14,7 +14,10 @@ producer picks) and to a sticky partition for a null key (KIP-480). Strings
 are written as UTF-8. Every record gets CreateTime = the time it was
 batched.
 
-Delivery guarantee: **at-least-once**, as Spark's Kafka sink. Each Spark task
+Delivery guarantee: **at-least-once** by default, as Spark's Kafka sink; with
+``exactlyOnce=true``, exactly-once (``spark_jobs.sink_exactly_once``: a transaction
+per task and micro-batch, the batch id recorded in it; read the output
+read_committed). Each Spark task
 sends its rows with ``acks=all`` (``kafka.acks`` may lower it) and only
 succeeds once every batch is acknowledged, so a successful micro-batch is
 durably in the topic. But a task retried after a failure, or a micro-batch
@@ -26,7 +29,9 @@ one partition keep their order (one request in flight per partition).
 Options: ``topic``, ``kafka.bootstrap.servers``, ``kafka.acks`` (all, 1, 0),
 ``kafka.compression.type`` (none, gzip, snappy, lz4, zstd),
 ``kafka.batch.size`` (bytes per partition batch, default 1 MiB),
-``kafka.client.id``, ``kafka.request.timeout.ms``.
+``kafka.client.id``, ``kafka.request.timeout.ms``; for exactly-once
+``exactlyOnce`` (true/false), ``kafka.transactional.id.prefix`` (default
+``pybroker-sink-``) and ``kafka.transaction.timeout.ms`` (default 60000).
 """
 
 from __future__ import annotations
@@ -43,6 +48,7 @@ from client.partitioner import StickyPartitioner, partition_for_key
 from protocol.records import BatchBuilder
 from spark_jobs.kafka_io import KafkaIO, shared_client
 from spark_jobs.kafka_requests import TP, ClientConfig
+from spark_jobs.sink_exactly_once import DEFAULT_PREFIX, new_write_id, write_exactly_once
 
 CODECS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
 ACKS = {"all": -1, "-1": -1, "1": 1, "0": 0}
@@ -58,6 +64,10 @@ class WriteOptions:
     codec: int
     batch_bytes: int
     columns: tuple[int | None, ...]   # index of key, value, topic, partition, headers
+    exactly_once: bool = False        # sink_exactly_once: a transaction per task and batch
+    txn_prefix: str = DEFAULT_PREFIX
+    txn_timeout_ms: int = 60000
+    write_id: str = ""                # a batch write's id (exactly-once transactional ids)
 
 
 @dataclass
@@ -100,8 +110,16 @@ def parse_write(options: dict[str, str], schema: StructType) -> WriteOptions:
     cols = (column("key", (StringType, BinaryType), "a string or binary"), value,
             column("topic", (StringType,), "a string"),
             column("partition", (IntegerType,), "an int"), headers)
+    exactly_once = opts.get("exactlyonce", "false").lower()
+    if exactly_once not in ("true", "false"):
+        raise ValueError(f"exactlyOnce must be true or false, not {exactly_once!r}")
+    if exactly_once == "true" and ACKS[acks] != -1:
+        raise ValueError("exactlyOnce=true needs kafka.acks=all (transactions are acks=all)")
     return WriteOptions(ClientConfig.from_kafka_options(options), topic, ACKS[acks],
-                        CODECS[codec], int(kafka.get("batch.size", str(1024 * 1024))), cols)
+                        CODECS[codec], int(kafka.get("batch.size", str(1024 * 1024))), cols,
+                        exactly_once == "true",
+                        kafka.get("transactional.id.prefix", DEFAULT_PREFIX),
+                        int(kafka.get("transaction.timeout.ms", "60000")), new_write_id())
 
 
 def _bytes(v: Any) -> bytes | None:
@@ -137,7 +155,8 @@ class RowSender:
             n = self.counts[topic]
         return n
 
-    def add(self, row: Any) -> None:
+    def route(self, row: Any) -> tuple[TP, bytes | None, bytes | None, list[Any], int]:
+        """A row's (topic, partition), key, value, headers and approximate size."""
         ki, vi, ti, pi, hi = self.opts.columns
         topic = self.opts.topic or (row[ti] if ti is not None else None)
         if topic is None:
@@ -154,12 +173,16 @@ class RowSender:
             raise ValueError(f"partition {partition} of topic {topic} does not exist "
                              f"({count} partitions)")
         headers = [(h[0], _bytes(h[1])) for h in row[hi]] if hi is not None and row[hi] else []
+        size = (len(key or b"") + len(value or b"") + RECORD_OVERHEAD
+                + sum(len(k) + len(v or b"") + 4 for k, v in headers))
+        return (topic, partition), key, value, headers, size
+
+    def add(self, row: Any) -> None:
+        (topic, partition), key, value, headers, size = self.route(row)
         batch = self.pending.get((topic, partition))
         if batch is None:
             batch = self.pending[(topic, partition)] = _PartitionBatch(self.opts.codec)
         batch.builder.append(key, value, int(time.time() * 1000), headers)
-        size = (len(key or b"") + len(value or b"") + RECORD_OVERHEAD
-                + sum(len(k) + len(v or b"") + 4 for k, v in headers))
         batch.size += size
         self.pending_bytes += size
         if batch.size >= self.opts.batch_bytes or self.pending_bytes >= FLUSH_BYTES:
@@ -177,8 +200,12 @@ class RowSender:
 
 
 def write_rows(opts: WriteOptions, rows: Iterator[Any]) -> int:
-    """Send every row; returns how many were acknowledged (all of them, or raise)."""
+    """Send every row; returns how many were acknowledged (all of them, or raise).
+    In exactly-once mode, as one transaction (``sink_exactly_once``)."""
     sender = RowSender(opts)
+    if opts.exactly_once:
+        return write_exactly_once(sender, rows, opts.txn_prefix, opts.write_id,
+                                  opts.txn_timeout_ms)
     for row in rows:
         sender.add(row)
     sender.flush()
@@ -186,7 +213,8 @@ def write_rows(opts: WriteOptions, rows: Iterator[Any]) -> int:
 
 
 class PyBrokerWriter(DataSourceWriter):
-    """``df.write.format("pybroker")``: at-least-once (module docstring)."""
+    """``df.write.format("pybroker")``: at-least-once, or a transaction per task
+    attempt with exactlyOnce (module docstring)."""
 
     def __init__(self, opts: WriteOptions) -> None:
         self.opts = opts

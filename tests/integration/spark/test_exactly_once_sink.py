@@ -1,0 +1,191 @@
+"""The ``pybroker`` sink's exactly-once mode (spark_jobs/sink_exactly_once.py): a
+streaming query (exactly_once_query.py, its own process group) copying an input
+topic to an output topic is killed -9 mid-run four times and restarted from its
+checkpoint each time (twice with a transaction open, twice just after one committed); the
+output read read_committed holds each input record exactly once, while
+read_uncommitted shows what the killed attempts left behind. A second test replays a
+batch id the way a re-run batch meets it."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.integration.cluster import Cluster
+from tests.integration.multi import create_topic
+
+pytestmark = pytest.mark.integration
+
+QUERY = Path(__file__).with_name("exactly_once_query.py")
+RECORDS = 1500
+PAD = b"." * 20000                 # 20 KB values: a task's transaction lasts a while
+KILLS = 4
+OVERRIDES = {"transaction.state.log.replication.factor": "1",
+             "transaction.state.log.min.isr": "1",
+             "transaction.state.log.num.partitions": "2",
+             "offsets.topic.replication.factor": "1",
+             "offsets.topic.num.partitions": "2",
+             "transaction.abort.timed.out.transaction.cleanup.interval.ms": "1000",
+             "log.level": "WARNING"}
+
+
+@pytest.fixture(scope="module")
+def txn_broker(zookeeper: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    cluster = Cluster(zookeeper, tmp_path_factory.mktemp("eos"), size=1, overrides=OVERRIDES)
+    cluster.start()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+def end_offsets(bootstrap: str, topic: str, partitions: int) -> int:
+    from confluent_kafka import Consumer, TopicPartition
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "eos-watch"})
+    try:
+        return sum(c.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
+                   for p in range(partitions))
+    finally:
+        c.close()
+
+
+def read_values(bootstrap: str, topic: str, isolation: str, timeout: float = 60) -> list[bytes]:
+    from confluent_kafka import Consumer
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"eos-{isolation}",
+                  "auto.offset.reset": "earliest", "isolation.level": isolation,
+                  "enable.auto.commit": False, "enable.partition.eof": True})
+    c.subscribe([topic])
+    got: list[bytes] = []
+    eof: set[int] = set()
+    deadline = time.monotonic() + timeout
+    try:
+        while len(eof) < 2 and time.monotonic() < deadline:
+            m = c.poll(0.5)
+            if m is None:
+                continue
+            if m.error():
+                if m.error().code() == -191:      # _PARTITION_EOF
+                    eof.add(m.partition())
+                    continue
+                raise AssertionError(m.error())
+            eof.discard(m.partition())
+            got.append(m.value())
+    finally:
+        c.close()
+    return got
+
+
+def open_transaction(boot: str, topic: str, partitions: int) -> bool:
+    """Does a partition of ``topic`` have an open transaction (LSO below the HW)?"""
+    import asyncio
+
+    from client.admin import KafkaAdmin
+
+    async def ask() -> bool:
+        admin = KafkaAdmin(boot)
+        try:
+            tps = {(topic, p): -1 for p in range(partitions)}
+            hw = await admin.list_offsets(tps, isolation_level=0)
+            lso = await admin.list_offsets(tps, isolation_level=1)
+            return any(lso[tp].offset < hw[tp].offset for tp in tps)
+        finally:
+            await admin.close()
+
+    return asyncio.run(ask())
+
+
+def start_query(boot: str, out: str, checkpoint: Path, log: Any, *extra: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, str(QUERY), boot, "eos-in", out, str(checkpoint),
+                             *extra], stdout=log, stderr=subprocess.STDOUT,
+                            start_new_session=True)        # its own group: driver + JVM
+
+
+def kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait(30)
+
+
+def test_killed_and_restarted_query_writes_each_row_once(txn_broker: Cluster,
+                                                         tmp_path: Path) -> None:
+    from confluent_kafka import Producer
+    boot = txn_broker.bootstrap
+    assert create_topic(txn_broker.brokers[0].port, "eos-in", 2, 1) == 0
+    assert create_topic(txn_broker.brokers[0].port, "eos-out", 2, 1) == 0
+    p = Producer({"bootstrap.servers": boot, "enable.idempotence": True})
+    for i in range(RECORDS):
+        p.produce("eos-in", value=f"v-{i}".encode() + PAD, partition=i % 2)
+    assert p.flush(30) == 0
+    checkpoint = tmp_path / "checkpoint"
+    log_path = tmp_path / "query.log"
+    kills = inside = 0
+    with open(log_path, "ab") as log:
+        for kills in range(1, KILLS + 1):
+            # odd kills: while a task's transaction is open with records written;
+            # even kills: just after a transaction committed (Spark may not have logged
+            # the batch yet: the re-run must skip it)
+            proc = start_query(boot, "eos-out", checkpoint, log)
+            try:
+                deadline = time.monotonic() + 120
+                start = end_offsets(boot, "eos-out", 2)
+                while not (open_transaction(boot, "eos-out", 2) if kills % 2 else
+                           end_offsets(boot, "eos-out", 2) > start
+                           and not open_transaction(boot, "eos-out", 2)):
+                    assert proc.poll() is None, log_path.read_text()[-3000:]
+                    assert time.monotonic() < deadline, log_path.read_text()[-3000:]
+            finally:
+                kill_group(proc)
+            inside += open_transaction(boot, "eos-out", 2)
+        proc = start_query(boot, "eos-out", checkpoint, log, "available-now")
+        try:
+            assert proc.wait(240) == 0, log_path.read_text()[-3000:]
+        finally:
+            kill_group(proc)
+    assert inside >= 1, f"none of {kills} kills left a transaction open"
+    committed = read_values(boot, "eos-out", "read_committed")
+    counts = Counter(v[:-len(PAD)] for v in committed)
+    assert sorted(counts) == sorted(f"v-{i}".encode() for i in range(RECORDS))
+    assert [v for v, n in counts.items() if n > 1] == []
+    everything = read_values(boot, "eos-out", "read_uncommitted")
+    # the kills did land inside transactions: their records are in the log, aborted
+    assert len(everything) > len(committed), (len(everything), len(committed))
+
+
+def test_a_batch_written_before_is_not_written_again(spark: Any, txn_broker: Cluster) -> None:
+    """What a re-run batch meets (a driver killed after the tasks committed but before
+    Spark's commit log): the same query id and batch id again -> nothing written; the
+    next batch id -> written. Set as the local properties Spark's stream execution sets."""
+    boot = txn_broker.bootstrap
+    assert create_topic(txn_broker.brokers[0].port, "eos-rerun", 2, 1) == 0
+    sc = spark.sparkContext
+    frame = spark.createDataFrame([(f"r-{i}",) for i in range(20)], "value string").repartition(2)
+
+    def write_batch(batch_id: int) -> None:
+        sc.setLocalProperty("sql.streaming.queryId", "rerun-query")
+        sc.setLocalProperty("streaming.sql.batchId", str(batch_id))
+        try:
+            (frame.write.format("pybroker").option("kafka.bootstrap.servers", boot)
+             .option("topic", "eos-rerun").option("exactlyOnce", "true").mode("append").save())
+        finally:
+            sc.setLocalProperty("sql.streaming.queryId", None)
+            sc.setLocalProperty("streaming.sql.batchId", None)
+
+    write_batch(3)
+    assert sorted(read_values(boot, "eos-rerun", "read_committed")) == \
+        sorted(f"r-{i}".encode() for i in range(20))
+    write_batch(3)                                   # the re-run: skipped by every task
+    write_batch(2)                                   # an older batch: skipped too
+    assert len(read_values(boot, "eos-rerun", "read_committed")) == 20
+    write_batch(4)                                   # the next batch is written
+    assert len(read_values(boot, "eos-rerun", "read_committed")) == 40
