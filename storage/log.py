@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import bisect
 import functools
+import logging
 import os
 import threading
 import time
@@ -30,13 +31,16 @@ from typing import Any
 
 from protocol import records
 from protocol.records import BatchHeader
-from storage import filenames, recovery
+from storage import filenames, producer_snapshot, recovery
 from storage.config import LogConfig
 from storage.leader_epoch import LeaderEpochCache
+from storage.producer_snapshot import SnapshotEntry
 from storage.segment import EMPTY_SLICE, FileSlice, LogSegment
 from storage.txn_index import AbortedTxn
 
 Clock = Callable[[], int]
+logger = logging.getLogger(__name__)
+SNAPSHOTS_KEPT = 2              # producer snapshots kept (the newest ones)
 
 
 def wall_clock_ms() -> int:
@@ -107,6 +111,10 @@ class PartitionLog:
         self.high_watermark = self.log_start_offset
         self._unflushed_messages = 0
         self._last_flush_ms = clock()
+        # The owner's producer state as snapshot entries (broker.replication.partition
+        # sets it): written to <offset>.snapshot at every roll and at close, so that
+        # opening the log replays only the batches after the newest snapshot.
+        self.snapshot_source: Callable[[], list[SnapshotEntry]] | None = None
 
     @classmethod
     def open(cls, dir_path: str, config: LogConfig | None = None, *, recovery_point: int = 0,
@@ -248,7 +256,19 @@ class PartitionLog:
         segment = LogSegment.create(self.dir, new_base, self.config, self.clock())
         self.segments.append(segment)
         self._bases.append(new_base)
+        self._take_snapshot(new_base)
         return segment
+
+    def _take_snapshot(self, offset: int) -> None:
+        """Write the producer snapshot for ``offset`` (the log end offset) and keep the
+        newest few at or above the log start (Kafka keeps one per segment; older ones
+        only serve a truncation that deep, which then replays the log instead)."""
+        if self.snapshot_source is None:
+            return
+        producer_snapshot.write(self.dir, offset, self.snapshot_source(),
+                                sync=self.config.flush_on_roll)
+        producer_snapshot.delete(self.dir, below=self.log_start_offset,
+                                 keep_latest=SNAPSHOTS_KEPT)
 
     @_locked
     def flush(self, offset: int | None = None) -> None:
@@ -390,6 +410,7 @@ class PartitionLog:
         while self._bases[-1] > offset:
             self.segments.pop().delete()
             self._bases.pop()
+        producer_snapshot.delete(self.dir, above=offset)
         self.active_segment.activate()
         self.active_segment.truncate_to(offset)
         self.leader_epoch_cache.truncate_from_end(offset)
@@ -403,6 +424,7 @@ class PartitionLog:
         """Delete every segment and restart empty at ``offset``."""
         for segment in self.segments:
             segment.delete()
+        producer_snapshot.delete(self.dir, above=-1)
         self.segments = [LogSegment.create(self.dir, offset, self.config, self.clock())]
         self._bases = [offset]
         self.leader_epoch_cache.clear()
@@ -472,6 +494,7 @@ class PartitionLog:
             self.log_start_offset = self._bases[0]
             self.leader_epoch_cache.truncate_from_start(self.log_start_offset)
         self.recovery_point = max(self.recovery_point, self.log_start_offset)
+        producer_snapshot.delete(self.dir, below=self._bases[0])
         return doomed
 
     # -- compaction -----------------------------------------------------------------
@@ -496,7 +519,13 @@ class PartitionLog:
 
     @_locked
     def close(self) -> None:
-        """Seal the active segment (trimming files) and release every file."""
+        """Snapshot the producer state at the log end, seal the active segment
+        (trimming files) and release every file."""
+        if self.segments and self.snapshot_source is not None:
+            try:
+                self._take_snapshot(self.log_end_offset)
+            except OSError as e:      # a missing snapshot only costs a longer reopen
+                logger.warning("%s: producer snapshot at close failed: %s", self.dir, e)
         for segment in self.segments:
             segment.close()
 

@@ -105,25 +105,30 @@ class Partition:
     # -- the log ----------------------------------------------------------------------
 
     def attach_log(self, plog: PartitionLog, producer_expiration_ms: int | None = None) -> None:
-        """Adopt the log and rebuild producer state from its batch headers."""
+        """Adopt the log and rebuild producer state: from the newest producer snapshot
+        and the batches after it, or from every batch header when there is none."""
         self.log = plog
         self.producer_expiration_ms = producer_expiration_ms
+        plog.snapshot_source = lambda: self.producers.snapshot_entries()
         self._rebuild_producers()
 
     def _rebuild_producers(self) -> None:
         producer_expiration_ms = self.producer_expiration_ms
         self.producers = ProducerStateManager()
         now = self.clock()
+        plog = self.local_log()
+        start = partition_txn.load_snapshot(plog, self.producers)
         batches = partition_txn.batches_with_markers(
-            self.local_log(), now - producer_expiration_ms
-            if producer_expiration_ms is not None else None)
-        seen = self.producers.rebuild(batches)
+            plog, now - producer_expiration_ms if producer_expiration_ms is not None else None,
+            from_offset=start)
+        seen = self.producers.rebuild(batches, reset=start is None)
         if producer_expiration_ms is not None:
             self.producers.remove_expired(now, producer_expiration_ms)
         if self.producers.producers:
-            log.debug("%s-%d: %d producers (%d open transactions) restored from %d batches",
-                      self.topic, self.partition, len(self.producers),
-                      len(self.producers.ongoing), seen)
+            log.debug("%s-%d: %d producers (%d open transactions) restored from %s and %d "
+                      "batches", self.topic, self.partition, len(self.producers),
+                      len(self.producers.ongoing),
+                      "no snapshot" if start is None else f"the snapshot at {start}", seen)
 
     def local_log(self) -> PartitionLog:
         if self.log is None:
@@ -240,7 +245,8 @@ class Partition:
         (NOT_ENOUGH_REPLICAS); producer epoch/sequence errors. An exact
         duplicate of a recent batch is answered with its original offsets.
         ``single_batch``: Produce v3+ must carry exactly one batch (INVALID_RECORD).
-        ``check_sequences`` False: a coordinator's write (no duplicate or sequence checks).
+        ``check_sequences`` False: a coordinator's write (no duplicate or sequence checks;
+        the producer epoch is still checked).
         """
         if not self.is_leader:
             raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER,
@@ -254,7 +260,10 @@ class Partition:
             raise KafkaError(ErrorCode.INVALID_RECORD,
                              f"produce v3+ needs exactly one record batch, not {len(headers)}")
         producer_batches = [h for h in headers if h.has_producer_id]
-        for header in producer_batches if check_sequences else ():
+        for header in producer_batches:
+            if not check_sequences:
+                self.producers.check_coordinator_batch(header)
+                continue
             duplicate = self.producers.check_client_batch(header)
             if duplicate is not None:
                 return LeaderAppendResult(duplicate.first_offset, duplicate.last_offset,

@@ -14,7 +14,10 @@ read_committed Fetch is told about.
 * ``aborted_txns``: the aborted transactions overlapping a read.
 * ``batches_with_markers``: a log's batches for rebuilding producer state,
   with the type of each control batch read from its record key
-  (``records.marker_type``, which the follower's append uses too).
+  (``records.marker_type``, which the follower's append uses too), from an
+  offset on when a producer snapshot covers what is before it.
+* ``load_snapshot``: the newest usable ``<offset>.snapshot`` into the producer
+  state (the log writes them: at every roll and at close).
 
 Each function takes the ``Partition`` (as ``partition_isr`` does); the state
 is the partition's ``producers`` and its log, written on the event loop only.
@@ -28,12 +31,13 @@ from typing import TYPE_CHECKING
 from protocol import records
 from protocol.errors import ErrorCode, KafkaError
 from protocol.records import BatchHeader
+from storage import producer_snapshot
 from storage.log import PartitionLog, ReadResult
 from storage.txn_index import AbortedTxn
 
 if TYPE_CHECKING:
     from broker.replication.partition import Partition
-    from broker.replication.producer_state import CompletedTxn
+    from broker.replication.producer_state import CompletedTxn, ProducerStateManager
 
 def append_marker_as_leader(p: Partition, *, commit: bool, producer_id: int,
                             producer_epoch: int, coordinator_epoch: int) -> int:
@@ -79,21 +83,48 @@ def aborted_txns(p: Partition, fetch_offset: int, result: ReadResult,
     return plog.collect_aborted_txns(fetch_offset, plog.fetch_upper_bound_offset(result, upper))
 
 
-def batches_with_markers(plog: PartitionLog, min_timestamp: int | None
+def batches_with_markers(plog: PartitionLog, min_timestamp: int | None, *,
+                         from_offset: int | None = None
                          ) -> Iterator[tuple[BatchHeader, int | None]]:
     """Batches of the segments that may hold unexpired producers, in order, each with
-    its marker type (control batches) or None."""
+    its marker type (control batches) or None; only those at or after
+    ``from_offset`` when given (the tail after a producer snapshot)."""
     segments = plog.segments
+    lowest = max(plog.log_start_offset, from_offset or 0)
     for i, segment in enumerate(segments):
-        if (min_timestamp is not None and i + 1 < len(segments)
+        nxt = segments[i + 1].base_offset if i + 1 < len(segments) else None
+        if nxt is not None and nxt <= lowest:
+            continue
+        if (min_timestamp is not None and nxt is not None
                 and segment.largest_timestamp() < min_timestamp):
             continue
-        for pos, header in segment.batches(0):
-            if header.base_offset + header.last_offset_delta < plog.log_start_offset:
+        start = 0
+        if segment.base_offset < lowest:     # the offset index finds the snapshot's batch
+            found = segment.translate_offset(lowest)
+            if found is None:
+                continue
+            start = found[0]
+        for pos, header in segment.batches(start):
+            if header.base_offset + header.last_offset_delta < lowest:
                 continue
             yield header, (records.marker_type(segment.read_batch(pos, header))
                            if header.is_control else None)
 
 
-__all__ = ["aborted_txns", "append_marker_as_leader", "batches_with_markers",
+def load_snapshot(plog: PartitionLog, producers: ProducerStateManager) -> int | None:
+    """Load the newest producer snapshot at or below the log end (snapshots above it,
+    left by a recovery that cut the tail, are deleted; one below the log start is of
+    no use) into ``producers``. -> its offset, from where the log must be replayed,
+    or None when there is no usable snapshot."""
+    leo = plog.log_end_offset
+    producer_snapshot.delete(plog.dir, above=leo)
+    found = producer_snapshot.latest_at_or_below(plog.dir, leo)
+    if found is None or found[0] < plog.log_start_offset:
+        return None
+    offset, entries = found
+    producers.load_snapshot(entries)
+    return offset
+
+
+__all__ = ["aborted_txns", "append_marker_as_leader", "batches_with_markers", "load_snapshot",
            "last_stable_offset", "record_completed"]

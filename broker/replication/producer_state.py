@@ -49,6 +49,7 @@ from dataclasses import dataclass, field
 
 from protocol.errors import ErrorCode, KafkaError
 from protocol.records import CONTROL_ABORT, BatchHeader
+from storage.producer_snapshot import SnapshotEntry
 
 NUM_BATCHES_TO_RETAIN = 5
 NO_PRODUCER_EPOCH = -1
@@ -80,6 +81,7 @@ class ProducerEntry:
     epoch: int = NO_PRODUCER_EPOCH
     batches: deque[BatchMetadata] = field(default_factory=lambda: deque(maxlen=NUM_BATCHES_TO_RETAIN))
     last_timestamp: int = -1
+    coordinator_epoch: int = -1        # of the last marker (snapshots keep it)
 
     @property
     def last_seq(self) -> int:
@@ -159,6 +161,18 @@ class ProducerStateManager:
                              f"producer {pid}: sequence {first_seq} does not follow {entry.last_seq}")
         return None
 
+    def check_coordinator_batch(self, header: BatchHeader) -> None:
+        """A coordinator's transactional write for a producer (TxnOffsetCommit's
+        offsets): no sequence checks, but an epoch older than the producer's (a marker
+        bumped it: the transaction was fenced or timed out) is INVALID_PRODUCER_EPOCH,
+        as Kafka's AppendOrigin.COORDINATOR. Without this a zombie's offsets would be
+        written after its transaction's abort marker and stay pending for ever."""
+        entry = self.producers.get(header.producer_id)
+        if entry is not None and header.producer_epoch < entry.epoch:
+            raise KafkaError(ErrorCode.INVALID_PRODUCER_EPOCH,
+                             f"producer {header.producer_id} epoch {header.producer_epoch} is "
+                             f"older than {entry.epoch}")
+
     def check_marker(self, producer_id: int, producer_epoch: int) -> None:
         """A coordinator's marker for ``producer_id`` at ``producer_epoch`` may be written:
         raises KafkaError(INVALID_PRODUCER_EPOCH) when the producer moved past it."""
@@ -214,18 +228,51 @@ class ProducerStateManager:
         after the marker (Kafka's ProducerStateManager.lastStableOffset)."""
         return min(self.ongoing.values(), default=completed.last_offset + 1)
 
-    def rebuild(self, batches: Iterable[tuple[BatchHeader, int | None]]) -> int:
+    def rebuild(self, batches: Iterable[tuple[BatchHeader, int | None]], *,
+                reset: bool = True) -> int:
         """Replace the state from the log's batches (header, marker type of a control
-        batch), in offset order; batches seen."""
-        self.producers.clear()
-        self.ongoing.clear()
-        self.unreplicated.clear()
+        batch), in offset order; batches seen. ``reset=False`` replays them on top of
+        a loaded snapshot instead."""
+        if reset:
+            self.producers.clear()
+            self.ongoing.clear()
+            self.unreplicated.clear()
         seen = 0
         for header, marker in batches:
             seen += 1
             if header.producer_id >= 0:
                 self.update(header, header.base_offset, header.max_timestamp, marker)
         return seen
+
+    def snapshot_entries(self) -> list[SnapshotEntry]:
+        """The state as a snapshot file holds it (``storage.producer_snapshot``): each
+        producer's epoch, last batch and open transaction's first offset."""
+        out = []
+        for pid, e in self.producers.items():
+            last = e.batches[-1] if e.batches else None
+            out.append(SnapshotEntry(
+                pid, e.epoch, last.last_seq if last else -1, last.last_offset if last else -1,
+                last.last_offset - last.first_offset if last else 0,
+                last.timestamp if last else e.last_timestamp, e.coordinator_epoch,
+                self.ongoing.get(pid, -1)))
+        return out
+
+    def load_snapshot(self, entries: Iterable[SnapshotEntry]) -> None:
+        """Replace the state by a snapshot's (then ``rebuild(..., reset=False)`` replays
+        the batches after the snapshot's offset)."""
+        self.producers.clear()
+        self.ongoing.clear()
+        self.unreplicated.clear()
+        for s in entries:
+            e = self.producers[s.producer_id] = ProducerEntry(s.producer_id, s.epoch)
+            e.coordinator_epoch = s.coordinator_epoch
+            e.last_timestamp = s.timestamp
+            if s.last_offset >= 0:
+                e.batches.append(BatchMetadata(
+                    s.last_sequence - s.offset_delta, s.last_sequence,
+                    s.last_offset - s.offset_delta, s.last_offset, s.timestamp))
+            if s.current_txn_first_offset >= 0:
+                self.ongoing[s.producer_id] = s.current_txn_first_offset
 
     def remove_expired(self, now_ms: int, expiration_ms: int) -> int:
         """Forget producers silent for ``producer.id.expiration.ms``; how many went."""

@@ -169,3 +169,21 @@ def test_an_abort_marker_in_a_later_segment_still_filters_the_earlier_data(tmp_p
     r = committed_read(b)                                      # returns the first segment only
     assert [h.base_offset for _, h in records.iter_batches(bytes(r.records))] == [0]
     assert [(t.producer_id, t.first_offset) for t in r.aborted] == [(1, 0)]
+
+
+def test_a_coordinator_write_for_a_fenced_epoch_is_refused(tmp_path: Path) -> None:
+    """TxnOffsetCommit's offsets are a coordinator write (no sequence checks), but a
+    zombie producer's epoch older than the abort marker's is INVALID_PRODUCER_EPOCH:
+    otherwise its offsets would land after the marker and stay pending for ever."""
+    b = FakeBroker(tmp_path)
+    b.lead("t")
+    p = b.replicas.partition(*TP)
+    produce(b, txn_batch(5, 0, epoch=0))                        # 0: the transaction
+    mark(b, 5, commit=False, epoch=1)                           # 1: fenced, aborted at epoch 1
+    zombie = txn_batch(5, 7, epoch=0)
+    r = run(b.replicas.append_records(-1, 1000, {TP: zombie}, from_coordinator=True))[TP]
+    assert r.error == ErrorCode.INVALID_PRODUCER_EPOCH and p.log_end_offset == 2
+    assert p.producers.ongoing == {}
+    fresh = txn_batch(5, 7, epoch=1)                            # any sequence: no checks
+    r = run(b.replicas.append_records(-1, 1000, {TP: fresh}, from_coordinator=True))[TP]
+    assert r.error == ErrorCode.NONE and p.log_end_offset == 3

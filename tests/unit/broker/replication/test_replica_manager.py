@@ -204,9 +204,11 @@ def test_idempotent_dedup_survives_reopen(tmp_path: Path) -> None:
     b.lead("t")
     first = batch(2, pid=9, epoch=0, seq=0)
     r = run(b.replicas.append_records(-1, 1000, {TP: first}))[TP]
-    run(b.replicas.append_records(-1, 1000, {TP: batch(1, pid=9, epoch=0, seq=2)}))
+    last = batch(1, pid=9, epoch=0, seq=2)
+    run(b.replicas.append_records(-1, 1000, {TP: last}))
     assert run(b.replicas.append_records(-1, 1000, {TP: first}))[TP].base_offset == r.base_offset == 0
-    b.logs.shutdown()
+    b.logs.shutdown()                   # writes the producer snapshot at the log end
+    assert sorted(os.listdir(tmp_path / "logs" / "t-0")).count("00000000000000000003.snapshot")
     # a new broker process over the same directory
     logs = LogManager([str(tmp_path / "logs")], clock=clock)
     logs.startup()
@@ -215,8 +217,12 @@ def test_idempotent_dedup_survives_reopen(tmp_path: Path) -> None:
     assert rm.become_leader_or_follower(2, [PartitionState("t", 0, tid, 2, 1, 1, (1,), 0, (1,))]) == {TP: 0}
     p = rm.partition(*TP)
     assert p.log_end_offset == 3
-    dup = run(rm.append_records(-1, 1000, {TP: first}))[TP]
-    assert (dup.error, dup.base_offset) == (0, 0) and p.log_end_offset == 3
+    # the snapshot keeps each producer's last batch (Kafka's format): its retry is a
+    # duplicate answered with the original offset; an older batch's retry is not known
+    dup = run(rm.append_records(-1, 1000, {TP: last}))[TP]
+    assert (dup.error, dup.base_offset) == (0, 2) and p.log_end_offset == 3
+    older = run(rm.append_records(-1, 1000, {TP: first}))[TP]
+    assert older.error == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER and p.log_end_offset == 3
     gap = run(rm.append_records(-1, 1000, {TP: batch(1, pid=9, epoch=0, seq=9)}))[TP]
     assert gap.error == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
     nxt = run(rm.append_records(-1, 1000, {TP: batch(1, pid=9, epoch=0, seq=3)}))[TP]
