@@ -123,6 +123,8 @@ class Broker:
         self.group_coordinator = coordinator.build(self)
         self.group_coordinator.start()
         self.transaction_coordinator = transaction.build(self)
+        if self.config.transaction_partition_verification_enable:
+            self.replicas.verifier = transaction.verifier(self)
         for endpoint in self.listeners:
             server = KafkaServer(self, endpoint)
             await server.start()

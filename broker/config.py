@@ -140,6 +140,7 @@ class BrokerConfig:
     transaction_remove_expired_transaction_cleanup_interval_ms: int = field(
         default=3_600_000, metadata=_valid(_positive))
     producer_id_expiration_ms: int = 86_400_000
+    transaction_partition_verification_enable: bool = True   # KIP-890 part 1
     # ---- operations
     controlled_shutdown_enable: bool = True
     # ---- security: ACLs (broker/acl/authorizer.py); "" = no authorizer

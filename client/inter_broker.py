@@ -1,5 +1,5 @@
-"""Inter-broker request verbs that are not on the data path: ControlledShutdown and
-WriteTxnMarkers.
+"""Inter-broker request verbs that are not on the data path: ControlledShutdown,
+WriteTxnMarkers and the brokers' AddPartitionsToTxn (v4+ VerifyOnly, KIP-890).
 
 A broker that stops asks the active controller to move its leaderships away
 first (Kafka ``KafkaServer.controlledShutdown``). The verb, like those in
@@ -16,6 +16,7 @@ answers the partitions whose leadership could not be moved yet
 from __future__ import annotations
 
 from client.connection import KafkaConnection
+from client.errors import NoCommonVersion
 from client.verbs import partitions_by_topic
 from protocol.api_keys import ApiKey
 from protocol.spec import api
@@ -59,4 +60,30 @@ async def write_txn_markers(conn: KafkaConnection,
             for m in resp.markers}
 
 
-__all__ = ["TP", "controlled_shutdown", "write_txn_markers"]
+async def verify_txn_partitions(conn: KafkaConnection, transactional_id: str, producer_id: int,
+                                producer_epoch: int, partitions: list[TP]
+                                ) -> tuple[int, dict[TP, int]]:
+    """Ask the transaction coordinator on ``conn`` whether ``partitions`` are in the
+    producer's ongoing transaction (AddPartitionsToTxn v4+, VerifyOnly: nothing is
+    added). -> (top-level error, error per partition). NoCommonVersion when the
+    coordinator has no v4 (the caller then skips verification, as Kafka does)."""
+    version = conn.version_for(ApiKey.ADD_PARTITIONS_TO_TXN)
+    if version < 4:
+        raise NoCommonVersion(f"{conn.host}:{conn.port} has no AddPartitionsToTxn v4",
+                              conn.host, conn.port, api_key=ApiKey.ADD_PARTITIONS_TO_TXN)
+    spec = api(ApiKey.ADD_PARTITIONS_TO_TXN).request
+    txn, topic = spec.structs["AddPartitionsToTxnTransaction"], spec.structs["AddPartitionsToTxnTopic"]
+    body = spec.new(transactions=[txn.new(
+        transactional_id=transactional_id, producer_id=producer_id,
+        producer_epoch=producer_epoch, verify_only=True,
+        topics=[topic.new(name=name, partitions=indexes)
+                for name, indexes in partitions_by_topic(partitions).items()])])
+    resp = await conn.request(ApiKey.ADD_PARTITIONS_TO_TXN, body, version)
+    assert resp is not None
+    return int(resp.error_code), {
+        (t.name, r.partition_index): int(r.partition_error_code)
+        for result in resp.results_by_transaction if result.transactional_id == transactional_id
+        for t in result.topic_results for r in t.results_by_partition}
+
+
+__all__ = ["TP", "controlled_shutdown", "verify_txn_partitions", "write_txn_markers"]

@@ -82,6 +82,7 @@ class ProducerEntry:
     batches: deque[BatchMetadata] = field(default_factory=lambda: deque(maxlen=NUM_BATCHES_TO_RETAIN))
     last_timestamp: int = -1
     coordinator_epoch: int = -1        # of the last marker (snapshots keep it)
+    markers: int = 0                   # markers seen here (KIP-890's verification guard)
 
     @property
     def last_seq(self) -> int:
@@ -193,6 +194,7 @@ class ProducerStateManager:
             entry = self.producers[pid] = ProducerEntry(pid)
         if header.is_control:  # an end-transaction marker: the epoch moves, the txn ends
             entry.bump_epoch(header.producer_epoch)
+            entry.markers += 1
             entry.last_timestamp = timestamp
             start = self.ongoing.pop(pid, None)
             if start is None or marker is None:

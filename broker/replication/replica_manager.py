@@ -44,6 +44,7 @@ from broker.replication.partition import Partition
 from broker.replication.partition_isr import PendingIsrChange
 from broker.replication.partition_state import NO_TOPIC_ID, PartitionState
 from broker.replication.purgatory import DelayedFetch, DelayedProduce, Purgatory, Timer
+from broker.replication.txn_verify import Verifier, unverified
 from protocol.errors import ErrorCode, KafkaError
 from storage.log import wall_clock_ms
 from storage.log_manager import LogManager
@@ -114,6 +115,7 @@ class ReplicaManager:
                  replica_lag_time_max_ms: int = 30_000) -> None:
         self.broker_id = broker_id
         self.fetchers: FetcherSeam = fetchers or NoFetchers()
+        self.verifier: Verifier | None = None    # KIP-890 (broker.transaction.verification)
         self.alter_partitions = alter_partitions   # None: the ISR never changes (RF 1)
         self.replica_lag_time_max_ms = replica_lag_time_max_ms
         self.logs = logs
@@ -306,7 +308,9 @@ class ReplicaManager:
         """Append each partition's records as leader; wait for the HW with acks=all.
 
         ``single_batch``: Produce v3+ (exactly one batch per partition).
-        ``transactional_id`` is accepted for the seam (KIP-890 verification later).
+        ``transactional_id``: with a ``verifier`` (KIP-890), the first batch of a
+        transaction on a partition is appended only once the coordinator confirmed
+        the partition is in it (``txn_verify``).
         ``appended`` is called once every append is done, before the wait.
         ``from_coordinator``: a coordinator's own write (Kafka's AppendOrigin
         COORDINATOR): producer sequences are not checked.
@@ -315,6 +319,10 @@ class ReplicaManager:
             return {tp: ProduceResult(ErrorCode.INVALID_REQUIRED_ACKS) for tp in entries}
         results: dict[TopicPartition, ProduceResult] = {}
         pending: dict[TopicPartition, int] = {}
+        if transactional_id is not None and self.verifier is not None and not from_coordinator:
+            failed = await unverified(self.partitions, self.verifier, transactional_id, entries)
+            results.update((tp, ProduceResult(e)) for tp, e in failed.items())
+            entries = {tp: d for tp, d in entries.items() if tp not in failed}
         for tp, data in entries.items():
             p = self.partitions.get(tp)
             if p is None:

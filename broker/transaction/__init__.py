@@ -17,6 +17,8 @@ coordinator in ``coordinator/``. Issue 14 builds it; what is here so far:
                    id expiry, finishing Prepare* states after a failover
     markers.py     MarkerChannel: WriteTxnMarkers to each partition's leader until
                    every partition has its marker (retries, leader moves)
+    verification.py TxnVerifier: the partition leader's KIP-890 check that a
+                   transaction's first batch on a partition was added to it
 
 The Broker builds it (``build``) beside the group coordinator and routes
 __transaction_state leadership to its state manager; FindCoordinator with key
@@ -40,10 +42,11 @@ from typing import Any
 from broker.coordinator.loader import BrokerOffsetsLog
 from broker.metadata_cache import partition_count_or
 from broker.topic_names import TRANSACTION_STATE_TOPIC
-from client.inter_broker import write_txn_markers
+from client.inter_broker import verify_txn_partitions, write_txn_markers
 from broker.transaction.coordinator import InitResult, TransactionCoordinator
 from broker.transaction.markers import MarkerChannel, TxnMarker
 from broker.transaction.state_manager import TransactionStateManager
+from broker.transaction.verification import TxnVerifier
 from storage.log import wall_clock_ms
 
 
@@ -85,5 +88,31 @@ def marker_channel(broker: Any) -> MarkerChannel:
     return MarkerChannel(send, leader_of, metadata.has_topic)
 
 
+def verifier(broker: Any) -> TxnVerifier:
+    """The leader side of KIP-890 verification over the broker's coordinator (in
+    process), metadata cache (the coordinator's broker) and pool."""
+    metadata = broker.metadata
+    coordinator = broker.transaction_coordinator
+
+    def coordinator_of(transactional_id: str) -> int | None:
+        p = metadata.partition(TRANSACTION_STATE_TOPIC,
+                               coordinator.state.partition_for(transactional_id))
+        return None if p is None or p.leader < 0 else p.leader
+
+    async def send(broker_id: int, transactional_id: str, producer_id: int,
+                   producer_epoch: int, tps: list[tuple[str, int]]
+                   ) -> tuple[int, dict[tuple[str, int], int]]:
+        b = metadata.broker(broker_id)
+        if b is None or b.port < 0:
+            raise ConnectionError(f"broker {broker_id} is not known")
+        conn = await broker.pool.get(b.host, b.port)
+        return await verify_txn_partitions(conn, transactional_id, producer_id,
+                                           producer_epoch, tps)
+
+    return TxnVerifier(broker.broker_id, coordinator_of, coordinator.verify_partitions, send,
+                       timeout_s=broker.config.request_timeout_ms / 1000)
+
+
 __all__ = ["TRANSACTION_STATE_TOPIC", "InitResult", "TransactionCoordinator",
-           "TransactionStateManager", "build", "transaction_state_partitions"]
+           "TransactionStateManager", "TxnVerifier", "build", "transaction_state_partitions",
+           "verifier"]

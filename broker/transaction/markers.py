@@ -79,6 +79,9 @@ class MarkerChannel:
                 leader = self.leader_of(tp)
                 if leader is not None and leader >= 0:
                     by_leader.setdefault(leader, []).append(tp)
+                else:
+                    log.info("marker for producer %d on %s-%d: no leader known; retrying",
+                             marker.producer_id, tp[0], tp[1])
             answers = await asyncio.gather(
                 *(self.send(b, replace(marker, partitions=tuple(tps)))
                   for b, tps in by_leader.items()), return_exceptions=True)
@@ -89,6 +92,10 @@ class MarkerChannel:
                     continue
                 for tp in tps:
                     error = answer.get(tp, ErrorCode.UNKNOWN_SERVER_ERROR)
+                    if error not in _DONE:
+                        log.info("marker for producer %d on %s-%d at broker %d: %s; retrying",
+                                 marker.producer_id, tp[0], tp[1], broker,
+                                 ErrorCode.from_code(error).name)
                     if error in _DONE:
                         remaining.discard(tp)
                         if error != ErrorCode.NONE:
