@@ -1,0 +1,258 @@
+"""The transactional fault campaign (``make fault-txn``): consume-transform-produce
+over N records on three brokers (every topic at replication factor 3, min ISR 2) while
+the transaction coordinator's broker and a partition leader are each killed -9 K times,
+then the checker (tests/fault/txn_checker.py).
+
+    .venv/bin/python tests/fault/txn_campaign.py --records 100000 --kills 3 [--seed 1]
+        [--processors 2] [--input-partitions 4] [--output-partitions 3] [--batch 200]
+        [--timeout 1800] [--keep]
+
+The kills are spread over the run by progress: after each 1/(2K+1) of the input has
+been committed, the next victim (alternately the broker coordinating a processor's
+transactional id, found by FindCoordinator, and the leader of a random output or input
+partition) is killed -9, restarted once ZooKeeper dropped its session, and the run
+waits for every ISR to be full again before the next kill. When the processors are
+done, the output topic is read to its end read_committed and read_uncommitted and the
+checker reports lost and duplicated inputs, G1a (aborted reads), reads of uncommitted
+data and phantom reads. Exit status 0 only when it finds nothing and every kill was made.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import shutil
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO))
+
+from tests.fault.cluster_faults import FaultCluster, wait_for, zookeeper  # noqa: E402
+from tests.fault.txn_checker import TxnHistory, TxnReport, check  # noqa: E402
+from tests.fault.txn_workload import (Observer, Processor, prefill, read_log,  # noqa: E402
+                                      txn_coordinator)
+
+SOURCE, SINK, GROUP = "txn-in", "txn-out", "txn-campaign"
+OVERRIDES = {"transaction.state.log.replication.factor": "3",
+             "transaction.state.log.min.isr": "2",
+             "transaction.state.log.num.partitions": "3",
+             "offsets.topic.num.partitions": "3",
+             "transaction.abort.timed.out.transaction.cleanup.interval.ms": "1000",
+             "log.segment.bytes": str(1024 * 1024)}
+
+
+@dataclass
+class Outcome:
+    report: TxnReport
+    kills: dict[str, int] = field(default_factory=dict)
+    seconds: float = 0.0
+    commits: int = 0
+    aborts: int = 0
+    restarts: int = 0
+    errors: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.report.ok and not self.errors
+
+    def summary(self) -> str:
+        return (f"{self.seconds:.0f} s; kills {self.kills}; transactions committed "
+                f"{self.commits}, aborted {self.aborts}, producers recreated "
+                f"{self.restarts}\n{self.report.summary()}"
+                + "".join(f"\nerror: {e}" for e in self.errors))
+
+
+def run(work: Path, *, records: int, kills: int, seed: int = 1, processors: int = 2,
+        input_partitions: int = 4, output_partitions: int = 3, batch: int = 200,
+        timeout: float = 1800.0, log: bool = True) -> Outcome:
+    rng = random.Random(seed)
+    say = (lambda s: print(f"[{time.strftime('%H:%M:%S')}] {s}", flush=True)) if log \
+        else (lambda _s: None)
+    t0 = time.monotonic()
+    with zookeeper(work) as zk:
+        fc = FaultCluster(zk, work, size=3, overrides=OVERRIDES).start()
+        try:
+            return _campaign(fc, rng, say, t0, records=records, kills=kills,
+                             processors=processors, input_partitions=input_partitions,
+                             output_partitions=output_partitions, batch=batch,
+                             timeout=timeout)
+        finally:
+            fc.stop()
+
+
+def _campaign(fc: FaultCluster, rng: random.Random, say: Any, t0: float, *, records: int,
+              kills: int, processors: int, input_partitions: int, output_partitions: int,
+              batch: int, timeout: float, stall_s: float = 120.0) -> Outcome:
+    fc.create_topic(SOURCE, input_partitions, 3, {"min.insync.replicas": "2"})
+    fc.create_topic(SINK, output_partitions, 3, {"min.insync.replicas": "2"})
+    inputs = prefill(fc.bootstrap, SOURCE, input_partitions, records)
+    ends = {p: len(range(p, records, input_partitions)) for p in range(input_partitions)}
+    say(f"{records} input records in {input_partitions} partitions")
+    history, lock = TxnHistory(inputs), threading.Lock()
+    deadline = time.monotonic() + timeout
+    procs = [Processor(str(i), fc.bootstrap, SOURCE,
+                       list(range(i, input_partitions, processors)), SINK, output_partitions,
+                       GROUP, ends, history, lock, deadline, batch) for i in range(processors)]
+    for p in procs:
+        p.log = say
+    observer = Observer(fc.bootstrap, SINK, output_partitions, history, lock)
+    observer.start()
+    for p in procs:
+        p.start()
+    outcome = Outcome(TxnReport(), {"coordinator": 0, "leader": 0})
+    schedule = ["coordinator" if i % 2 == 0 else "leader" for i in range(2 * kills)]
+    watchdog = _Watchdog(fc, stall_s)
+    for n, kind in enumerate(schedule, 1):
+        goal = records * n // (len(schedule) + 1)
+        wait_for(f"{goal} inputs committed", lambda: _progress(fc) >= goal
+                 or any(p.error is not None for p in procs) or watchdog.stalled()
+                 or all(p.done for p in procs) or None, timeout=timeout)
+        if any(p.error is not None for p in procs) or watchdog.stalled():
+            break
+        if all(p.done for p in procs):
+            outcome.errors.append(f"the processors finished before kill {n} ({kind})")
+            break
+        victim = _victim(fc, kind, procs, rng, input_partitions, output_partitions)
+        if victim is None:
+            outcome.errors.append(f"no {kind} to kill at kill {n}")
+            continue
+        say(f"kill {n}: SIGKILL broker {victim} ({kind}) at {_progress(fc)} inputs committed")
+        fc.sigkill(fc.broker(victim))
+        time.sleep(rng.uniform(0.5, 2.0))
+        fc.restart(fc.broker(victim))
+        for topic, parts in ((SOURCE, input_partitions), (SINK, output_partitions),
+                             ("__transaction_state", 3), ("__consumer_offsets", 3)):
+            fc.wait_isr_full(topic, parts, timeout=120)
+        outcome.kills[kind] += 1
+    while not all(p.done or p.error is not None for p in procs) and not watchdog.stalled():
+        time.sleep(0.5)
+    if watchdog.stalled():
+        outcome.errors.append(f"no input committed for {stall_s:g} s: processors "
+                              f"{[p.name for p in procs if not p.done]} stuck (at "
+                              f"{_progress(fc)} of {records})")
+    for p in procs:
+        outcome.commits += p.commits
+        outcome.aborts += p.aborts
+        outcome.restarts += p.restarts
+        if p.error is not None:
+            outcome.errors.append(f"{p.name}: {p.error!r}")
+    out_ends = _settled_ends(fc, output_partitions)
+    observer.stop()
+    if observer.error is not None:
+        outcome.errors.append(f"observer: {observer.error!r}")
+    committed = read_log(fc.bootstrap, SINK, output_partitions, "read_committed", out_ends)
+    everything = read_log(fc.bootstrap, SINK, output_partitions, "read_uncommitted", out_ends)
+    outcome.report = check(history, committed, everything)
+    outcome.seconds = time.monotonic() - t0
+    return outcome
+
+
+class _Watchdog:
+    """Stalled when the group's committed inputs did not move for ``stall_s``."""
+
+    def __init__(self, fc: FaultCluster, stall_s: float) -> None:
+        self.fc, self.stall_s = fc, stall_s
+        self.last, self.since = -1, time.monotonic()
+
+    def stalled(self) -> bool:
+        now = _progress(self.fc)
+        if now != self.last:
+            self.last, self.since = now, time.monotonic()
+        return time.monotonic() - self.since > self.stall_s
+
+
+def _progress(fc: FaultCluster) -> int:
+    """Inputs whose offsets the group committed (read from a broker)."""
+    import asyncio
+
+    from client.admin import KafkaAdmin
+    from client.groups import GROUP_KEY, find_coordinator, offset_fetch
+
+    async def ask() -> int:
+        admin = KafkaAdmin(fc.bootstrap, timeout=5)
+        try:
+            found = await find_coordinator(await admin.any_connection(), GROUP, key_type=GROUP_KEY)
+            if found.error:
+                return 0
+            got = await offset_fetch(await admin.pool.get(found.host, found.port), GROUP)
+            return sum(max(c.offset, 0) for (t, _), c in got.partitions.items() if t == SOURCE)
+        finally:
+            await admin.close()
+
+    try:
+        return asyncio.run(ask())
+    except Exception:  # noqa: BLE001 - a broker down right now: no progress known
+        return 0
+
+
+def _victim(fc: FaultCluster, kind: str, procs: list[Processor], rng: random.Random,
+            input_partitions: int, output_partitions: int) -> int | None:
+    if kind == "coordinator":
+        return txn_coordinator(fc, rng.choice(procs).transactional_id)
+    topic, parts = rng.choice([(SOURCE, input_partitions), (SINK, output_partitions)])
+    try:
+        return fc.leader(topic, rng.randrange(parts))
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def _settled_ends(fc: FaultCluster, partitions: int, timeout: float = 60.0) -> dict[int, int]:
+    """The output's high watermarks once no transaction is open on it (LSO == HW)."""
+    import asyncio
+
+    from client.admin import KafkaAdmin
+
+    async def ask() -> dict[int, int] | None:
+        admin = KafkaAdmin(fc.bootstrap)
+        try:
+            tps = {(SINK, p): -1 for p in range(partitions)}
+            hw = await admin.list_offsets(tps, isolation_level=0)
+            lso = await admin.list_offsets(tps, isolation_level=1)
+            if any(hw[tp].error or lso[tp].offset != hw[tp].offset for tp in tps):
+                return None
+            return {p: hw[(SINK, p)].offset for _, p in tps}
+        finally:
+            await admin.close()
+
+    return wait_for("the output's transactions settled", lambda: asyncio.run(ask()),
+                    timeout=timeout, interval=0.5)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--records", type=int, default=100_000)
+    ap.add_argument("--kills", type=int, default=3, help="kills of each kind")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--processors", type=int, default=2)
+    ap.add_argument("--input-partitions", type=int, default=4)
+    ap.add_argument("--output-partitions", type=int, default=3)
+    ap.add_argument("--batch", type=int, default=200, help="input records per transaction")
+    ap.add_argument("--timeout", type=float, default=1800.0)
+    ap.add_argument("--keep", action="store_true", help="keep the work dir (broker logs)")
+    args = ap.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="pybroker-txn-campaign-"))
+    try:
+        outcome = run(work, records=args.records, kills=args.kills, seed=args.seed,
+                      processors=args.processors, input_partitions=args.input_partitions,
+                      output_partitions=args.output_partitions, batch=args.batch,
+                      timeout=args.timeout)
+    finally:
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+        else:
+            print(f"work dir kept: {work}")
+    print(outcome.summary())
+    made = all(n >= args.kills for n in outcome.kills.values())
+    if not made:
+        print(f"not every kill was made: {outcome.kills}")
+    return 0 if outcome.ok and made else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,276 @@
+"""The transactional fault campaign's load (tests/fault/txn_campaign.py), with
+confluent-kafka (librdkafka):
+
+- ``prefill``: the input topic filled with uniquely valued records (idempotent, acks=all).
+- ``Processor``: one consume-transform-produce loop in a thread: a read_committed
+  consumer assigned its input partitions, a transactional producer; each round polls a
+  batch, begins, produces ``<input>|<tag>`` to the output, sends the consumer's
+  positions with the transaction, commits. An abortable error aborts and rewinds the
+  consumer to the group's committed (stable) offsets; a fatal one (fenced, or a
+  producer that cannot go on) makes a new producer with the same transactional id (a
+  new incarnation: its init fences and aborts the old one) and rewinds too. A
+  retriable commit error retries the commit, as librdkafka documents.
+- ``Observer``: a read_committed consumer reading the output while the run goes on,
+  every record with the time it was read (the checker's G1a and uncommitted reads).
+- ``read_log``: the output read to its end at one isolation level.
+- ``txn_coordinator``: the broker coordinating a transactional id (FindCoordinator).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from protocol.api_keys import ApiKey
+from tests.fault.cluster_faults import FaultCluster
+from tests.fault.txn_checker import Rec, TxnHistory, out_value
+
+TXN_TIMEOUT_MS = 10000
+
+
+def prefill(bootstrap: str, topic: str, partitions: int, n: int) -> list[bytes]:
+    from confluent_kafka import Producer
+    p = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True,
+                  "linger.ms": 5, "queue.buffering.max.messages": 1_000_000})
+    values = [b"in-%07d" % i for i in range(n)]
+    failed: list[Any] = []
+    for i, v in enumerate(values):
+        while True:
+            try:
+                p.produce(topic, value=v, partition=i % partitions,
+                          on_delivery=lambda e, _m: e is not None and failed.append(e))
+                break
+            except BufferError:
+                p.poll(0.01)
+    if p.flush(120) or failed:
+        raise RuntimeError(f"prefill: {len(failed)} failed ({failed[:1]})")
+    return values
+
+
+def txn_coordinator(fc: FaultCluster, transactional_id: str) -> int | None:
+    """The broker coordinating ``transactional_id`` now, or None when unknown."""
+    try:
+        with fc.client() as c:
+            r = c.request(ApiKey.FIND_COORDINATOR, 3, key=transactional_id, key_type=1)
+    except Exception:  # noqa: BLE001 - no live broker answered: ask again later
+        return None
+    return int(r.node_id) if r.error_code == 0 else None
+
+
+class Processor(threading.Thread):
+    """One consume-transform-produce loop; see the module docstring."""
+
+    def __init__(self, name: str, bootstrap: str, source: str, partitions: Sequence[int],
+                 sink: str, sink_partitions: int, group: str, ends: dict[int, int],
+                 history: TxnHistory, lock: threading.Lock, deadline: float,
+                 batch: int = 500) -> None:
+        super().__init__(name=f"processor-{name}", daemon=True)
+        self.label, self.bootstrap, self.source = name, bootstrap, source
+        self.partitions, self.sink, self.sink_partitions = list(partitions), sink, sink_partitions
+        self.group, self.ends, self.history, self.lock = group, ends, history, lock
+        self.deadline, self.batch = deadline, batch
+        self.transactional_id = f"txn-campaign-{name}"
+        self.incarnation = self.sequence = 0
+        self.commits = self.aborts = self.restarts = 0
+        self.done = False
+        self.error: BaseException | None = None
+        self.log: Callable[[str], None] = lambda _s: None
+
+    def run(self) -> None:
+        try:
+            self._run()
+        except BaseException as e:  # noqa: BLE001 - reported by the campaign
+            self.log(f"{self.label}: failed: {e!r}")
+            self.error = e
+
+    def _producer(self) -> Any:
+        from confluent_kafka import KafkaException, Producer
+        self.incarnation += 1
+        while True:
+            p = Producer({"bootstrap.servers": self.bootstrap,
+                          "transactional.id": self.transactional_id,
+                          "transaction.timeout.ms": TXN_TIMEOUT_MS, "linger.ms": 5,
+                          # librdkafka 2.x with sparse connections can wait for ever in
+                          # send_offsets_to_transaction for a group coordinator that was
+                          # killed (it never reconnects to it; seen here, not a broker
+                          # answer): keep a connection to every broker instead
+                          "enable.sparse.connections": False,
+                          **({"debug": os.environ["TXN_CAMPAIGN_DEBUG"]}
+                             if os.environ.get("TXN_CAMPAIGN_DEBUG") else {}),
+                          "message.timeout.ms": TXN_TIMEOUT_MS - 1000})
+            try:
+                p.init_transactions(30)
+                return p
+            except KafkaException as e:
+                self.log(f"{self.label}: init_transactions: {e}")
+                if time.monotonic() > self.deadline:
+                    raise
+                time.sleep(0.5)
+
+    def _consumer(self) -> Any:
+        from confluent_kafka import Consumer
+        return Consumer({"bootstrap.servers": self.bootstrap, "group.id": self.group,
+                         "isolation.level": "read_committed", "enable.auto.commit": False,
+                         "auto.offset.reset": "earliest", "enable.partition.eof": False})
+
+    def _rewind(self, consumer: Any) -> dict[int, int]:
+        """Seek every input partition to the group's committed offset (read stable)."""
+        from confluent_kafka import KafkaException, TopicPartition
+        while True:
+            try:
+                committed = consumer.committed(
+                    [TopicPartition(self.source, p) for p in self.partitions], 30)
+                break
+            except KafkaException as e:
+                self.log(f"{self.label}: committed(): {e}")
+                if time.monotonic() > self.deadline:
+                    raise
+                time.sleep(0.5)
+        at = {tp.partition: max(tp.offset, 0) for tp in committed}
+        consumer.assign([TopicPartition(self.source, p, at[p]) for p in self.partitions])
+        return at
+
+    def _run(self) -> None:
+        from confluent_kafka import KafkaException
+        consumer = self._consumer()
+        producer = self._producer()
+        position = self._rewind(consumer)
+        quiet_since = time.monotonic()
+        try:
+            while not all(position[p] >= self.ends[p] for p in self.partitions):
+                if time.monotonic() > self.deadline:
+                    raise TimeoutError(f"{self.label}: not done by the deadline "
+                                       f"(at {position}, ends {self.ends})")
+                msgs = []
+                for m in consumer.consume(self.batch, 0.5):
+                    if m.error():
+                        self.log(f"{self.label}: consumer: {m.error()}")
+                    else:
+                        msgs.append(m)
+                if not msgs:
+                    if time.monotonic() - quiet_since > 10:
+                        self.log(f"{self.label}: nothing to read for 10 s at {position} "
+                                 f"(consumer positions "
+                                 f"{[(t.partition, t.offset) for t in consumer.position(consumer.assignment())]})")
+                        quiet_since = time.monotonic()
+                    continue
+                quiet_since = time.monotonic()
+                self.sequence += 1
+                tag = f"{self.label}-{self.incarnation}-{self.sequence}"
+                try:
+                    producer.begin_transaction()
+                    for m in msgs:
+                        producer.produce(self.sink, value=out_value(m.value(), tag),
+                                         partition=m.partition() % self.sink_partitions)
+                    # a partition nothing was read from since the last seek has no
+                    # position (-1001): its committed offset stands
+                    positions = [tp for tp in consumer.position(consumer.assignment())
+                                 if tp.offset >= 0]
+                    producer.send_offsets_to_transaction(
+                        positions, consumer.consumer_group_metadata(), 30)
+                    with self.lock:
+                        self.history.commit_called[tag] = time.monotonic()
+                    self._commit(producer)
+                    self.commits += 1
+                    position.update((tp.partition, tp.offset) for tp in positions)
+                except KafkaException as e:
+                    err = e.args[0]
+                    self.log(f"{self.label}: transaction {tag}: {err}")
+                    if err.txn_requires_abort():
+                        try:
+                            producer.abort_transaction(30)
+                            self.aborts += 1
+                        except KafkaException as e2:
+                            self.log(f"{self.label}: abort: {e2}")
+                            producer = self._fresh(producer)
+                    else:
+                        producer = self._fresh(producer)
+                    position = self._rewind(consumer)
+            self.done = True
+        finally:
+            consumer.close()
+            producer.flush(5)
+
+    def _commit(self, producer: Any) -> None:
+        from confluent_kafka import KafkaException
+        while True:
+            try:
+                producer.commit_transaction(30)
+                return
+            except KafkaException as e:
+                if not e.args[0].retriable() or time.monotonic() > self.deadline:
+                    raise
+                self.log(f"{self.label}: commit retried: {e}")
+
+    def _fresh(self, _old: Any) -> Any:
+        self.restarts += 1
+        return self._producer()
+
+
+class Observer(threading.Thread):
+    """A read_committed reader of the output during the run (module docstring)."""
+
+    def __init__(self, bootstrap: str, topic: str, partitions: int, history: TxnHistory,
+                 lock: threading.Lock) -> None:
+        super().__init__(name="observer", daemon=True)
+        self.bootstrap, self.topic, self.partitions = bootstrap, topic, partitions
+        self.history, self.lock = history, lock
+        self.stop_event = threading.Event()
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        from confluent_kafka import Consumer, TopicPartition
+        try:
+            c = Consumer({"bootstrap.servers": self.bootstrap, "group.id": "txn-observer",
+                          "isolation.level": "read_committed", "enable.auto.commit": False})
+            c.assign([TopicPartition(self.topic, p, 0) for p in range(self.partitions)])
+            try:
+                while not self.stop_event.is_set():
+                    for m in c.consume(1000, 0.2):
+                        if m.error():
+                            continue
+                        now = time.monotonic()
+                        with self.lock:
+                            self.history.observed.append(
+                                (now, (m.partition(), m.offset(), m.value())))
+            finally:
+                c.close()
+        except BaseException as e:  # noqa: BLE001 - reported by the campaign
+            self.error = e
+
+    def stop(self) -> None:
+        self.stop_event.set()
+        self.join(30)
+
+
+def read_log(bootstrap: str, topic: str, partitions: int, isolation: str,
+             ends: dict[int, int], timeout: float = 120.0) -> list[Rec]:
+    """Every record of ``topic`` below ``ends[p]`` at ``isolation`` (read_committed
+    skips aborted records: its position still reaches the end past them)."""
+    from confluent_kafka import Consumer, TopicPartition
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"txn-final-{isolation}",
+                  "isolation.level": isolation, "enable.auto.commit": False,
+                  "enable.partition.eof": True})
+    c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    got: list[Rec] = []
+    left = {p for p in range(partitions) if ends[p] > 0}
+    deadline = time.monotonic() + timeout
+    try:
+        while left:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"read_log {isolation}: partitions {left} not read to "
+                                   f"their ends {ends}")
+            for m in c.consume(5000, 0.5):
+                if m.error():
+                    if m.error().code() == -191:           # _PARTITION_EOF
+                        pos = c.position([TopicPartition(topic, m.partition())])[0].offset
+                        if pos >= ends[m.partition()]:
+                            left.discard(m.partition())
+                    continue
+                got.append((m.partition(), m.offset(), m.value()))
+    finally:
+        c.close()
+    return got
