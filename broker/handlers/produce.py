@@ -16,8 +16,9 @@
   on its TransactionalId, else TRANSACTIONAL_ID_AUTHORIZATION_FAILED everywhere.
 * Transactional batches open the producer's transaction on the partition (its
   LSO stops there until the coordinator's marker); the partition must have been
-  added with AddPartitionsToTxn first, which is not verified here yet (KIP-890's
-  transaction.partition.verification.enable is issue 14's next step).
+  added with AddPartitionsToTxn first: with transaction.partition.verification.enable
+  (KIP-890, default true) the leader asks the coordinator before the first batch
+  (``broker.transaction.verification``, through ReplicaManager.append_records).
 """
 
 from __future__ import annotations
