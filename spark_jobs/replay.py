@@ -2,6 +2,7 @@
 
     python -m spark_jobs.replay --log-dirs DIR[,DIR] [--topics T,...] --output PATH
         [--from OFFSET|TIMESTAMP] [--to OFFSET|TIMESTAMP] [--master URL]
+        [--isolation read_committed]
     python -m spark_jobs.replay --log-dirs DIR --to-topic T --bootstrap-server HOST:PORT ...
 
 This module is the job's wiring: the command line, the SparkSession, the
@@ -13,7 +14,10 @@ private ``pybroker_segments`` data source and the Parquet export. The parts:
    offset))``. A partition without a checkpointed HW is skipped: nothing above
    the HW is ever exported. When several log dirs hold the same partition
    (replicas of one partition on several brokers) the one with the highest HW
-   is read.
+   is read. ``--isolation read_committed`` exports committed data only: each
+   partition also ends at its last stable offset (computed from the batch
+   headers) and its aborted transactions (``.txnindex``) are skipped; control
+   batches are never exported either way.
 2. Read (one Spark task per segment; ``spark_jobs.segments.segment_batches``).
    The ``.log`` file is read sequentially in chunks and walked batch by batch,
    never through the broker. Records are decoded (any codec), filtered by
@@ -171,6 +175,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--compression", default="gzip", choices=sorted(CODECS),
                    help="codec of the batches produced with --to-topic")
     p.add_argument("--master", default="local[*]", help="Spark master URL (default local[*])")
+    p.add_argument("--isolation", default="read_uncommitted",
+                   choices=["read_uncommitted", "read_committed"],
+                   help="read_committed: each partition up to its last stable offset, "
+                        "aborted transactions dropped (default read_uncommitted: up to the HW)")
     return p
 
 
@@ -218,7 +226,8 @@ def main(argv: list[str] | None = None) -> int:
     bounds = make_bounds(args.start, args.end)
     topics = set(args.topics.split(",")) if args.topics else None
     log_dirs = [os.path.abspath(d) for d in args.log_dirs.split(",") if d]
-    tasks = plan(log_dirs, topics, bounds)
+    tasks = plan(log_dirs, topics, bounds,
+                 committed_only=args.isolation == "read_committed")
     from pyspark.sql import SparkSession
 
     own = SparkSession.getActiveSession() is None  # called from a live session: leave it up

@@ -15,7 +15,10 @@ raw read, over ``storage``'s readers (checkpoints, file names) and
   offset), min(HW, --to offset))``; segments wholly outside that range are
   dropped. A partition without a checkpointed HW is skipped (nothing above the
   HW is ever exported). When several log dirs hold the same partition the one
-  with the highest HW is read.
+  with the highest HW is read. ``committed_only`` (``--isolation
+  read_committed``): each partition also ends at its last stable offset and the
+  batches of its aborted transactions (its ``.txnindex`` entries) are skipped
+  (``transactions_below``), as a read_committed consumer reads.
 * ``segment_batches(seg)``: the ``.log`` file read sequentially in chunks and
   walked with ``protocol.records.iter_batches``, stopping at the first batch
   whose base offset reaches the task's end, at a torn tail or at preallocated
@@ -36,6 +39,7 @@ from typing import Any
 
 from protocol import records
 from storage import checkpoints, filenames
+from storage.txn_index import TxnIndex
 
 CHUNK = 8 << 20            # bytes read from a segment at a time
 NO_LIMIT = (1 << 63) - 1
@@ -96,6 +100,15 @@ class Segment:
     start: int
     end: int
     size: int      # bytes of the batches the task reads (the whole file when no bound cuts it)
+    # committed-only replays: the partition's aborted transactions (producer id, first
+    # offset, last offset) from its .txnindex files, whose data batches are skipped
+    aborted: tuple[tuple[int, int, int], ...] = ()
+
+    def drops(self, header: records.BatchHeader) -> bool:
+        """A data batch of an aborted transaction (committed-only replays)."""
+        return header.is_transactional and any(
+            pid == header.producer_id and first <= header.base_offset <= last
+            for pid, first, last in self.aborted)
 
 
 def _partition_dirs(log_dir: str, topics: set[str] | None) -> Iterator[tuple[str, int, str]]:
@@ -124,8 +137,11 @@ def _segment_files(part_dir: str) -> list[tuple[int, str]]:
     return sorted(found)
 
 
-def plan(log_dirs: list[str], topics: set[str] | None, bounds: Bounds) -> list[Segment]:
-    """Segment tasks for every partition below its checkpointed high watermark."""
+def plan(log_dirs: list[str], topics: set[str] | None, bounds: Bounds, *,
+         committed_only: bool = False) -> list[Segment]:
+    """Segment tasks for every partition below its checkpointed high watermark; with
+    ``committed_only`` below its last stable offset too, aborted transactions dropped
+    (``transactions_below``)."""
     best: dict[tuple[str, int], tuple[int, int, str]] = {}  # (hw, log start, dir)
     for log_dir in log_dirs:
         hws = checkpoints.read_offsets(os.path.join(log_dir, filenames.REPLICATION_CHECKPOINT))
@@ -143,6 +159,10 @@ def plan(log_dirs: list[str], topics: set[str] | None, bounds: Bounds) -> list[S
     for (topic, partition), (hw, log_start, part_dir) in sorted(best.items()):
         lo = max(log_start, bounds.from_offset)
         hi = min(hw, bounds.to_offset)
+        aborted: tuple[tuple[int, int, int], ...] = ()
+        if committed_only:
+            lso, aborted = transactions_below(part_dir, hw)
+            hi = min(hi, lso)
         files = _segment_files(part_dir)
         for i, (base, path) in enumerate(files):
             nxt = files[i + 1][0] if i + 1 < len(files) else NO_LIMIT
@@ -150,27 +170,66 @@ def plan(log_dirs: list[str], topics: set[str] | None, bounds: Bounds) -> list[S
             if start < end:
                 size = os.path.getsize(path) if start == base and end == nxt \
                     else _bytes_between(path, start, end)
-                tasks.append(Segment(topic, partition, path, base, start, end, size))
+                tasks.append(Segment(topic, partition, path, base, start, end, size, aborted))
     return tasks
 
 
-def _bytes_between(path: str, start: int, end: int) -> int:
-    """Bytes of the batches of a segment holding offsets in [start, end): a walk over
-    batch headers only (seek from one to the next), for the segments a bound cuts."""
-    total = 0
+def _headers(path: str) -> Iterator[records.BatchHeader]:
+    """The batch headers of a segment file, a walk that seeks from one to the next
+    (stops at a torn tail or preallocated zeros)."""
     with open(path, "rb") as f:
         pos = 0
         while True:
             f.seek(pos)
             raw = f.read(records.HEADER_SIZE)
             if len(raw) < records.HEADER_SIZE:
-                return total
+                return
             header = records.read_header(raw)
-            if header.batch_length < records.MIN_BATCH_LENGTH or header.base_offset >= end:
-                return total
-            if header.last_offset >= start:
-                total += header.size
+            if header.batch_length < records.MIN_BATCH_LENGTH:
+                return
+            yield header
             pos += header.size
+
+
+def _bytes_between(path: str, start: int, end: int) -> int:
+    """Bytes of the batches of a segment holding offsets in [start, end), for the
+    segments a bound cuts."""
+    total = 0
+    for header in _headers(path):
+        if header.base_offset >= end:
+            break
+        if header.last_offset >= start:
+            total += header.size
+    return total
+
+
+def transactions_below(part_dir: str, hw: int) -> tuple[int, tuple[tuple[int, int, int], ...]]:
+    """(last stable offset, aborted transactions) of a partition below its HW, offline:
+    the LSO is the first offset of the earliest transaction with no marker below the
+    HW (the HW when none is open), found by walking the batch headers; the aborted
+    transactions are the entries of its ``.txnindex`` files (Kafka's read_committed
+    fetch uses the same index)."""
+    open_at: dict[int, int] = {}
+    for _base, path in _segment_files(part_dir):
+        for header in _headers(path):
+            if header.base_offset >= hw:
+                break
+            if not header.is_transactional:
+                continue
+            if header.is_control:
+                open_at.pop(header.producer_id, None)
+            else:
+                open_at.setdefault(header.producer_id, header.base_offset)
+    aborted = []
+    for name in sorted(os.listdir(part_dir)):
+        if name.endswith(filenames.TXN_INDEX):
+            try:
+                base = filenames.parse_base_offset(name)
+            except ValueError:
+                continue
+            aborted += [(e.producer_id, e.first_offset, e.last_offset)
+                        for e in TxnIndex(os.path.join(part_dir, name), base).entries()]
+    return min(open_at.values(), default=hw), tuple(aborted)
 
 
 # -- reading a segment ------------------------------------------------------------------------
@@ -193,7 +252,7 @@ def segment_batches(seg: Segment) -> Iterator[tuple[Any, int, records.BatchHeade
                 if header.base_offset >= seg.end:
                     return
                 done = pos + header.size
-                if header.last_offset >= seg.start:
+                if header.last_offset >= seg.start and not (seg.aborted and seg.drops(header)):
                     yield buf, pos, header
             rest = len(buf) - done
             if not chunk:
