@@ -23,6 +23,7 @@ TOOLS = {
     "consumer-groups": "tools.consumer_groups",
     "reassign-partitions": "tools.reassign_partitions",
     "leader-election": "tools.leader_election",
+    "transactions": "tools.transactions",
 }
 
 

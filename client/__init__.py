@@ -27,6 +27,8 @@ Map (what lives where):
                     form), AddOffsetsToTxn, EndTxn, TxnOffsetCommit
     transactional.py TransactionalProducer: init, begin, send, send offsets, commit,
                     abort; fencing fatal, other failures abortable (the Spark sink's)
+    transactions_admin.py ListTransactions, DescribeTransactions, DescribeProducers and
+                    aborting a hanging transaction (pybroker transactions)
     admin.py        KafkaAdmin: topics, partitions, configs (to the controller), and the
                     connection to a broker or to a partition's leader
     partitioner.py  Kafka's default partitioner (murmur2, sticky)

@@ -22,6 +22,8 @@ Map (what lives where):
     reassign_partitions.py     pybroker reassign-partitions: generate, execute, verify,
                                cancel, list (KafkaAdmin, client.assignment)
     leader_election.py         pybroker leader-election: preferred / unclean (KafkaAdmin)
+    transactions.py            pybroker transactions: list, describe, describe-producers,
+                               find-hanging, abort (client.transactions_admin)
 
 What a tool may import: ``client/`` and ``protocol/`` only (the layering test
 checks), never broker, controller, storage or spark_jobs; nothing imports a

@@ -19,15 +19,15 @@ coordinator in ``coordinator/``. Issue 14 builds it; what is here so far:
                    every partition has its marker (retries, leader moves)
     verification.py TxnVerifier: the partition leader's KIP-890 check that a
                    transaction's first batch on a partition was added to it
+    inspection.py  what DescribeTransactions / ListTransactions read (read-only)
 
 The Broker builds it (``build``) beside the group coordinator and routes
 __transaction_state leadership to its state manager; FindCoordinator with key
 type 1 creates the topic and names the partition's leader.
 
 The handlers (InitProducerId with a transactional id, AddPartitionsToTxn,
-AddOffsetsToTxn, EndTxn, WriteTxnMarkers; TxnOffsetCommit and
-Describe/ListTransactions to come) are one module each under
-``broker/handlers/``. The partition side (open transactions, LSO, markers, the
+AddOffsetsToTxn, EndTxn, WriteTxnMarkers, TxnOffsetCommit, DescribeTransactions,
+ListTransactions, DescribeProducers) are one module each under ``broker/handlers/``. The partition side (open transactions, LSO, markers, the
 ``.txnindex`` files) is ``broker/replication/producer_state.py``,
 ``partition_txn.py`` and ``storage/``.
 
