@@ -1,6 +1,6 @@
 """The transaction coordinator (exactly-once: Kafka's TransactionCoordinator,
 TransactionStateManager and TransactionMarkerChannelManager), beside the group
-coordinator in ``coordinator/``. Issue 14 builds it; what is here so far:
+coordinator in ``coordinator/`` (issue 14):
 
     txn_state.py   TxnState (byte ids, names, the valid-previous-state table) and
                    TxnMetadata (one transactional id's state, checked transitions,
@@ -27,8 +27,8 @@ type 1 creates the topic and names the partition's leader.
 
 The handlers (InitProducerId with a transactional id, AddPartitionsToTxn,
 AddOffsetsToTxn, EndTxn, WriteTxnMarkers, TxnOffsetCommit, DescribeTransactions,
-ListTransactions, DescribeProducers) are one module each under ``broker/handlers/``. The partition side (open transactions, LSO, markers, the
-``.txnindex`` files) is ``broker/replication/producer_state.py``,
+ListTransactions, DescribeProducers) are one module each under ``broker/handlers/``.
+The partition side (open transactions, LSO, markers, the ``.txnindex`` files) is ``broker/replication/producer_state.py``,
 ``partition_txn.py`` and ``storage/``.
 
 It may import ``protocol``, ``storage``, ``client`` and the rest of ``broker``;
