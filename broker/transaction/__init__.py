@@ -28,8 +28,8 @@ type 1 creates the topic and names the partition's leader.
 The handlers (InitProducerId with a transactional id, AddPartitionsToTxn,
 AddOffsetsToTxn, EndTxn, WriteTxnMarkers, TxnOffsetCommit, DescribeTransactions,
 ListTransactions, DescribeProducers) are one module each under ``broker/handlers/``.
-The partition side (open transactions, LSO, markers, the ``.txnindex`` files) is ``broker/replication/producer_state.py``,
-``partition_txn.py`` and ``storage/``.
+The partition side (open transactions, LSO, markers, the ``.txnindex`` files) is
+``broker/replication/producer_state.py``, ``partition_txn.py`` and ``storage/``.
 
 It may import ``protocol``, ``storage``, ``client`` and the rest of ``broker``;
 nothing outside ``broker`` imports it.
