@@ -56,6 +56,7 @@ from storage.log import PartitionLog
 from storage.offset_index import OffsetIndex
 from storage.segment import INT32_MAX, LogSegment
 from storage.time_index import TimeIndex
+from storage.txn_index import AbortedTxn, TxnIndex
 
 CLEANER_CHECKPOINT = "cleaner-offset-checkpoint"
 TopicPartition = tuple[str, int]
@@ -347,6 +348,9 @@ def clean_group(log: PartitionLog, group: list[LogSegment], ctx: CleanContext,
                 stats: CleanerStats, swap_lock: AbstractContextManager[object]) -> None:
     """Step 2-3 for one group: write the ``.cleaned`` files, then swap them in."""
     writer = CleanedWriter(log.dir, group[0].base_offset, log.config)
+    # the group's aborted transactions go with its data: a read_committed reader of the
+    # cleaned segment must still skip the aborted records the cleaner kept
+    writer.aborted = [txn for seg in group for txn in seg.txn_index.entries()]
     try:
         for seg in group:
             with _mapped(seg) as mm:
@@ -461,6 +465,7 @@ class CleanedWriter:
                              config.segment_index_bytes, writable=True)
         self._since_index = 0
         self._max_ts, self._offset_of_max_ts = -1, -1
+        self.aborted: list[AbortedTxn] = []     # written as the cleaned .txnindex
 
     @classmethod
     def empty(cls, dir_path: str, base_offset: int, config: LogConfig) -> CleanedWriter:
@@ -503,6 +508,11 @@ class CleanedWriter:
             index.flush()
             index.close(trim=True)
             checkpoints.fsync_path(index.path)
+        if self.aborted:
+            index = TxnIndex(self._path(filenames.TXN_INDEX, filenames.CLEANED), self.base_offset)
+            for txn in self.aborted:
+                index.append(txn)
+            checkpoints.fsync_path(index.path)
         if mtime_from is not None:
             with contextlib.suppress(FileNotFoundError):
                 st = os.stat(mtime_from)
@@ -510,8 +520,13 @@ class CleanedWriter:
                          ns=(st.st_atime_ns, st.st_mtime_ns))
 
     def rename(self, old_suffix: str, new_suffix: str) -> None:
-        """Indexes first, then the log (recovery keys off the log file)."""
-        for kind in (filenames.INDEX, filenames.TIME_INDEX, filenames.LOG):
+        """Indexes first, then the log (recovery keys off the log file). A crash that
+        leaves a ``.txnindex.swap`` loses it (recovery drops index swaps): the entries
+        then stop filtering the kept aborted records, as before the cleaner carried them."""
+        kinds = (filenames.INDEX, filenames.TIME_INDEX, filenames.LOG)
+        if self.aborted:
+            kinds = (filenames.TXN_INDEX, *kinds)
+        for kind in kinds:
             os.replace(self._path(kind, old_suffix), self._path(kind, new_suffix))
 
     def discard(self) -> None:
@@ -519,7 +534,7 @@ class CleanedWriter:
             self._f.close()
         for index in (self._oi, self._ti):
             index.close(trim=False)
-        for kind in (filenames.LOG, filenames.INDEX, filenames.TIME_INDEX):
+        for kind in (filenames.LOG, filenames.INDEX, filenames.TIME_INDEX, filenames.TXN_INDEX):
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(self._path(kind, filenames.CLEANED))
 

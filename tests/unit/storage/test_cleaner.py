@@ -407,3 +407,32 @@ def test_leftover_cleaned_and_swap_at_load(tmp_path: object) -> None:
     assert len(records) < len(old) and set(records) <= set(old)
     latest = {r[1]: r for r in old}
     assert set(latest.values()) <= set(records)
+
+
+def test_cleaning_carries_the_aborted_transaction_index(tmp_path: object) -> None:
+    """An aborted transaction's records the cleaner keeps stay aborted for read_committed
+    readers: the cleaned segment gets the group's .txnindex entries (and keeps them
+    across a reopen)."""
+    from storage.txn_index import AbortedTxn
+    now = [10_000]
+    log = PartitionLog.open(os.path.join(str(tmp_path), "t-0"), CONFIG, clock=lambda: now[0])
+    for i in range(3):                                           # 0-2: plain records
+        log.append(R.build_batch([(b"p%d" % i, b"v", 1000 + i)]))
+    log.append(R.build_batch([(b"x", b"aborted", 1005)], producer_id=7, producer_epoch=0,
+                             base_sequence=0, transactional=True))           # 3
+    log.append(R.build_control_batch(commit=False, producer_id=7, producer_epoch=0,
+                                     coordinator_epoch=0, timestamp=1006))   # 4
+    log.append_aborted_txn(AbortedTxn(7, 3, 4, 5))
+    log.roll()
+    for i in range(3):                                           # 5-7: overwrite p0..p2
+        log.append(R.build_batch([(b"p%d" % i, b"w", 1010 + i)]))
+    log.roll()
+    log.update_high_watermark(log.log_end_offset)
+    cleaner = C.LogCleaner(Single(log, str(tmp_path)))
+    assert cleaner.clean_once(now[0]) is not None
+    keys = [r[1] for r in read_all(log)]        # the old p0..p2 went; x and its marker stay
+    assert keys[0] == b"x" and keys[2:] == [b"p0", b"p1", b"p2"] and len(keys) == 5
+    assert log.collect_aborted_txns(0, log.log_end_offset) == [AbortedTxn(7, 3, 4, 5)]
+    log.close()
+    again = PartitionLog.open(os.path.join(str(tmp_path), "t-0"), CONFIG, clock=lambda: now[0])
+    assert again.collect_aborted_txns(0, again.log_end_offset) == [AbortedTxn(7, 3, 4, 5)]
