@@ -2,8 +2,8 @@
 streaming query (exactly_once_query.py, its own process group) copying an input
 topic to an output topic is killed -9 mid-run four times and restarted from its
 checkpoint each time (twice with a transaction open, twice just after one committed); the
-output read read_committed holds each input record exactly once, while
-read_uncommitted shows what the killed attempts left behind. A second test replays a
+output read read_committed holds each input record exactly once (read_uncommitted
+also holds what killed attempts left behind, aborted). A second test replays a
 batch id the way a re-run batch meets it."""
 
 from __future__ import annotations
@@ -157,9 +157,10 @@ def test_killed_and_restarted_query_writes_each_row_once(txn_broker: Cluster,
     counts = Counter(v[:-len(PAD)] for v in committed)
     assert sorted(counts) == sorted(f"v-{i}".encode() for i in range(RECORDS))
     assert [v for v, n in counts.items() if n > 1] == []
+    # read_uncommitted holds at least as much: the records of transactions a kill left
+    # open and the restart aborted (none when the open ones were already committing)
     everything = read_values(boot, "eos-out", "read_uncommitted")
-    # the kills did land inside transactions: their records are in the log, aborted
-    assert len(everything) > len(committed), (len(everything), len(committed))
+    assert len(everything) >= len(committed)
 
 
 def test_a_batch_written_before_is_not_written_again(spark: Any, txn_broker: Cluster) -> None:
