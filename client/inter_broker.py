@@ -16,12 +16,12 @@ answers the partitions whose leadership could not be moved yet
 from __future__ import annotations
 
 from client.connection import KafkaConnection
-from client.errors import NoCommonVersion
-from client.verbs import partitions_by_topic
+from client.verbs import _version, partitions_by_topic
 from protocol.api_keys import ApiKey
 from protocol.spec import api
 
 TP = tuple[str, int]            # (topic, partition)
+BROKER_FORM_MIN = 4             # AddPartitionsToTxn's batched, VerifyOnly form (KIP-890)
 
 
 async def controlled_shutdown(conn: KafkaConnection, broker_id: int, broker_epoch: int
@@ -67,10 +67,7 @@ async def verify_txn_partitions(conn: KafkaConnection, transactional_id: str, pr
     producer's ongoing transaction (AddPartitionsToTxn v4+, VerifyOnly: nothing is
     added). -> (top-level error, error per partition). NoCommonVersion when the
     coordinator has no v4 (the caller then skips verification, as Kafka does)."""
-    version = conn.version_for(ApiKey.ADD_PARTITIONS_TO_TXN)
-    if version < 4:
-        raise NoCommonVersion(f"{conn.host}:{conn.port} has no AddPartitionsToTxn v4",
-                              conn.host, conn.port, api_key=ApiKey.ADD_PARTITIONS_TO_TXN)
+    version = _version(conn, ApiKey.ADD_PARTITIONS_TO_TXN, BROKER_FORM_MIN)
     spec = api(ApiKey.ADD_PARTITIONS_TO_TXN).request
     txn, topic = spec.structs["AddPartitionsToTxnTransaction"], spec.structs["AddPartitionsToTxnTopic"]
     body = spec.new(transactions=[txn.new(

@@ -11,7 +11,7 @@ Verbs take an open connection and return error codes (as ``verbs.py``); the
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from client.admin import KafkaAdmin
 from client.connection import KafkaConnection
@@ -132,7 +132,7 @@ class TransactionsAdmin:
             return DescribedTransaction(found.error, transactional_id)
         conn = await self.admin.pool.get(found.host, found.port)
         [one] = await describe_transactions(conn, [transactional_id])
-        return DescribedTransaction(**{**one.__dict__, "coordinator": found.node_id})
+        return replace(one, coordinator=found.node_id)
 
     async def producers(self, partitions: Iterable[TP]) -> dict[TP, PartitionProducers]:
         out: dict[TP, PartitionProducers] = {}

@@ -110,9 +110,9 @@ def _campaign(fc: FaultCluster, rng: random.Random, say: Any, t0: float, *, reco
     watchdog = _Watchdog(fc, stall_s)
     for n, kind in enumerate(schedule, 1):
         goal = records * n // (len(schedule) + 1)
-        wait_for(f"{goal} inputs committed", lambda: _progress(fc) >= goal
+        wait_for(f"{goal} inputs committed", lambda: watchdog.poll() >= goal
                  or any(p.error is not None for p in procs) or watchdog.stalled()
-                 or all(p.done for p in procs) or None, timeout=timeout)
+                 or all(p.done for p in procs) or None, timeout=timeout, interval=0.25)
         if any(p.error is not None for p in procs) or watchdog.stalled():
             break
         if all(p.done for p in procs):
@@ -131,6 +131,7 @@ def _campaign(fc: FaultCluster, rng: random.Random, say: Any, t0: float, *, reco
             fc.wait_isr_full(topic, parts, timeout=120)
         outcome.kills[kind] += 1
     while not all(p.done or p.error is not None for p in procs) and not watchdog.stalled():
+        watchdog.poll()
         time.sleep(0.5)
     if watchdog.stalled():
         outcome.errors.append(f"no input committed for {stall_s:g} s: processors "
@@ -160,10 +161,14 @@ class _Watchdog:
         self.fc, self.stall_s = fc, stall_s
         self.last, self.since = -1, time.monotonic()
 
-    def stalled(self) -> bool:
+    def poll(self) -> int:
+        """The inputs committed now (and the time they last moved)."""
         now = _progress(self.fc)
         if now != self.last:
             self.last, self.since = now, time.monotonic()
+        return now
+
+    def stalled(self) -> bool:
         return time.monotonic() - self.since > self.stall_s
 
 

@@ -26,6 +26,14 @@ from tests.integration.cluster import BrokerProcess, WireClient
 
 T = TypeVar("T")
 
+# A single broker with transactions and groups: the internal topics at replication
+# factor 1 (their defaults want 3 brokers) and few partitions (quick to create).
+SINGLE_BROKER_TXN_OVERRIDES = {"transaction.state.log.replication.factor": "1",
+                               "transaction.state.log.min.isr": "1",
+                               "transaction.state.log.num.partitions": "2",
+                               "offsets.topic.replication.factor": "1",
+                               "offsets.topic.num.partitions": "2"}
+
 
 def wait_until(cond: Callable[[], T], timeout: float, what: str, interval: float = 0.1) -> T:
     """Poll ``cond`` until it returns something truthy (returned); AssertionError

@@ -18,15 +18,11 @@ from client.groups import GROUP_KEY, find_coordinator, offset_fetch
 from client.transactional import State, TransactionalProducer
 from protocol.errors import ErrorCode
 from tests.integration.cluster import Cluster
-from tests.integration.multi import create_topic
+from tests.integration.multi import SINGLE_BROKER_TXN_OVERRIDES, create_topic
 
 pytestmark = pytest.mark.integration
 
-OVERRIDES = {"transaction.state.log.replication.factor": "1",
-             "transaction.state.log.min.isr": "1",
-             "transaction.state.log.num.partitions": "2",
-             "offsets.topic.replication.factor": "1",
-             "offsets.topic.num.partitions": "2"}
+OVERRIDES = SINGLE_BROKER_TXN_OVERRIDES
 
 
 @pytest.fixture(scope="module")

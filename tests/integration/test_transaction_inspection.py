@@ -19,17 +19,12 @@ from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.records import build_batch
 from tests.integration.cluster import Cluster, WireClient
-from tests.integration.multi import create_topic
+from tests.integration.multi import SINGLE_BROKER_TXN_OVERRIDES, create_topic
 
 pytestmark = pytest.mark.integration
 
-OVERRIDES = {"transaction.state.log.replication.factor": "1",
-             "transaction.state.log.min.isr": "1",
-             "transaction.state.log.num.partitions": "1",
-             "offsets.topic.replication.factor": "1",
-             "offsets.topic.num.partitions": "1",
-             # off, so that the last test can make a hanging transaction
-             "transaction.partition.verification.enable": "false"}
+# verification off, so that the last test can make a hanging transaction
+OVERRIDES = {**SINGLE_BROKER_TXN_OVERRIDES, "transaction.partition.verification.enable": "false"}
 
 
 @pytest.fixture(scope="module")

@@ -19,15 +19,11 @@ from client.verbs import produce
 from protocol.errors import ErrorCode
 from protocol.records import build_batch
 from tests.integration.cluster import Cluster
-from tests.integration.multi import create_topic
+from tests.integration.multi import SINGLE_BROKER_TXN_OVERRIDES, create_topic
 
 pytestmark = pytest.mark.integration
 
-OVERRIDES = {"transaction.state.log.replication.factor": "1",
-             "transaction.state.log.min.isr": "1",
-             "transaction.state.log.num.partitions": "2",
-             "offsets.topic.replication.factor": "1",
-             "offsets.topic.num.partitions": "2"}
+OVERRIDES = SINGLE_BROKER_TXN_OVERRIDES
 
 
 def start(zookeeper: str, tmp: object, verify: bool) -> Cluster:
