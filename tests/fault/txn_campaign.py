@@ -35,8 +35,8 @@ sys.path.insert(0, str(REPO))
 
 from tests.fault.cluster_faults import FaultCluster, wait_for, zookeeper  # noqa: E402
 from tests.fault.txn_checker import TxnHistory, TxnReport, check  # noqa: E402
-from tests.fault.txn_workload import (Observer, Processor, prefill, read_log,  # noqa: E402
-                                      txn_coordinator)
+from tests.fault.txn_workload import (Observer, Processor, input_values, prefill,  # noqa: E402
+                                      read_log, txn_coordinator)
 
 SOURCE, SINK, GROUP = "txn-in", "txn-out", "txn-campaign"
 OVERRIDES = {"transaction.state.log.replication.factor": "3",
@@ -91,9 +91,17 @@ def _campaign(fc: FaultCluster, rng: random.Random, say: Any, t0: float, *, reco
               batch: int, timeout: float, stall_s: float = 120.0) -> Outcome:
     fc.create_topic(SOURCE, input_partitions, 3, {"min.insync.replicas": "2"})
     fc.create_topic(SINK, output_partitions, 3, {"min.insync.replicas": "2"})
-    inputs = prefill(fc.bootstrap, SOURCE, input_partitions, records)
+    # The input arrives in stages, each one reaching half-way past the next kill's goal:
+    # the processors cannot finish before every kill is made, however slow the restarts
+    # (a loaded CI machine), and each kill still lands in the middle of the work.
+    schedule = ["coordinator" if i % 2 == 0 else "leader" for i in range(2 * kills)]
+    stages = [records * (2 * n + 1) // (2 * (len(schedule) + 1))
+              for n in range(1, len(schedule) + 1)] + [records]
+    inputs = input_values(records)
+    prefill(fc.bootstrap, SOURCE, input_partitions, stages[0])
+    produced = stages[0]
     ends = {p: len(range(p, records, input_partitions)) for p in range(input_partitions)}
-    say(f"{records} input records in {input_partitions} partitions")
+    say(f"{records} input records in {input_partitions} partitions, in {len(stages)} stages")
     history, lock = TxnHistory(inputs), threading.Lock()
     deadline = time.monotonic() + timeout
     procs = [Processor(str(i), fc.bootstrap, SOURCE,
@@ -106,10 +114,12 @@ def _campaign(fc: FaultCluster, rng: random.Random, say: Any, t0: float, *, reco
     for p in procs:
         p.start()
     outcome = Outcome(TxnReport(), {"coordinator": 0, "leader": 0})
-    schedule = ["coordinator" if i % 2 == 0 else "leader" for i in range(2 * kills)]
     watchdog = _Watchdog(fc, stall_s)
     for n, kind in enumerate(schedule, 1):
         goal = records * n // (len(schedule) + 1)
+        if produced < stages[n - 1]:
+            prefill(fc.bootstrap, SOURCE, input_partitions, stages[n - 1], start=produced)
+            produced = stages[n - 1]
         wait_for(f"{goal} inputs committed", lambda: watchdog.poll() >= goal
                  or any(p.error is not None for p in procs) or watchdog.stalled()
                  or all(p.done for p in procs) or None, timeout=timeout, interval=0.25)
@@ -130,6 +140,8 @@ def _campaign(fc: FaultCluster, rng: random.Random, say: Any, t0: float, *, reco
                              ("__transaction_state", 3), ("__consumer_offsets", 3)):
             fc.wait_isr_full(topic, parts, timeout=120)
         outcome.kills[kind] += 1
+    if produced < records:
+        prefill(fc.bootstrap, SOURCE, input_partitions, records, start=produced)
     while not all(p.done or p.error is not None for p in procs) and not watchdog.stalled():
         watchdog.poll()
         time.sleep(0.5)

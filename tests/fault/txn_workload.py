@@ -31,13 +31,20 @@ from tests.fault.txn_checker import Rec, TxnHistory, out_value
 TXN_TIMEOUT_MS = 10000
 
 
-def prefill(bootstrap: str, topic: str, partitions: int, n: int) -> list[bytes]:
+def input_values(n: int) -> list[bytes]:
+    """The campaign's input records: value i goes to partition i % partitions."""
+    return [b"in-%07d" % i for i in range(n)]
+
+
+def prefill(bootstrap: str, topic: str, partitions: int, n: int, start: int = 0
+            ) -> list[bytes]:
+    """Produce inputs ``start`` .. ``n - 1`` (idempotent, acks=all); returns them all."""
     from confluent_kafka import Producer
     p = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True,
                   "linger.ms": 5, "queue.buffering.max.messages": 1_000_000})
-    values = [b"in-%07d" % i for i in range(n)]
+    values = input_values(n)
     failed: list[Any] = []
-    for i, v in enumerate(values):
+    for i, v in enumerate(values[start:], start):
         while True:
             try:
                 p.produce(topic, value=v, partition=i % partitions,
