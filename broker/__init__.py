@@ -26,7 +26,8 @@ The services the handlers use:
                         high watermark), ReplicaManager, purgatory, follower fetchers,
                         leader endpoint, AlterPartition manager, producer state
     coordinator/        the group coordinator and __consumer_offsets
-    acl/                the ZooKeeper-mode ACL authorizer
+    acl/                the ZooKeeper-mode ACL authorizer and the handlers' shared checks
+    security/           listeners' protocols, TLS, SASL, principals, SCRAM credentials
     metadata_cache.py   what the controller told us of the cluster
     config.py, topic_config.py, topic_names.py, listeners.py   configuration and names
     producer_ids.py     InitProducerId's id blocks

@@ -38,9 +38,13 @@ from broker.replication.fetcher import ReplicaFetcherManager
 from broker.replication.leader_endpoint import metadata_resolver, remote_endpoint_factory
 from broker.replication.partition_state import PartitionState
 from broker.replication.replica_manager import ReplicaManager
+from broker.security.scram_credentials import ScramCredentialStore
+from broker.security.listeners import (client_security, control_plane_listener,
+                                       inter_broker_listener, listener_security, protocol_of)
 from broker.server import KafkaServer
 from broker.tasks import bounded_step
 from controller import ClusterStore, Controller
+from controller import Endpoint as ZkEndpoint
 from protocol.errors import ErrorCode
 from storage.cleaner import CleanerConfig, LogCleaner
 from storage.config import LogConfig
@@ -63,12 +67,22 @@ class Broker:
         self.advertised = [
             Endpoint(e.name, e.host or socket.getfqdn(), e.port)
             for e in parse_listeners("advertised.listeners", advertised)]
+        # security per listener, built (and so checked) before anything starts
+        self.listener_security = {e.name: listener_security(config, e.name)
+                                  for e in self.listeners}
+        self.inter_broker_listener = inter_broker_listener(config, self.advertised)
+        self.control_plane_listener = control_plane_listener(config, self.advertised,
+                                                             self.inter_broker_listener)
+        self.inter_broker_security = client_security(config, self.inter_broker_listener)
         self.broker_id = config.broker_id
         self.cluster_id = ""
         self.cluster = ClusterStore(config.zookeeper_connect, config.zookeeper_session_timeout_ms,
                                     config.zk_connection_timeout_ms)
-        self.metadata = MetadataCache()
+        # BrokerMeta.host/port: the inter-broker endpoint; clients get their own
+        # listener's (MetadataCache.address)
+        self.metadata = MetadataCache(listener=self.inter_broker_listener)
         self.authorizer: AclAuthorizer | None = build_authorizer(config, self.cluster)
+        self.scram_credentials = ScramCredentialStore(self.cluster)
         self.topic_overrides: dict[str, dict[str, str]] = {}
         self.logs: LogManager | None = None
         self.replicas: ReplicaManager | None = None
@@ -78,7 +92,13 @@ class Broker:
         self.group_coordinator: coordinator.GroupCoordinator | None = None
         self.transaction_coordinator: transaction.TransactionCoordinator | None = None
         self.pool = BrokerPool(client_id="pybroker-controller",
-                               timeout=config.request_timeout_ms / 1000)
+                               timeout=config.request_timeout_ms / 1000,
+                               security=self.inter_broker_security)
+        self.controller_pool = self.pool
+        if self.control_plane_listener != self.inter_broker_listener:
+            self.controller_pool = BrokerPool(
+                client_id="pybroker-controller", timeout=config.request_timeout_ms / 1000,
+                security=client_security(config, self.control_plane_listener))
         self.servers: list[KafkaServer] = []
         self._tasks: list[asyncio.Task[None]] = []
         self._cancel_watches: list[Callable[[], None]] = []
@@ -114,7 +134,8 @@ class Broker:
             self.broker_id, self.logs, min_insync_replicas=self.min_insync_replicas,
             producer_id_expiration_ms=self.config.producer_id_expiration_ms,
             fetchers=ReplicaFetcherManager(self.broker_id, remote_endpoint_factory(
-                self.broker_id, metadata_resolver(self.metadata), timeout=timeout_s)),
+                self.broker_id, metadata_resolver(self.metadata), timeout=timeout_s,
+                security=self.inter_broker_security)),
             alter_partitions=AlterPartitionManager(
                 self.broker_id, lambda: self.broker_epoch, self.pool,
                 metadata_controller(self.metadata)),
@@ -126,18 +147,21 @@ class Broker:
         if self.config.transaction_partition_verification_enable:
             self.replicas.verifier = transaction.verifier(self)
         for endpoint in self.listeners:
-            server = KafkaServer(self, endpoint)
+            server = KafkaServer(self, endpoint, self.listener_security[endpoint.name])
             await server.start()
             self.servers.append(server)
+        bound = {s.endpoint.name: s.port for s in self.servers}   # port 0: the one taken
         self.advertised = [
-            Endpoint(a.name, a.host, self.servers[0].port if a.port == 0 else a.port)
+            Endpoint(a.name, a.host, bound.get(a.name, a.port) if a.port == 0 else a.port)
             for a in self.advertised]
         await self.cluster.register_broker(
-            self.broker_id, [f"{e.name}://{e.host}:{e.port}" for e in self.advertised],
+            self.broker_id, [ZkEndpoint(e.name, e.host, e.port, protocol_of(self.config, e.name))
+                             for e in self.advertised],
             self.config.broker_rack)
         self._cancel_watches.append(self.cluster.watch_config_changes(self._on_topic_config))
         self.controller = Controller(
-            self.broker_id, self.cluster, self.pool,
+            self.broker_id, self.cluster, self.controller_pool,
+            listener=self.control_plane_listener,
             unclean_leader_election=self.config.unclean_leader_election_enable,
             request_timeout=timeout_s,
             auto_leader_rebalance=self.config.auto_leader_rebalance_enable,
@@ -348,6 +372,8 @@ class Broker:
         for server in self.servers:
             await self._shutdown_step("listener", server.stop())
         await self._shutdown_step("broker connections", self.pool.close())
+        if self.controller_pool is not self.pool:
+            await self._shutdown_step("controller connections", self.controller_pool.close())
         if self.replicas is not None:
             self.replicas.shutdown()
         if self.logs is not None:

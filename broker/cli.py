@@ -24,6 +24,8 @@ TOOLS = {
     "reassign-partitions": "tools.reassign_partitions",
     "leader-election": "tools.leader_election",
     "transactions": "tools.transactions",
+    "acls": "tools.acls",
+    "configs": "tools.configs",
 }
 
 

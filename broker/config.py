@@ -143,6 +143,41 @@ class BrokerConfig:
     transaction_partition_verification_enable: bool = True   # KIP-890 part 1
     # ---- operations
     controlled_shutdown_enable: bool = True
+    # ---- security: listeners' protocols, TLS, SASL (broker/security/). Every ssl.* and
+    # sasl.* key may be given per listener as listener.name.<listener>.<key>
+    # (``BrokerConfig.for_listener``); the JAAS config only that way:
+    # listener.name.<listener>.<mechanism>.sasl.jaas.config.
+    listener_security_protocol_map: str = (
+        "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL")
+    inter_broker_listener_name: str | None = None
+    security_inter_broker_protocol: str = field(default="PLAINTEXT", metadata=_valid(
+        _one_of("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")))
+    control_plane_listener_name: str | None = None
+    sasl_enabled_mechanisms: str = "GSSAPI"
+    sasl_mechanism_inter_broker_protocol: str = "GSSAPI"
+    sasl_server_max_receive_size: int = field(default=524_288, metadata=_valid(_positive))
+    connections_max_reauth_ms: int = field(default=0, metadata=_valid(_non_negative))
+    connection_failed_authentication_delay_ms: int = field(default=100,
+                                                           metadata=_valid(_non_negative))
+    ssl_keystore_type: str = "JKS"
+    ssl_keystore_location: str | None = None
+    ssl_keystore_password: str | None = None
+    ssl_keystore_key: str | None = None
+    ssl_keystore_certificate_chain: str | None = None
+    ssl_key_password: str | None = None
+    ssl_truststore_type: str = "JKS"
+    ssl_truststore_location: str | None = None
+    ssl_truststore_password: str | None = None
+    ssl_truststore_certificates: str | None = None
+    ssl_client_auth: str = field(default="none", metadata=_valid(
+        _one_of("required", "requested", "none")))
+    ssl_enabled_protocols: str = "TLSv1.2,TLSv1.3"
+    ssl_protocol: str = "TLSv1.3"
+    ssl_cipher_suites: str | None = None
+    ssl_principal_mapping_rules: str = "DEFAULT"
+    ssl_endpoint_identification_algorithm: str | None = "https"
+    # listener.name.<listener>.<key> -> raw value (read through for_listener)
+    listener_overrides: dict[str, str] = field(default_factory=dict, compare=False)
     # ---- security: ACLs (broker/acl/authorizer.py); "" = no authorizer
     authorizer_class_name: str = ""
     super_users: str | None = None
@@ -176,17 +211,43 @@ class BrokerConfig:
             return self.zookeeper_connection_timeout_ms
         return self.zookeeper_session_timeout_ms
 
+    def for_listener(self, listener: str, key: str) -> Any:
+        """``key`` as ``listener`` sees it: ``listener.name.<listener>.<key>`` when
+        set (parsed and checked as the plain key), else the plain key's value."""
+        name = key
+        raw = self.listener_overrides.get(f"listener.name.{listener.lower()}.{name}")
+        f = _FIELDS.get(name)
+        if raw is None:
+            return getattr(self, f.name) if f is not None else None
+        return _parse_value(f"listener.name.{listener.lower()}.{name}", raw, f) \
+            if f is not None else raw
+
     @classmethod
     def from_properties(cls, props: dict[str, str]) -> BrokerConfig:
-        known = {key_of(f.name): f for f in dataclasses.fields(cls)}
+        known = {k: f for k, f in _FIELDS.items() if f.name != "listener_overrides"}
         values: dict[str, Any] = {}
+        overrides: dict[str, str] = {}
         for key, raw in props.items():
+            if key.startswith("listener.name."):
+                # the listener part is case-insensitive, as Kafka's ListenerName
+                _, _, rest = key.partition("listener.name.")
+                listener, dot, sub = rest.partition(".")
+                if not dot or not sub:
+                    raise ConfigError(f"Invalid configuration key {key!r}: expected "
+                                      "listener.name.<listener>.<key>")
+                overrides[f"listener.name.{listener.lower()}.{sub}"] = raw
+                continue
             f = known.get(key)
             if f is None:
                 log.warning("unknown configuration key %r (value %r) ignored", key, raw)
                 continue
             values[f.name] = _parse_value(key, raw, f)
-        return cls(**values)
+        config = cls(**values, listener_overrides=overrides)
+        for key, raw in overrides.items():      # typed keys are checked now, not on first use
+            name = key.split(".", 3)[3]
+            if name in _FIELDS:
+                _parse_value(key, raw, _FIELDS[name])
+        return config
 
     @classmethod
     def load(cls, path: str | Path, overrides: list[str] | None = None) -> BrokerConfig:
@@ -200,6 +261,8 @@ class BrokerConfig:
 
 
 _INT_RE = re.compile(r"^[+-]?\d+$")
+_FIELDS: dict[str, dataclasses.Field[Any]] = {
+    key_of(f.name): f for f in dataclasses.fields(BrokerConfig)}
 
 
 def _parse_value(key: str, raw: str, f: dataclasses.Field[Any]) -> Any:

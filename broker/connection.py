@@ -27,6 +27,17 @@ Theory of operation:
    in flight) is closed. One timer per connection checks it, re-armed for the
    rest of the period when there was activity; a per-read timeout cost a timer
    reschedule and two context-manager calls on every read.
+6. Security (``broker.security``): the listener's ``ListenerSecurity`` says what
+   the connection is. ``principal`` is User:ANONYMOUS on PLAINTEXT, the mapped
+   certificate subject on SSL (the server did the TLS handshake already), and,
+   on SASL listeners, None until ``sasl`` (a ``SaslAuthenticator``) completes:
+   until then only ApiVersions, SaslHandshake and SaslAuthenticate are served,
+   anything else closes the connection, and so does not completing within
+   ``request.timeout.ms``. After a SaslHandshake v0 the tokens arrive as raw
+   frames and are answered raw. With ``connections.max.reauth.ms`` set, a
+   request after the session's end (other than a re-authentication) closes the
+   connection (KIP-368). A handler sets ``close_after_response`` to close the
+   connection once its response is written (failed authentication).
 """
 
 from __future__ import annotations
@@ -38,6 +49,9 @@ import time
 from typing import Any
 
 from broker.context import BrokerServices, RequestContext
+from broker.security.listeners import PLAINTEXT_LISTENER, ListenerSecurity
+from broker.security.principal import ANONYMOUS
+from broker.security.sasl_server import AuthenticationFailed, SaslAuthenticator
 from broker.dispatch import Outcome, dispatch, supported, unsupported_version_body
 from protocol.api_keys import ApiKey
 from protocol.codec import decode_from
@@ -58,7 +72,8 @@ _ids = itertools.count(1)
 
 class Connection:
     def __init__(self, broker: BrokerServices, reader: asyncio.StreamReader,
-                 writer: asyncio.StreamWriter) -> None:
+                 writer: asyncio.StreamWriter,
+                 security: ListenerSecurity = PLAINTEXT_LISTENER) -> None:
         self.id = next(_ids)
         self.broker = broker
         self.reader = reader
@@ -76,11 +91,27 @@ class Connection:
         self._pipelined: set[asyncio.Task[None]] = set()   # produces past their append
         self._last_response: asyncio.Future[None] | None = None  # done once written
         self._failed = False
+        # -- security (theory of operation, 6)
+        self.listener = security.name
+        self.security = security
+        self.sasl: SaslAuthenticator | None = None
+        self.principal: str | None = ANONYMOUS
+        self.session_expires: float | None = None      # loop time; KIP-368
+        self.close_after_response = False
+        if security.mapper is not None:       # SSL: NoMatchingRule propagates (server logs)
+            self.principal = security.mapper.principal(writer.get_extra_info("peercert"))
+        if security.sasl is not None:
+            self.principal = None
+            self.sasl = SaslAuthenticator(security.sasl, _credential_lookup(broker))
 
     async def run(self) -> None:
         loop = asyncio.get_running_loop()
         self._last_read = loop.time()
         self._idle_timer = loop.call_later(self.idle_timeout, self._check_idle)
+        auth_timer = None
+        if self.sasl is not None:
+            auth_timer = loop.call_later(self.broker.config.request_timeout_ms / 1000,
+                                         self._check_authenticated)
         try:
             while True:
                 data = await self.reader.read(256 * 1024)
@@ -95,13 +126,21 @@ class Connection:
                 try:
                     frames = self.frames.feed(data)
                 except (FrameTooLarge, InvalidFrameSize) as e:
-                    log.warning("closing connection %s: %s (socket.request.max.bytes=%d)",
-                                self.peer, e, self.frames.max_frame_size)
+                    hint = " (a TLS handshake on a PLAINTEXT or SASL_PLAINTEXT listener?)" \
+                        if data[:2] == b"\x16\x03" and not self.security.uses_tls else ""
+                    log.warning("closing connection %s on listener %s: %s "
+                                "(socket.request.max.bytes=%d)%s", self.peer, self.listener,
+                                e, self.frames.max_frame_size, hint)
                     return
                 self._in_request = True
                 try:
                     for frame in frames:
-                        if not await self._handle(frame):
+                        if self.sasl is not None and self.sasl.raw_tokens \
+                                and not self.sasl.complete:
+                            ok = await self._raw_token(frame)
+                        else:
+                            ok = await self._handle(frame)
+                        if not ok:
                             return
                 finally:
                     self._in_request = False
@@ -109,6 +148,8 @@ class Connection:
         except (ConnectionError, OSError) as e:
             log.debug("connection %s: %s", self.peer, e)
         finally:
+            if auth_timer is not None:
+                auth_timer.cancel()
             if self._idle_timer is not None:
                 self._idle_timer.cancel()
             for task in list(self._pipelined):
@@ -129,6 +170,61 @@ class Connection:
         wait = self.idle_timeout if busy else self.idle_timeout - idle_for
         self._idle_timer = loop.call_later(wait, self._check_idle)
 
+    def _check_authenticated(self) -> None:
+        """A SASL connection not authenticated within request.timeout.ms is closed."""
+        if self.sasl is not None and not self.sasl.complete:
+            log.info("closing connection %s on listener %s: SASL authentication not "
+                     "completed within %d ms", self.peer, self.listener,
+                     self.broker.config.request_timeout_ms)
+            self.writer.close()
+
+    async def _raw_token(self, frame: bytes) -> bool:
+        """A SASL token sent raw (after SaslHandshake v0); answered raw."""
+        assert self.sasl is not None
+        try:
+            reply = await self.sasl.authenticate(frame)
+        except AuthenticationFailed as e:
+            self.authentication_failed(e.detail)
+            await asyncio.sleep(self.sasl.settings.failed_delay_ms / 1000)
+            return False
+        await _after(self._last_response)
+        self.writer.writelines(size_prefixed([reply]))
+        await self.writer.drain()
+        self.authenticated()
+        return True
+
+    def authentication_failed(self, message: str) -> None:
+        """Log one line per failed authentication (as Kafka's Selector does)."""
+        log.info("Failed authentication with /%s (listener=%s) (%s)",
+                 self.peer.rsplit(":", 1)[0], self.listener, message)
+
+    def authenticated(self) -> None:
+        """SASL completed: take the principal and start the session clock."""
+        assert self.sasl is not None
+        if self.sasl.complete:
+            self.principal = self.sasl.principal
+            reauth = self.sasl.settings.reauth_ms
+            self.session_expires = (asyncio.get_running_loop().time() + reauth / 1000
+                                    if reauth > 0 else None)
+
+    def _refused(self, header: RequestHeader) -> bool:
+        """Whether security forbids serving this request (the connection then closes)."""
+        if self.sasl is None:
+            return False
+        if not self.sasl.allows(header.api_key):
+            log.warning("closing connection %s on listener %s: unexpected %s request "
+                        "during SASL authentication", self.peer, self.listener,
+                        _api_name(header.api_key))
+            return True
+        if (self.session_expires is not None and header.api_key != ApiKey.SASL_HANDSHAKE
+                and not self.sasl.reauthenticating
+                and asyncio.get_running_loop().time() > self.session_expires):
+            log.info("closing connection %s on listener %s: SASL session expired "
+                     "(connections.max.reauth.ms) without re-authentication", self.peer,
+                     self.listener)
+            return True
+        return False
+
     async def _handle(self, frame: bytes) -> bool:
         """Handle one request; False means close the connection."""
         try:
@@ -144,6 +240,8 @@ class Connection:
                 return True
             log.warning("closing connection %s: unsupported api key %d version %d",
                         self.peer, header.api_key, header.api_version)
+            return False
+        if self._refused(header):
             return False
         spec = all_apis()[header.api_key].request
         try:
@@ -216,6 +314,10 @@ class Connection:
                     self._failed = True
                     self.writer.close()
                     return False
+            if self.close_after_response:
+                self._failed = True
+                self.writer.close()
+                return False
         finally:
             if written is not None and not written.done():
                 written.set_result(None)
@@ -238,3 +340,15 @@ async def _after(earlier: asyncio.Future[None] | None) -> None:
     """Wait until the response before this one is written (responses go in order)."""
     if earlier is not None and not earlier.done():
         await earlier
+
+
+def _api_name(api_key: int) -> str:
+    apis = all_apis()
+    return apis[api_key].request.name if api_key in apis else f"api key {api_key}"
+
+
+def _credential_lookup(broker: Any) -> Any:
+    """(user, mechanism) -> the stored SCRAM credential (None: unknown user)."""
+    async def lookup(user: str, mechanism: str) -> Any:
+        return await broker.scram_credentials.get(user, mechanism)
+    return lookup

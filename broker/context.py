@@ -24,6 +24,8 @@ if TYPE_CHECKING:
     from broker.producer_ids import ProducerIdManager
     from broker.replication.partition_state import PartitionState
     from broker.replication.replica_manager import ReplicaManager
+    from broker.security.sasl_server import SaslAuthenticator
+    from broker.security.scram_credentials import ScramCredentialStore
     from broker.transaction import TransactionCoordinator
     from controller import ClusterStore, Controller
     from storage.log_manager import LogManager
@@ -48,6 +50,7 @@ class BrokerServices(Protocol):
     controller: Controller | None
     group_coordinator: GroupCoordinator | None
     transaction_coordinator: TransactionCoordinator | None
+    scram_credentials: ScramCredentialStore   # SCRAM logins and the credential admin APIs
 
     @property
     def logs(self) -> LogManager: ...
@@ -71,6 +74,14 @@ class ConnectionInfo(Protocol):
 
     peer: str                                      # "host:port", for logs
     client_software: tuple[str, str] | None        # ApiVersions v3+: (name, version)
+    listener: str                                  # the listener's name, e.g. PLAINTEXT
+    principal: str | None                          # User:...; None until SASL completes
+    sasl: SaslAuthenticator | None                 # on SASL listeners
+    close_after_response: bool                     # set: close once the response is out
+
+    def authentication_failed(self, message: str) -> None: ...
+
+    def authenticated(self) -> None: ...
 
 
 @dataclass

@@ -37,7 +37,7 @@ def node_endpoints(ctx: RequestContext, leader_ids: set[int], node_spec: Any) ->
     """NodeEndpoint structs for the leaders named in CurrentLeader fields (KIP-951)."""
     out = []
     for broker_id in sorted(leader_ids):
-        b = ctx.broker.metadata.broker(broker_id)
+        b = ctx.broker.metadata.broker_on(broker_id, ctx.connection.listener)
         if b is not None:
             out.append(node_spec.new(node_id=b.id, host=b.host, port=b.port, rack=b.rack))
     return out

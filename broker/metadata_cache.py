@@ -75,6 +75,22 @@ class MetadataCache:
     def broker(self, broker_id: int) -> BrokerMeta | None:
         return self._brokers.get(broker_id)
 
+    def brokers_on(self, listener: str) -> list[BrokerMeta]:
+        """Live brokers as a client on ``listener`` must see them: host and port of
+        that listener; brokers without it are left out (as Kafka's MetadataCache)."""
+        return [b if listener == self.listener else BrokerMeta(b.id, *b.endpoints[listener],
+                                                               b.rack, b.endpoints)
+                for b in self.brokers() if listener in b.endpoints or listener == self.listener]
+
+    def broker_on(self, broker_id: int, listener: str) -> BrokerMeta | None:
+        """One broker on ``listener`` (None: not live, or without that listener)."""
+        b = self._brokers.get(broker_id)
+        if b is None or listener == self.listener:
+            return b
+        if listener not in b.endpoints:
+            return None
+        return BrokerMeta(b.id, *b.endpoints[listener], b.rack, b.endpoints)
+
     # -- updates -------------------------------------------------------------------------
 
     def is_stale(self, controller_epoch: int) -> bool:

@@ -6,10 +6,14 @@ no Kafka request is built by hand outside this package and the server side.
 
 Map (what lives where):
 
-    errors.py       KafkaConnectionError, RequestTimedOut, NoCommonVersion, ConsumerError,
-                    TransactionError, ProducerFenced
-    connection.py   KafkaConnection: one socket, ApiVersions handshake, version choice,
-                    pipelined requests matched by correlation id
+    errors.py       KafkaConnectionError, AuthenticationFailed, RequestTimedOut,
+                    NoCommonVersion, ConsumerError, TransactionError, ProducerFenced
+    connection.py   KafkaConnection: one socket (TLS when asked), ApiVersions handshake,
+                    SASL, version choice, pipelined requests matched by correlation id
+    security.py     ClientSecurity: TLS and SASL settings from Kafka's / librdkafka's
+                    client keys (security.protocol, ssl.*, sasl.*)
+    sasl_client.py  the client side of SaslHandshake / SaslAuthenticate (PLAIN, SCRAM)
+    properties.py   load_client_properties: a client config file (java.util.Properties)
     pool.py         BrokerPool (one connection per broker), bootstrap, parse_servers
     metadata.py     ClusterMetadata (brokers, topics, partitions, leaders) from Metadata
     verbs.py        the data-path verbs, written once: produce, fetch, list_offsets,
@@ -33,10 +37,12 @@ Map (what lives where):
                     connection to a broker or to a partition's leader
     partitioner.py  Kafka's default partitioner (murmur2, sticky)
     assignment.py   replica assignment (Kafka's AdminUtils), shared with the controller
+    acl_admin.py    DescribeAcls / CreateAcls / DeleteAcls (pybroker acls)
+    scram_admin.py  Describe/AlterUserScramCredentials; the client salts (pybroker configs)
 
 Where things go: a new request verb goes in ``verbs.py`` (or a module of its own for
-an API family with state, as the transactional producer is); TLS and SASL belong
-to ``connection.py``'s opening; nothing here may import broker, controller, storage,
+an API family with state, as the transactional producer is); TLS and SASL happen
+in ``connection.py``'s opening (``sasl_client.py``); nothing here may import broker, controller, storage,
 tools or spark_jobs.
 """
 

@@ -18,6 +18,7 @@ from client.connection import DEFAULT_CLIENT_ID, DEFAULT_TIMEOUT, KafkaConnectio
 from client.errors import KafkaConnectionError, NoCommonVersion
 from client.metadata import ClusterMetadata, metadata_request
 from client.pool import BrokerPool, bootstrap
+from client.security import ClientSecurity
 from client.verbs import ListedOffset, list_offsets, partitions_by_topic
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
@@ -57,10 +58,15 @@ class KafkaAdmin:
     """Admin operations over a bootstrap list; see the module docstring."""
 
     def __init__(self, servers: str | list[str], *, client_id: str | None = DEFAULT_CLIENT_ID,
-                 timeout: float = DEFAULT_TIMEOUT, pool: BrokerPool | None = None) -> None:
+                 timeout: float = DEFAULT_TIMEOUT, pool: BrokerPool | None = None,
+                 security: ClientSecurity | None = None) -> None:
+        """``security`` (TLS, SASL; None: PLAINTEXT) is for the pool made here; a
+        given ``pool`` brings its own, so passing both is a ValueError."""
+        if pool is not None and security is not None:
+            raise ValueError("KafkaAdmin: give security to the BrokerPool, not beside it")
         self.servers = servers
         self.timeout = timeout
-        self.pool = pool or BrokerPool(client_id=client_id, timeout=timeout)
+        self.pool = pool or BrokerPool(client_id=client_id, timeout=timeout, security=security)
         self._own_pool = pool is None
         self.cluster: ClusterMetadata | None = None
 

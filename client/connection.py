@@ -10,11 +10,19 @@ split with ``protocol.framing.FrameBuffer`` and decoded with
 
 Theory of operation:
 
-1. ``KafkaConnection.open`` connects and performs the ApiVersions handshake at
-   our highest ApiVersions version. A broker that does not know that version
-   answers UNSUPPORTED_VERSION in a v0-layout body naming the ApiVersions range
-   it does support (KIP-511); we then retry once at the highest version we share.
-   The broker's ranges are kept in ``api_versions``.
+1. ``KafkaConnection.open`` connects: over TLS when the ``ClientSecurity`` says
+   SSL or SASL_SSL (``client.security``: its context decides what is trusted and
+   whether the certificate must name ``host``, which is sent as SNI; a refused
+   certificate or failed TLS handshake is ``AuthenticationFailed``). It then
+   performs the ApiVersions handshake at our highest ApiVersions version. A
+   broker that does not know that version answers UNSUPPORTED_VERSION in a
+   v0-layout body naming the ApiVersions range it does support (KIP-511); we
+   then retry once at the highest version we share. The broker's ranges are
+   kept in ``api_versions``. With SASL_PLAINTEXT or SASL_SSL, SaslHandshake and
+   the SaslAuthenticate rounds follow (``client.sasl_client``) before ``open``
+   returns; the broker's session lifetime (KIP-368) is kept in
+   ``session_lifetime_ms``. Re-authentication is not done: a connection the
+   broker closes at the end of its session fails like any dropped connection.
 2. ``request`` picks the highest version both sides speak (or the one given),
    assigns the next correlation id and writes the whole frame synchronously
    (so concurrent callers never interleave bytes), then awaits the future
@@ -35,12 +43,16 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import ssl
 import struct
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
-from client.errors import KafkaConnectionError, NoCommonVersion, RequestTimedOut
+from client.errors import (AuthenticationFailed, KafkaConnectionError, NoCommonVersion,
+                           RequestTimedOut)
+from client.sasl_client import authenticate
+from client.security import PLAINTEXT, ClientSecurity
 from protocol import codec
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
@@ -87,6 +99,9 @@ class KafkaConnection:
         self.client_id = client_id
         self.timeout = timeout
         self.api_versions: dict[int, tuple[int, int]] = {}  # the broker's ranges
+        self.security: ClientSecurity = PLAINTEXT
+        self.session_lifetime_ms = 0   # SASL (KIP-368): 0 = no limit, or not SASL
+        self.authenticated_at: float | None = None   # loop time SASL completed
         self._reader = reader
         self._writer = writer
         self._frames = FrameBuffer(max_frame_size)
@@ -102,22 +117,35 @@ class KafkaConnection:
     @classmethod
     async def open(cls, host: str, port: int, *, client_id: str | None = DEFAULT_CLIENT_ID,
                    timeout: float = DEFAULT_TIMEOUT, handshake: bool = True,
-                   max_frame_size: int = 100 * 1024 * 1024) -> KafkaConnection:
-        """Connect and (unless ``handshake`` is False) negotiate versions.
+                   max_frame_size: int = 100 * 1024 * 1024,
+                   security: ClientSecurity | None = None) -> KafkaConnection:
+        """Connect (over TLS if ``security`` says so), negotiate versions (unless
+        ``handshake`` is False) and authenticate (SASL). ``security`` None is
+        PLAINTEXT.
 
         Raises KafkaConnectionError when the broker cannot be reached within
-        ``timeout`` seconds or the handshake fails."""
-        try:
-            async with asyncio.timeout(timeout):   # not wait_for: see _send
-                reader, writer = await asyncio.open_connection(host, port)
-        except (OSError, TimeoutError) as e:
-            raise KafkaConnectionError(f"cannot connect to {host}:{port}: "
-                                       f"{e or type(e).__name__}", host, port) from e
+        ``timeout`` seconds or the handshake fails; AuthenticationFailed (one of
+        those) when TLS or SASL refuses us."""
+        sec = security or PLAINTEXT
+        if sec.uses_sasl and not handshake:
+            raise ValueError(f"{sec.protocol} needs the ApiVersions handshake")
+        reader, writer = await _connect(host, port, sec, timeout)
         conn = cls(reader, writer, host=host, port=port, client_id=client_id, timeout=timeout,
                    max_frame_size=max_frame_size)
+        conn.security = sec
         if handshake:
             try:
                 await conn.handshake()
+                if sec.uses_sasl:
+                    assert sec.sasl_username is not None and sec.sasl_password is not None
+                    conn.session_lifetime_ms = await authenticate(
+                        conn, sec.sasl_mechanism, sec.sasl_username, sec.sasl_password)
+                    conn.authenticated_at = asyncio.get_running_loop().time()
+            except KafkaConnectionError as e:
+                await conn.close()
+                if type(e) is KafkaConnectionError and _during(sec):
+                    raise KafkaConnectionError(f"{e}{_during(sec)}", host, port) from e
+                raise
             except BaseException:
                 await conn.close()
                 raise
@@ -297,6 +325,9 @@ class KafkaConnection:
                     self._dispatch(frame)
         except KafkaConnectionError as e:
             self._fail(e)
+        except ssl.SSLError as e:  # e.g. TLS 1.3: our certificate refused after the handshake
+            self._fail(AuthenticationFailed(f"TLS with {self.host}:{self.port} failed: "
+                                            f"{e.reason or e}", self.host, self.port))
         except (OSError, ValueError) as e:  # ValueError: framing / decoding
             self._fail(KafkaConnectionError(f"connection to {self.host}:{self.port} failed: {e}",
                                             self.host, self.port))
@@ -380,6 +411,36 @@ class KafkaConnection:
     def __repr__(self) -> str:
         state = "closed" if self.closed else f"{self.in_flight} in flight"
         return f"<KafkaConnection {self.host}:{self.port} {state}>"
+
+
+async def _connect(host: str, port: int, sec: ClientSecurity,
+                   timeout: float) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """The socket, with the TLS handshake done when ``sec`` asks for TLS."""
+    context = sec.ssl_context if sec.uses_tls else None
+    try:
+        async with asyncio.timeout(timeout):   # not wait_for: see _send
+            # server_hostname: SNI, and the name checked when the context checks host
+            # names (asyncio would default it to ``host`` anyway)
+            return await asyncio.open_connection(host, port, ssl=context,
+                                                 server_hostname=host if context else None)
+    except ssl.SSLCertVerificationError as e:
+        raise AuthenticationFailed(f"TLS handshake with {host}:{port} failed: the broker's "
+                                   f"certificate was refused: {e.verify_message or e}",
+                                   host, port) from e
+    except ssl.SSLError as e:
+        raise AuthenticationFailed(f"TLS handshake with {host}:{port} failed: {e.reason or e} "
+                                   f"(does the listener speak {sec.protocol}?)", host,
+                                   port) from e
+    except (OSError, TimeoutError) as e:
+        raise KafkaConnectionError(f"cannot connect to {host}:{port}: "
+                                   f"{str(e) or type(e).__name__}{_during(sec)}", host,
+                                   port) from e
+
+
+def _during(sec: ClientSecurity) -> str:
+    """A hint for a connection lost while opening: a listener of another protocol
+    (or refusing our certificate) closes the connection without a word."""
+    return "" if sec.protocol == "PLAINTEXT" else f" (opening a {sec.protocol} connection)"
 
 
 def _consume_outcome(fut: asyncio.Future[Any]) -> None:

@@ -25,6 +25,19 @@ class NoCommonVersion(KafkaConnectionError):
         self.api_key = api_key
 
 
+class AuthenticationFailed(KafkaConnectionError):
+    """The broker refused us: the TLS handshake failed (certificate or host name), or
+    SASL did (mechanism not enabled, wrong credentials: ``error_code`` is the Kafka
+    error, -1 for TLS). Not worth retrying with the same settings; the connection is
+    closed. ``mechanisms``: the broker's enabled SASL mechanisms, when it named them."""
+
+    def __init__(self, message: str, host: str = "", port: int = 0, *, error_code: int = -1,
+                 mechanisms: tuple[str, ...] = ()) -> None:
+        super().__init__(message, host, port)
+        self.error_code = error_code
+        self.mechanisms = mechanisms
+
+
 class ConsumerError(RuntimeError):
     """The consumer cannot go on: a topic or partition is missing, or a broker
     answered ListOffsets or Fetch with an error it cannot recover from."""

@@ -20,6 +20,7 @@ from client.admin import KafkaAdmin
 from client.connection import KafkaConnection
 from client.groups import (DescribedGroup, delete_groups, describe_groups, find_coordinator,
                            list_groups, offset_commit, offset_delete, offset_fetch)
+from client.security import ClientSecurity
 from client.verbs import TP
 from protocol.errors import ErrorCode, KafkaError
 
@@ -33,9 +34,10 @@ RETRY_BACKOFF_S = 0.1
 class GroupAdmin:
     """Group administration over one ``KafkaAdmin`` (its metadata and connection pool)."""
 
-    def __init__(self, servers: str | list[str], timeout_ms: int) -> None:
+    def __init__(self, servers: str | list[str], timeout_ms: int, *,
+                 security: ClientSecurity | None = None) -> None:
         self.timeout = timeout_ms / 1000
-        self.admin = KafkaAdmin(servers, timeout=self.timeout)
+        self.admin = KafkaAdmin(servers, timeout=self.timeout, security=security)
 
     async def close(self) -> None:
         await self.admin.close()

@@ -5,6 +5,9 @@
   reopened after it drops. Its ``send(broker_id, host, port, header, body)`` has the
   shape of ``controller.BrokerTransport.send`` (the controller's channel uses it).
 * ``bootstrap``: a handshaken connection to the first reachable server of a list.
+
+Both take a ``client.security.ClientSecurity`` (TLS, SASL) used for every
+connection they open; None is PLAINTEXT.
 """
 
 from __future__ import annotations
@@ -12,7 +15,8 @@ from __future__ import annotations
 import asyncio
 
 from client.connection import DEFAULT_CLIENT_ID, DEFAULT_TIMEOUT, KafkaConnection
-from client.errors import KafkaConnectionError
+from client.errors import AuthenticationFailed, KafkaConnectionError
+from client.security import ClientSecurity
 from protocol.headers import RequestHeader
 from protocol.schema import Struct
 
@@ -40,9 +44,11 @@ class BrokerPool:
     have been applied); the next call opens a fresh connection."""
 
     def __init__(self, *, client_id: str | None = DEFAULT_CLIENT_ID,
-                 timeout: float = DEFAULT_TIMEOUT) -> None:
+                 timeout: float = DEFAULT_TIMEOUT,
+                 security: ClientSecurity | None = None) -> None:
         self.client_id = client_id
         self.timeout = timeout
+        self.security = security
         self._conns: dict[tuple[str, int], KafkaConnection] = {}
         self._locks: dict[tuple[str, int], asyncio.Lock] = {}
 
@@ -56,7 +62,7 @@ class BrokerPool:
             conn = self._conns.get(key)
             if conn is None or conn.closed:
                 conn = await KafkaConnection.open(host, port, client_id=self.client_id,
-                                                  timeout=self.timeout)
+                                                  timeout=self.timeout, security=self.security)
                 self._conns[key] = conn
             return conn
 
@@ -87,15 +93,20 @@ class BrokerPool:
 
 
 async def bootstrap(servers: str | list[str], *, client_id: str | None = DEFAULT_CLIENT_ID,
-                    timeout: float = DEFAULT_TIMEOUT,
-                    pool: BrokerPool | None = None) -> KafkaConnection:
-    """A handshaken connection to the first reachable server in ``servers``."""
+                    timeout: float = DEFAULT_TIMEOUT, pool: BrokerPool | None = None,
+                    security: ClientSecurity | None = None) -> KafkaConnection:
+    """A handshaken connection to the first reachable server in ``servers`` (through
+    ``pool`` when given: then the pool's security applies, not ``security``).
+    AuthenticationFailed is raised at once: the next server would refuse us too."""
     errors: list[str] = []
     for host, port in parse_servers(servers):
         try:
             if pool is not None:
                 return await pool.get(host, port)
-            return await KafkaConnection.open(host, port, client_id=client_id, timeout=timeout)
+            return await KafkaConnection.open(host, port, client_id=client_id, timeout=timeout,
+                                              security=security)
+        except AuthenticationFailed:
+            raise
         except KafkaConnectionError as e:
             errors.append(str(e))
     raise KafkaConnectionError("no bootstrap server reachable: " + "; ".join(errors))

@@ -49,8 +49,11 @@ class _Pending:
 
 class ControllerChannel:
     def __init__(self, controller_id: int, transport: BrokerTransport,
-                 request_timeout: float = 30.0) -> None:
+                 request_timeout: float = 30.0, listener: str | None = None) -> None:
+        """``listener``: the brokers' listener the requests go to
+        (control.plane.listener.name, else the inter-broker listener)."""
         self.controller_id = controller_id
+        self.listener = listener
         self.transport = transport
         self.request_timeout = request_timeout
         self._queues: dict[int, asyncio.Queue[_Pending]] = {}
@@ -92,7 +95,7 @@ class ControllerChannel:
         q.put_nowait(_Pending(api_key, body, callback))
 
     async def _sender(self, info: BrokerInfo, q: asyncio.Queue[_Pending]) -> None:
-        ep = info.endpoint()
+        ep = endpoint_of(info, self.listener)
         while True:
             p = await q.get()
             backoff = 0.05
@@ -126,9 +129,11 @@ class ControllerChannel:
 class RequestBatch:
     """What one event wants sent; ``send`` turns it into per-broker requests."""
 
-    def __init__(self, ctx: ControllerContext, controller_id: int) -> None:
+    def __init__(self, ctx: ControllerContext, controller_id: int,
+                 listener: str | None = None) -> None:
         self.ctx = ctx
         self.controller_id = controller_id
+        self.listener = listener        # whose endpoints LeaderAndIsr's live leaders name
         self.leader_and_isr: dict[int, dict[TopicPartition, bool]] = {}   # broker -> tp -> is_new
         self.update_metadata_brokers: set[int] = set()
         self.update_metadata_partitions: set[TopicPartition] = set()
@@ -189,8 +194,9 @@ class RequestBatch:
                 partition_epoch=s.zk_version, replicas=list(self.ctx.replicas((t, p))),
                 is_new=is_new, leader_recovery_state=s.leader_recovery_state))
         live_leaders = [spec.structs["LeaderAndIsrLiveLeader"].new(
-            broker_id=b, host_name=self.ctx.live[b].endpoint().host,
-            port=self.ctx.live[b].endpoint().port) for b in sorted(leaders) if b in self.ctx.live]
+            broker_id=b, host_name=endpoint_of(self.ctx.live[b], self.listener).host,
+            port=endpoint_of(self.ctx.live[b], self.listener).port)
+            for b in sorted(leaders) if b in self.ctx.live]
         return spec.new(
             controller_id=self.controller_id, controller_epoch=self.ctx.epoch,
             broker_epoch=self.ctx.live[broker].epoch,
@@ -247,6 +253,15 @@ class RequestBatch:
     def _epoch(self, tp: TopicPartition) -> int:
         s = self.ctx.states.get(tp)
         return s.leader_epoch if s else -1
+
+
+def endpoint_of(info: BrokerInfo, listener: str | None) -> Any:
+    """The broker's endpoint on ``listener`` (its default one when it has none
+    of that name, e.g. while a rolling change of listeners is under way)."""
+    try:
+        return info.endpoint(listener)
+    except KeyError:
+        return info.endpoint()
 
 
 def _broker_struct(spec: Any, info: BrokerInfo) -> Struct:

@@ -54,11 +54,14 @@ class Controller:
                  unclean_leader_election: bool = False, request_timeout: float = 30.0,
                  auto_leader_rebalance: bool = True,
                  leader_imbalance_check_interval_s: float = 300.0,
-                 leader_imbalance_per_broker_percentage: int = 10) -> None:
+                 leader_imbalance_per_broker_percentage: int = 10,
+                 listener: str | None = None) -> None:
         """The keyword arguments are the broker configs unclean.leader.election.enable
         (default for topics without an override), request.timeout.ms (in seconds),
         auto.leader.rebalance.enable, leader.imbalance.check.interval.seconds and
-        leader.imbalance.per.broker.percentage (Kafka's defaults)."""
+        leader.imbalance.per.broker.percentage (Kafka's defaults), and the listener of
+        the brokers the controller's requests go to (control.plane.listener.name or
+        the inter-broker listener; None: each broker's default endpoint)."""
         self.broker_id = broker_id
         self.store = store
         self.transport = transport
@@ -71,7 +74,7 @@ class Controller:
         self.ctx = ControllerContext()
         self.partition_states = PartitionStates()
         self.replica_states = ReplicaStates()
-        self.channel = ControllerChannel(broker_id, transport, request_timeout)
+        self.channel = ControllerChannel(broker_id, transport, request_timeout, listener)
         self.events = EventManager(self.process, lambda e: _answer(e, NotControllerError()))
         self.active_controller_id: int | None = None
         self._active = False
@@ -254,7 +257,7 @@ class Controller:
         self.ctx = ControllerContext()
 
     def _batch(self) -> RequestBatch:
-        return RequestBatch(self.ctx, self.broker_id)
+        return RequestBatch(self.ctx, self.broker_id, self.channel.listener)
 
     async def _on_failover(self) -> None:
         """Load everything, then tell every broker everything (Kafka's onControllerFailover)."""

@@ -65,7 +65,8 @@ class KafkaIO:
         self._thread = threading.Thread(target=self._loop.run_forever,
                                         name="pybroker-kafka-io", daemon=True)
         self._thread.start()
-        self._pool = BrokerPool(client_id=config.client_id, timeout=config.request_timeout_s)
+        self._pool = BrokerPool(client_id=config.client_id, timeout=config.request_timeout_s,
+                                security=config.client_security())
         self._requests = KafkaRequests(config, KafkaAdmin(config.bootstrap, pool=self._pool,
                                                           timeout=config.request_timeout_s))
         self._closed = False

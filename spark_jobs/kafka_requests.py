@@ -18,6 +18,12 @@ DeleteRecords) and metadata and leader connections come from
   from Spark's ``kafka.*`` options) and the errors the source raises
   (``KafkaIOError``, ``DataLossError``, ``TopicGone``; ``data_loss`` is Spark's
   reportDataLoss).
+* Security: ``kafka.security.protocol``, ``kafka.ssl.*`` and ``kafka.sasl.*``
+  (plus librdkafka's ``kafka.enable.ssl.certificate.verification``) are kept in
+  ``ClientConfig.security`` as plain (key, value) pairs without the prefix, so the
+  config stays picklable and hashable for the executors; ``client_security()``
+  makes the ``client.security.ClientSecurity`` where the connections are opened.
+  ``AuthenticationFailed`` (TLS or SASL refused) is not retried.
 """
 
 from __future__ import annotations
@@ -31,7 +37,8 @@ from typing import Any
 
 from client import ClusterMetadata, KafkaAdmin, KafkaConnection, KafkaConnectionError
 from client import verbs
-from client.errors import NoCommonVersion
+from client.errors import AuthenticationFailed, NoCommonVersion
+from client.security import ClientSecurity
 from protocol.errors import ErrorCode
 
 log = logging.getLogger("spark_jobs.kafka_io")
@@ -89,6 +96,12 @@ class ClientConfig:
     partition_max_bytes: int = 4 * 1024 * 1024
     isolation: int = READ_UNCOMMITTED
     retry_backoff_s: float = 0.1
+    # Kafka client keys ("kafka." stripped) and values; not in repr: passwords
+    security: tuple[tuple[str, str], ...] = field(default=(), repr=False)
+
+    def client_security(self) -> ClientSecurity:
+        """The TLS/SASL settings (PLAINTEXT when none); ValueError on a bad one."""
+        return ClientSecurity.from_config(dict(self.security))
 
     @classmethod
     def from_kafka_options(cls, options: dict[str, str]) -> ClientConfig:
@@ -103,6 +116,11 @@ class ClientConfig:
         if iso not in ("read_uncommitted", "read_committed"):
             raise ValueError(f"kafka.isolation.level must be read_uncommitted or "
                              f"read_committed, not {iso!r}")
+        security = security_options(options)
+        try:
+            ClientSecurity.from_config(dict(security))   # fail on the driver, not in tasks
+        except ValueError as e:
+            raise ValueError(f"Kafka security options (kafka.*): {e}") from None
         return cls(
             bootstrap=servers,
             client_id=kafka.get("client.id", cls.client_id),
@@ -111,7 +129,23 @@ class ClientConfig:
             partition_max_bytes=int(kafka.get("max.partition.fetch.bytes",
                                               str(cls.partition_max_bytes))),
             isolation=READ_COMMITTED if iso == "read_committed" else READ_UNCOMMITTED,
-            retry_backoff_s=int(kafka.get("retry.backoff.ms", "100")) / 1000)
+            retry_backoff_s=int(kafka.get("retry.backoff.ms", "100")) / 1000,
+            security=security)
+
+
+SECURITY_PREFIXES = ("security.protocol", "ssl.", "sasl.", "enable.ssl.certificate.verification")
+
+
+def security_options(options: dict[str, str]) -> tuple[tuple[str, str], ...]:
+    """The ``kafka.security.protocol``, ``kafka.ssl.*`` and ``kafka.sasl.*`` options
+    as sorted (Kafka key, value) pairs, the prefix stripped and the key lower-cased
+    (Spark's options are case-insensitive; Kafka's security keys are lower case)."""
+    out = {}
+    for key, value in options.items():
+        low = key.lower()
+        if low.startswith("kafka.") and low[6:].startswith(SECURITY_PREFIXES):
+            out[low[6:]] = value
+    return tuple(sorted(out.items()))
 
 
 @dataclass
@@ -219,6 +253,8 @@ class KafkaRequests:
                             last = f"{tp[0]}-{tp[1]}: {verbs.error_name(answer.error)}"
                         else:
                             raise KafkaIOError(failure(f"{tp[0]}-{tp[1]}", answer))
+            except AuthenticationFailed:
+                raise
             except retry_on as e:
                 last = str(e)
             if pending:
@@ -250,6 +286,8 @@ class KafkaRequests:
                 if res.error not in REFRESH_ERRORS:
                     return res
                 last = verbs.error_name(res.error)
+            except AuthenticationFailed:
+                raise
             except KafkaConnectionError as e:
                 last = str(e)
             if time.monotonic() > deadline:

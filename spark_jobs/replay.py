@@ -3,7 +3,8 @@
     python -m spark_jobs.replay --log-dirs DIR[,DIR] [--topics T,...] --output PATH
         [--from OFFSET|TIMESTAMP] [--to OFFSET|TIMESTAMP] [--master URL]
         [--isolation read_committed]
-    python -m spark_jobs.replay --log-dirs DIR --to-topic T --bootstrap-server HOST:PORT ...
+    python -m spark_jobs.replay --log-dirs DIR --to-topic T --bootstrap-server HOST:PORT
+        [--command-config CLIENT.PROPERTIES] ...
 
 This module is the job's wiring: the command line, the SparkSession, the
 private ``pybroker_segments`` data source and the Parquet export. The parts:
@@ -61,6 +62,7 @@ from typing import Any
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
+from client.security import ClientSecurity, load_client_properties
 from spark_jobs import replay_parquet, rows
 from spark_jobs.replay_arrow import arrow_batches
 from spark_jobs.replay_topic import replay_to_topic
@@ -172,6 +174,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--to", dest="end", help="exclusive: offset, ISO-8601 time or ts:<ms>")
     p.add_argument("--to-topic", help="replay into this topic instead of writing Parquet")
     p.add_argument("--bootstrap-server", help="HOST:PORT[,HOST:PORT] for --to-topic")
+    p.add_argument("--command-config", metavar="FILE",
+                   help="client properties for --to-topic: security.protocol, ssl.*, sasl.*")
     p.add_argument("--compression", default="gzip", choices=sorted(CODECS),
                    help="codec of the batches produced with --to-topic")
     p.add_argument("--master", default="local[*]", help="Spark master URL (default local[*])")
@@ -223,6 +227,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.to_topic and not args.bootstrap_server:
         print("replay: --to-topic needs --bootstrap-server", file=sys.stderr)
         return 2
+    security: dict[str, str] = {}
+    if args.command_config:
+        try:
+            security = load_client_properties(args.command_config)
+            ClientSecurity.from_config(security)
+        except ValueError as e:
+            print(f"replay: --command-config {args.command_config}: {e}", file=sys.stderr)
+            return 2
     bounds = make_bounds(args.start, args.end)
     topics = set(args.topics.split(",")) if args.topics else None
     log_dirs = [os.path.abspath(d) for d in args.log_dirs.split(",") if d]
@@ -239,7 +251,7 @@ def main(argv: list[str] | None = None) -> int:
         began = time.perf_counter()
         if args.to_topic:
             count = replay_to_topic(spark, tasks, bounds, args.to_topic, args.bootstrap_server,
-                                    CODECS[args.compression])
+                                    CODECS[args.compression], security)
         else:
             count = export_parquet(spark, tasks, bounds, args.output, args.mode)
         elapsed = time.perf_counter() - began

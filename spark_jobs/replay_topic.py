@@ -13,16 +13,24 @@ count). Records are batched per target partition up to ``MAX_BATCH_BYTES``
 Delivery is at least once: a retried Spark task sends its partition's records
 again. A non-retriable produce error, or retries running out, raises
 RuntimeError (failing the Spark task).
+
+TLS and SASL: ``security`` holds Kafka client properties (``security.protocol``,
+``ssl.*``, ``sasl.*``; ``spark_jobs.kafka_requests.security_options`` turns
+Spark-style ``kafka.*`` options into them). They are checked on the driver and
+shipped as plain strings (an SSLContext cannot be pickled); each task builds its
+``ClientSecurity`` from them.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from typing import Any
 
 from client import KafkaAdmin
 from client.partitioner import partition_for_key
 from client.producer import send_batches
+from client.security import ClientSecurity
 from protocol import records
 from protocol.errors import ErrorCode
 from spark_jobs.segments import Bounds, Segment, segment_records
@@ -41,14 +49,16 @@ def _target_partition(seg: Segment, key: bytes | None, count: int) -> int:
 
 
 def produce_segment(seg: Segment, bounds: Bounds, topic: str, servers: str,
-                    codec: int) -> tuple[int, int]:
+                    codec: int, security: Mapping[str, str] | None = None) -> tuple[int, int]:
     """Send the segment's records to ``topic``; -> (records, segment bytes scanned)."""
-    return asyncio.run(_produce_segment(seg, bounds, topic, servers, codec))
+    return asyncio.run(_produce_segment(seg, bounds, topic, servers, codec,
+                                        ClientSecurity.from_config(security or {})))
 
 
 async def _produce_segment(seg: Segment, bounds: Bounds, topic: str, servers: str,
-                           codec: int) -> tuple[int, int]:
-    async with KafkaAdmin(servers) as admin:
+                           codec: int, security: ClientSecurity | None = None
+                           ) -> tuple[int, int]:
+    async with KafkaAdmin(servers, security=security) as admin:
         count = await _partition_count(admin, topic)
         pending: dict[int, records.BatchBuilder] = {}
         sizes: dict[int, int] = {}
@@ -99,13 +109,16 @@ async def _send(admin: KafkaAdmin, topic: str, builders: dict[int, records.Batch
 
 
 def replay_to_topic(spark: Any, tasks: list[Segment], bounds: Bounds, topic: str,
-                    servers: str, codec: int) -> int:
+                    servers: str, codec: int, security: Mapping[str, str] | None = None) -> int:
     """Produce every task's records to ``topic``; -> records sent.
 
     Order within a source partition is kept: a partition's segments go to one
     Spark task, which sends them one after the other in offset order
-    (segment tasks running side by side would interleave them).
+    (segment tasks running side by side would interleave them). ``security``:
+    Kafka client properties (TLS, SASL); ValueError here when they are bad.
     """
+    props = dict(security or {})
+    ClientSecurity.from_config(props)   # a bad setting fails here, not in every task
     groups: dict[tuple[str, int], list[Segment]] = {}
     for seg in tasks:
         groups.setdefault((seg.topic, seg.partition), []).append(seg)
@@ -114,7 +127,8 @@ def replay_to_topic(spark: Any, tasks: list[Segment], bounds: Bounds, topic: str
     ordered = [sorted(segs, key=lambda s: s.base_offset) for segs in groups.values()]
 
     def send_all(segs: list[Segment]) -> int:
-        return sum(produce_segment(seg, bounds, topic, servers, codec)[0] for seg in segs)
+        return sum(produce_segment(seg, bounds, topic, servers, codec, props)[0]
+                   for seg in segs)
 
     rdd = spark.sparkContext.parallelize(ordered, len(ordered))
     return int(sum(rdd.map(send_all).collect()))

@@ -9,7 +9,9 @@ a one-word change::
           .option("subscribe", "events").load())
 
 Reads (batch and streaming) take the Kafka source's options (see
-``source_options``) and schema (``spark_jobs.rows``). Executors read through
+``source_options``; TLS and SASL as Spark's: ``kafka.security.protocol``,
+``kafka.ssl.*``, ``kafka.sasl.*``, read by ``client.security``) and schema
+(``spark_jobs.rows``). Executors read through
 the Kafka protocol (``kafka_io``): ListOffsets for positions, Fetch for data,
 never above the high watermark (the last stable offset with
 ``kafka.isolation.level=read_committed``).

@@ -31,7 +31,9 @@ Options: ``topic``, ``kafka.bootstrap.servers``, ``kafka.acks`` (all, 1, 0),
 ``kafka.batch.size`` (bytes per partition batch, default 1 MiB),
 ``kafka.client.id``, ``kafka.request.timeout.ms``; for exactly-once
 ``exactlyOnce`` (true/false), ``kafka.transactional.id.prefix`` (default
-``pybroker-sink-``) and ``kafka.transaction.timeout.ms`` (default 60000).
+``pybroker-sink-``) and ``kafka.transaction.timeout.ms`` (default 60000); TLS and
+SASL: ``kafka.security.protocol``, ``kafka.ssl.*``, ``kafka.sasl.*`` (Kafka's or
+librdkafka's client keys, see ``client.security``), for both modes.
 """
 
 from __future__ import annotations

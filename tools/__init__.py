@@ -5,8 +5,11 @@ Each module has ``main(argv, *, stdin=None, stdout=None, stderr=None) -> int``
 call in-process from tests: streams default to the process's own.
 
 This package holds what the tools share: an argparse parser that reports to
-the given stderr and never exits the process, ``key=value`` parsing, and
-``run`` that drives a coroutine and turns client errors into exit status 1.
+the given stderr and never exits the process, ``key=value`` parsing, Kafka's
+``--command-config FILE`` (``add_command_config`` adds it, ``command_security``
+turns it into the ``client.security.ClientSecurity`` every KafkaAdmin gets: TLS
+and SASL from Kafka's or librdkafka's client keys), and ``run`` that drives a
+coroutine and turns client errors into exit status 1.
 
 Map (what lives where):
 
@@ -24,6 +27,9 @@ Map (what lives where):
     leader_election.py         pybroker leader-election: preferred / unclean (KafkaAdmin)
     transactions.py            pybroker transactions: list, describe, describe-producers,
                                find-hanging, abort (client.transactions_admin)
+    acls.py                    pybroker acls: add, remove, list ACLs, --producer /
+                               --consumer roles, as kafka-acls (client.acl_admin)
+    configs.py                 pybroker configs: SCRAM credentials, topic configs (scram_admin)
 
 What a tool may import: ``client/`` and ``protocol/`` only (the layering test
 checks), never broker, controller, storage or spark_jobs; nothing imports a
@@ -38,11 +44,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import IO, Any, NoReturn
 
 from client import KafkaConnectionError
 from client.errors import ConsumerError
+from client.security import ClientSecurity, load_client_properties
 from protocol.errors import KafkaError
 
 
@@ -113,6 +120,29 @@ def split_config_list(text: str) -> list[str]:
         current += ch
     items.append(current)
     return [i for i in (s.strip() for s in items) if i]
+
+
+def add_command_config(p: argparse.ArgumentParser, *aliases: str) -> None:
+    """Kafka's ``--command-config FILE`` (plus the names the tool's Kafka script
+    had for it, e.g. ``--consumer.config``): a client properties file whose
+    ``security.protocol``, ``ssl.*`` and ``sasl.*`` keys ``command_security`` reads."""
+    p.add_argument("--command-config", *aliases, dest="command_config", metavar="FILE",
+                   help="client properties file: security.protocol, ssl.*, sasl.* "
+                        "(Kafka's or librdkafka's keys)")
+
+
+def command_security(args: argparse.Namespace,
+                     overrides: Mapping[str, str] | None = None) -> ClientSecurity:
+    """The ClientSecurity of ``args.command_config`` (PLAINTEXT without one), with
+    ``overrides`` (properties given on the command line) taking precedence, as in
+    Kafka's tools. ToolError naming the file or key when it cannot be used."""
+    path = getattr(args, "command_config", None)
+    try:
+        props = load_client_properties(path) if path else {}
+        props.update(overrides or {})
+        return ClientSecurity.from_config(props)
+    except ValueError as e:
+        raise ToolError(f"--command-config {path}: {e}" if path else str(e)) from None
 
 
 def parse_or_status(parse: Callable[[list[str], IO[str], IO[str]], Any], argv: list[str],

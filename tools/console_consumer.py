@@ -31,7 +31,8 @@ from typing import IO, Any
 
 from client import KafkaAdmin
 from client.consumer import EARLIEST, LATEST, READ_COMMITTED, READ_UNCOMMITTED, Consumer
-from tools import ToolError, ToolParser, parse_or_status, parse_key_values, run, streams
+from tools import (ToolError, ToolParser, add_command_config, command_security,
+                   parse_or_status, parse_key_values, run, streams)
 from protocol import records
 
 ISOLATION = {"read_uncommitted": READ_UNCOMMITTED, "read_committed": READ_COMMITTED}
@@ -54,6 +55,7 @@ def build_parser(out: IO[str] | None = None, err: IO[str] | None = None) -> Tool
     p = ToolParser(prog="pybroker console-consumer", out=out, err=err,
                    description="Print the records of a topic.")
     p.add_argument("--bootstrap-server", required=True, metavar="HOST:PORT[,HOST:PORT]")
+    add_command_config(p, "--consumer.config")
     p.add_argument("--topic", required=True)
     p.add_argument("--partition", type=int)
     start = p.add_mutually_exclusive_group()
@@ -64,8 +66,9 @@ def build_parser(out: IO[str] | None = None, err: IO[str] | None = None) -> Tool
     p.add_argument("--isolation-level", default="read_uncommitted", choices=sorted(ISOLATION))
     p.add_argument("--property", action="append", default=[], metavar="KEY=VALUE")
     p.add_argument("--group", help="consumer groups are not supported yet")
-    p.add_argument("--consumer-property", action="append", default=[],
-                   help="accepted for compatibility; ignored")
+    p.add_argument("--consumer-property", "--command-property", action="append", default=[],
+                   metavar="KEY=VALUE", help="client properties over --command-config's; "
+                   "security.protocol, ssl.* and sasl.* are used, the rest ignored")
     return p
 
 
@@ -130,7 +133,8 @@ def format_record(rec: Any, partition: int, fmt: Format, timestamp_type: int = 0
 
 async def execute(args: Namespace, out: IO[str], err: IO[str]) -> int:
     count = 0
-    async with KafkaAdmin(args.bootstrap_server) as admin:
+    security = command_security(args, parse_key_values(args.consumer_property))
+    async with KafkaAdmin(args.bootstrap_server, security=security) as admin:
         consumer = Consumer(admin, args.topic, isolation=args.isolation,
                             reset_to=EARLIEST if args.from_beginning else LATEST)
         cluster = await consumer.refresh()

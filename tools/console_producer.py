@@ -33,7 +33,8 @@ from typing import IO
 from client import ClusterMetadata, KafkaAdmin
 from client.partitioner import StickyPartitioner
 from client.producer import send_batches
-from tools import ToolError, ToolParser, parse_or_status, parse_key_values, run, streams
+from tools import (ToolError, ToolParser, add_command_config, command_security,
+                   parse_or_status, parse_key_values, run, streams)
 from protocol import compression
 from protocol.errors import ErrorCode
 from protocol.records import build_batch
@@ -48,6 +49,7 @@ def build_parser(out: IO[str] | None = None, err: IO[str] | None = None) -> Tool
     p = ToolParser(prog="pybroker console-producer", out=out, err=err,
                    description="Read lines from standard input and produce them to a topic.")
     p.add_argument("--bootstrap-server", required=True, metavar="HOST:PORT[,HOST:PORT]")
+    add_command_config(p, "--producer.config")
     p.add_argument("--topic", required=True)
     p.add_argument("--property", action="append", default=[], metavar="KEY=VALUE",
                    help="parse.key=true, key.separator=<sep> (default TAB)")
@@ -58,8 +60,9 @@ def build_parser(out: IO[str] | None = None, err: IO[str] | None = None) -> Tool
     p.add_argument("--linger-ms", type=int, default=100)
     p.add_argument("--request-timeout-ms", type=int, default=30000)
     p.add_argument("--retries", type=int, default=5)
-    p.add_argument("--producer-property", action="append", default=[],
-                   help="accepted for compatibility; ignored")
+    p.add_argument("--producer-property", "--command-property", action="append", default=[],
+                   metavar="KEY=VALUE", help="client properties over --command-config's; "
+                   "security.protocol, ssl.* and sasl.* are used, the rest ignored")
     return p
 
 
@@ -171,8 +174,9 @@ def _start_reader(stdin: IO[str], queue: asyncio.Queue[str | None],
 
 
 async def execute(args: Namespace, stdin: IO[str], err: IO[str]) -> int:
-    async with KafkaAdmin(args.bootstrap_server,
-                          timeout=args.request_timeout_ms / 1000 + 5) as admin:
+    security = command_security(args, parse_key_values(args.producer_property))
+    async with KafkaAdmin(args.bootstrap_server, timeout=args.request_timeout_ms / 1000 + 5,
+                          security=security) as admin:
         producer = Producer(admin, args.topic, acks=args.acks_value, codec=args.codec,
                             timeout_ms=args.request_timeout_ms, retries=args.retries)
         await producer.refresh()

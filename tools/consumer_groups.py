@@ -36,7 +36,8 @@ from datetime import datetime, timedelta, timezone
 from typing import IO
 
 from client.group_admin import GroupAdmin
-from tools import ToolError, ToolParser, parse_or_status, run, streams
+from tools import (ToolError, ToolParser, add_command_config, command_security,
+                   parse_or_status, run, streams)
 # output and row building live in consumer_groups_format; every name stays importable from here
 from tools.consumer_groups_format import MISSING, TP, GroupDescription, MemberRow, \
     OffsetRow, Printer, clamp, decode_assignment, error_text, format_assignment, \
@@ -63,6 +64,7 @@ def build_parser(out: IO[str] | None = None, err: IO[str] | None = None) -> Tool
                    description="List all consumer groups, describe a consumer group, delete "
                                "consumer group info, or reset consumer group offsets.")
     p.add_argument("--bootstrap-server", required=True, metavar="HOST:PORT[,HOST:PORT]")
+    add_command_config(p)
     act = p.add_mutually_exclusive_group(required=True)
     for name in ("list", "describe", "reset-offsets", "delete", "delete-offsets"):
         act.add_argument(f"--{name}", action="store_true")
@@ -378,7 +380,7 @@ HANDLERS = {"list": list_groups, "describe": describe, "reset_offsets": reset_of
 
 async def execute(args: Namespace, out: IO[str], err: IO[str]) -> int:
     pr = Printer(out, err)
-    ga = GroupAdmin(args.bootstrap_server, args.timeout)
+    ga = GroupAdmin(args.bootstrap_server, args.timeout, security=command_security(args))
     try:
         await HANDLERS[args.action](ga, args, pr)
     finally:

@@ -21,7 +21,8 @@ from typing import IO
 
 from client import KafkaAdmin
 from client.admin import PREFERRED_ELECTION, UNCLEAN_ELECTION
-from tools import ToolError, ToolParser, UsageExit, run, streams
+from tools import (ToolError, ToolParser, UsageExit, add_command_config, command_security,
+                   run, streams)
 from protocol.errors import ErrorCode
 
 TYPES = {"PREFERRED": PREFERRED_ELECTION, "UNCLEAN": UNCLEAN_ELECTION}
@@ -31,6 +32,7 @@ def build_parser(out: IO[str] | None = None, err: IO[str] | None = None) -> Tool
     p = ToolParser(prog="pybroker leader-election", out=out, err=err,
                    description="Elect preferred or unclean leaders for partitions.")
     p.add_argument("--bootstrap-server", required=True, metavar="HOST:PORT[,HOST:PORT]")
+    add_command_config(p, "--admin.config")
     p.add_argument("--election-type", required=True, type=str.upper, choices=sorted(TYPES))
     p.add_argument("--topic")
     p.add_argument("--partition", type=int)
@@ -64,7 +66,8 @@ def partitions_of(args: Namespace) -> list[tuple[str, int]] | None:
 
 
 async def execute(args: Namespace, parts: list[tuple[str, int]] | None, out: IO[str]) -> int:
-    async with KafkaAdmin(args.bootstrap_server, timeout=args.timeout) as admin:
+    async with KafkaAdmin(args.bootstrap_server, timeout=args.timeout,
+                          security=command_security(args)) as admin:
         code, results = await admin.elect_leaders(
             parts, election_type=TYPES[args.election_type], timeout_ms=int(args.timeout * 1000))
     if code:

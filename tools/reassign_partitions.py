@@ -27,7 +27,8 @@ from argparse import Namespace
 from typing import IO
 
 from client import KafkaAdmin
-from tools import ToolError, ToolParser, UsageExit, run, streams
+from tools import (ToolError, ToolParser, UsageExit, add_command_config, command_security,
+                   run, streams)
 from client.assignment import assign_replicas
 from protocol.errors import ErrorCode
 
@@ -39,6 +40,7 @@ def build_parser(out: IO[str] | None = None, err: IO[str] | None = None) -> Tool
     p = ToolParser(prog="pybroker reassign-partitions", out=out, err=err,
                    description="Move partitions between brokers.")
     p.add_argument("--bootstrap-server", required=True, metavar="HOST:PORT[,HOST:PORT]")
+    add_command_config(p)
     act = p.add_mutually_exclusive_group(required=True)
     for a in ACTIONS:
         act.add_argument(f"--{a}", action="store_true")
@@ -109,7 +111,8 @@ def _check(results: dict[TopicPartition, tuple[int, str | None]], what: str) -> 
 
 
 async def execute(args: Namespace, out: IO[str]) -> int:
-    async with KafkaAdmin(args.bootstrap_server, timeout=args.timeout) as admin:
+    async with KafkaAdmin(args.bootstrap_server, timeout=args.timeout,
+                          security=command_security(args)) as admin:
         if args.action == "list":
             now = await ongoing(admin, None)
             if not now:

@@ -31,8 +31,8 @@ from typing import IO
 
 from client import (CONFIG_SOURCE_DEFAULT, OP_DELETE, OP_SET, ClusterMetadata,
                                  KafkaAdmin, NewTopic, TopicInfo)
-from tools import (ToolError, ToolParser, UsageExit, parse_key_values, run,
-                          split_config_list, streams)
+from tools import (ToolError, ToolParser, UsageExit, add_command_config, command_security,
+                   parse_key_values, run, split_config_list, streams)
 from protocol.errors import ErrorCode
 from protocol.schema import Struct
 
@@ -48,6 +48,7 @@ def build_parser(out: IO[str] | None = None, err: IO[str] | None = None) -> Tool
     p = ToolParser(prog="pybroker topics", out=out, err=err,
                    description="Create, delete, describe, or change a topic.")
     p.add_argument("--bootstrap-server", required=True, metavar="HOST:PORT[,HOST:PORT]")
+    add_command_config(p)
     act = p.add_mutually_exclusive_group(required=True)
     act.add_argument("--create", action="store_true")
     act.add_argument("--list", action="store_true")
@@ -175,7 +176,8 @@ def check(results: dict[str, tuple[int, str | None]]) -> None:
 
 
 async def execute(args: Namespace, out: IO[str]) -> int:
-    async with KafkaAdmin(args.bootstrap_server, timeout=args.timeout) as admin:
+    async with KafkaAdmin(args.bootstrap_server, timeout=args.timeout,
+                          security=command_security(args)) as admin:
         if args.action == "create":
             return await _create(admin, args, out)
         cluster = await admin.metadata(None)

@@ -30,7 +30,8 @@ from typing import IO
 from client import KafkaAdmin
 from client.transactions_admin import TransactionsAdmin
 from protocol.errors import ErrorCode
-from tools import ToolError, ToolParser, parse_or_status, run, streams
+from tools import (ToolError, ToolParser, add_command_config, command_security,
+                   parse_or_status, run, streams)
 
 DEFAULT_MAX_TIMEOUT_MIN = 15
 
@@ -39,6 +40,7 @@ def build_parser(out: IO[str] | None = None, err: IO[str] | None = None) -> Tool
     p = ToolParser(prog="pybroker transactions", out=out, err=err,
                    description="List, describe and abort transactions.")
     p.add_argument("--bootstrap-server", required=True, metavar="HOST:PORT[,HOST:PORT]")
+    add_command_config(p)
     p.add_argument("--timeout", type=float, default=30.0, help="request timeout, seconds")
     sub = p.add_subparsers(dest="command", required=True)
     ls = sub.add_parser("list", help="list transactions (every broker)")
@@ -72,7 +74,8 @@ def table(out: IO[str], header: list[str], rows: list[list[object]]) -> None:
 
 
 async def execute(args: Namespace, out: IO[str]) -> int:
-    async with KafkaAdmin(args.bootstrap_server, timeout=args.timeout) as admin:
+    async with KafkaAdmin(args.bootstrap_server, timeout=args.timeout,
+                          security=command_security(args)) as admin:
         ta = TransactionsAdmin(admin)
         if args.command == "list":
             unknown, listed = await ta.list(args.state, args.producer_id, args.duration_filter)

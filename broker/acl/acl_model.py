@@ -31,76 +31,14 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from enum import IntEnum
-from typing import TypeVar
+
+# the wire codes, shared with client/acl_admin.py
+from protocol.acl_types import (CLUSTER_NAME, WILDCARD, AclOperation, PatternType,  # noqa: F401
+                                PermissionType, ResourceType, parse_name, pascal)
 
 
-class ResourceType(IntEnum):
-    UNKNOWN = 0
-    ANY = 1
-    TOPIC = 2
-    GROUP = 3
-    CLUSTER = 4
-    TRANSACTIONAL_ID = 5
-    DELEGATION_TOKEN = 6
-    USER = 7
-
-
-class AclOperation(IntEnum):
-    UNKNOWN = 0
-    ANY = 1
-    ALL = 2
-    READ = 3
-    WRITE = 4
-    CREATE = 5
-    DELETE = 6
-    ALTER = 7
-    DESCRIBE = 8
-    CLUSTER_ACTION = 9
-    DESCRIBE_CONFIGS = 10
-    ALTER_CONFIGS = 11
-    IDEMPOTENT_WRITE = 12
-    CREATE_TOKENS = 13
-    DESCRIBE_TOKENS = 14
-
-
-class PermissionType(IntEnum):
-    UNKNOWN = 0
-    ANY = 1
-    DENY = 2
-    ALLOW = 3
-
-
-class PatternType(IntEnum):
-    UNKNOWN = 0
-    ANY = 1
-    MATCH = 2
-    LITERAL = 3
-    PREFIXED = 4
-
-
-WILDCARD = "*"                       # the wildcard resource name and host
 WILDCARD_PRINCIPAL = "User:*"
 ANONYMOUS = "User:ANONYMOUS"         # the principal of every PLAINTEXT connection
-CLUSTER_NAME = "kafka-cluster"       # the only name of the CLUSTER resource
-
-E = TypeVar("E", bound=IntEnum)
-
-
-def pascal(member: IntEnum) -> str:
-    """SecurityUtils.toPascalCase: TRANSACTIONAL_ID -> TransactionalId."""
-    return "".join(w.capitalize() for w in member.name.split("_"))
-
-
-def parse_name(cls: type[E], text: str) -> E:
-    """Kafka's case-insensitive lookup by PascalCase name ("Read", "READ",
-    "DescribeConfigs", "DESCRIBE_CONFIGS"); UNKNOWN (code 0) when nothing matches."""
-    wanted = text.replace("_", "").upper()
-    for member in cls:
-        if member.name.replace("_", "") == wanted:
-            return member
-    return cls(0)
-
 
 def parse_principal(text: str) -> str:
     """'type:name' (SecurityUtils.parseKafkaPrincipal); raises ValueError otherwise."""

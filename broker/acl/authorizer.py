@@ -32,6 +32,7 @@ from broker.acl.acl_model import (ANONYMOUS, CLUSTER_NAME, WILDCARD, WILDCARD_PR
                                   AclBinding, AclBindingFilter, AclOperation,
                                   PermissionType, ResourcePattern, ResourceType, parse_principal)
 from broker.acl.acl_store import AclStore
+from protocol.acl_types import SUPPORTED_OPERATIONS
 from broker.acl.zk_access import AclZk
 from broker.config import ConfigError
 from protocol.errors import ErrorCode
@@ -215,9 +216,10 @@ def client_host(ctx: Any) -> str:
     return text.rsplit(":", 1)[0] if ":" in text else text
 
 
-def principal_of(_ctx: Any) -> str:
-    """PLAINTEXT only: every session is User:ANONYMOUS."""
-    return ANONYMOUS
+def principal_of(ctx: Any) -> str:
+    """The connection's authenticated principal ("User:alice"); User:ANONYMOUS
+    when it has none (PLAINTEXT, as Kafka's default principal builder)."""
+    return getattr(ctx.connection, "principal", ANONYMOUS)
 
 
 def allowed(ctx: Any, op: AclOperation, rtype: ResourceType, name: str,
@@ -238,18 +240,6 @@ def allowed_cluster(ctx: Any, op: AclOperation, log_denied: bool = True) -> bool
     return allowed(ctx, op, ResourceType.CLUSTER, CLUSTER_NAME, log_denied)
 
 
-# Operations a resource type supports (AclEntry.supportedOperations).
-SUPPORTED_OPERATIONS: dict[ResourceType, tuple[AclOperation, ...]] = {
-    ResourceType.TOPIC: (AclOperation.READ, AclOperation.WRITE, AclOperation.CREATE,
-                         AclOperation.DESCRIBE, AclOperation.DELETE, AclOperation.ALTER,
-                         AclOperation.DESCRIBE_CONFIGS, AclOperation.ALTER_CONFIGS),
-    ResourceType.GROUP: (AclOperation.READ, AclOperation.DESCRIBE, AclOperation.DELETE),
-    ResourceType.CLUSTER: (AclOperation.CREATE, AclOperation.CLUSTER_ACTION,
-                           AclOperation.DESCRIBE_CONFIGS, AclOperation.ALTER_CONFIGS,
-                           AclOperation.IDEMPOTENT_WRITE, AclOperation.ALTER,
-                           AclOperation.DESCRIBE),
-    ResourceType.TRANSACTIONAL_ID: (AclOperation.DESCRIBE, AclOperation.WRITE),
-}
 
 
 def authorized_operations(ctx: Any, rtype: ResourceType, name: str, default: int) -> int:

@@ -4,10 +4,13 @@ A leader proposes a new ISR; only the active controller may accept it
 (controller/alter_partition.py holds the checks and the ZooKeeper write). Any
 other broker answers NOT_CONTROLLER at the top level, so the sender (the
 leader's AlterPartitionManager) looks the controller up again and retries.
+ACLs (broker/acl): CLUSTER_ACTION on the cluster first, else a top-level
+CLUSTER_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
 
+from broker.acl.checks import cluster_action_denied
 from broker.context import RequestContext
 from broker.dispatch import handler
 from controller import NotControllerError
@@ -20,6 +23,8 @@ SPEC = api(56).response
 
 @handler(56)
 async def handle_alter_partition(ctx: RequestContext, request: Struct) -> Struct:
+    if cluster_action_denied(ctx):
+        return SPEC.new(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, topics=[])
     ctl = ctx.broker.controller
     if ctl is None or not ctl.is_active:
         return SPEC.new(error_code=ErrorCode.NOT_CONTROLLER, topics=[])

@@ -7,10 +7,17 @@ INVALID_REPLICA_ASSIGNMENT; unknown partition -> UNKNOWN_TOPIC_OR_PARTITION;
 cancel with none running -> NO_REASSIGNMENT_IN_PROGRESS). The answer comes
 once the reassignment has *started*; ListPartitionReassignments shows its
 progress. Elsewhere: top-level NOT_CONTROLLER.
+
+ACLs (broker/acl): ALTER on the cluster, checked first; else
+CLUSTER_AUTHORIZATION_FAILED at the top and on every partition, with the
+message of Kafka's ClusterAuthorizationException.
 """
 
 from __future__ import annotations
 
+from broker.acl.acl_model import AclOperation
+from broker.acl.authorizer import allowed_cluster
+from broker.acl.checks import cluster_denied_message
 from broker.context import RequestContext
 from broker.dispatch import handler
 from controller import NotControllerError
@@ -28,6 +35,14 @@ async def handle_alter_partition_reassignments(ctx: RequestContext, request: Str
     targets: dict[tuple[str, int], list[int] | None] = {
         (t.name, p.partition_index): None if p.replicas is None else list(p.replicas)
         for t in request.topics for p in t.partitions}
+    if not allowed_cluster(ctx, AclOperation.ALTER):
+        message = cluster_denied_message(ctx)
+        code = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+        return SPEC.new(error_code=code, error_message=message, responses=[
+            TOPIC.new(name=t.name, partitions=[
+                PARTITION.new(partition_index=p.partition_index, error_code=code,
+                              error_message=message) for p in t.partitions])
+            for t in request.topics])
     ctl = ctx.broker.controller
     try:
         if ctl is None or not ctl.is_active:

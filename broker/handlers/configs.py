@@ -76,13 +76,18 @@ INCREMENTAL_RESULT = INCREMENTAL.structs["AlterConfigsResourceResponse"]
 
 def _authorize(ctx: RequestContext, op: AclOperation, rtype: int, name: str) -> None:
     """ACL check (broker/acl): a TOPIC needs ``op`` on the topic, BROKER and
-    BROKER_LOGGER need it on the cluster (ConfigHelper / ConfigAdminManager)."""
+    BROKER_LOGGER need it on the cluster (ConfigHelper / ConfigAdminManager).
+    Refused: DescribeConfigs carries the error's standard message, the alters
+    none (Kafka's ``ApiError(error, null)``)."""
     if rtype == TOPIC:
-        if not allowed(ctx, op, ResourceType.TOPIC, name):
-            raise TopicError(ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Authorization failed.")
+        error = (None if allowed(ctx, op, ResourceType.TOPIC, name)
+                 else ErrorCode.TOPIC_AUTHORIZATION_FAILED)
     elif rtype in (BROKER, BROKER_LOGGER):
-        if not allowed_cluster(ctx, op):
-            raise TopicError(ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Authorization failed.")
+        error = None if allowed_cluster(ctx, op) else ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    else:
+        error = None
+    if error is not None:
+        raise TopicError(error, error.message if op == AclOperation.DESCRIBE_CONFIGS else None)
 
 
 # ---- DescribeConfigs ---------------------------------------------------------------------

@@ -6,13 +6,15 @@ follows, which get StopReplica) and returns the partitions the broker still
 leads (replication factor > 1). Any other broker answers NOT_CONTROLLER, so
 the shutting-down broker looks the controller up again and retries. A broker
 not registered: BROKER_NOT_AVAILABLE; an older broker epoch than its
-registration (v2+; -1 skips the check): STALE_BROKER_EPOCH.
+registration (v2+; -1 skips the check): STALE_BROKER_EPOCH. ACLs (broker/acl):
+CLUSTER_ACTION on the cluster first, else CLUSTER_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
 
 import logging
 
+from broker.acl.checks import cluster_action_denied
 from broker.context import RequestContext
 from broker.dispatch import handler
 from controller import NotControllerError, StaleBrokerEpochError
@@ -27,6 +29,9 @@ REMAINING = SPEC.structs["RemainingPartition"]
 
 @handler(7)
 async def handle_controlled_shutdown(ctx: RequestContext, request: Struct) -> Struct:
+    if cluster_action_denied(ctx):
+        return SPEC.new(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+                        remaining_partitions=[])
     ctl = ctx.broker.controller
     if ctl is None or not ctl.is_active:
         return SPEC.new(error_code=ErrorCode.NOT_CONTROLLER, remaining_partitions=[])

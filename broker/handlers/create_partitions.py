@@ -124,7 +124,8 @@ async def handle_create_partitions(ctx: RequestContext, request: Struct) -> Stru
             if counts[t.name] > 1:
                 raise TopicError(ErrorCode.INVALID_REQUEST, "Duplicate topic in request.")
             if not allowed(ctx, AclOperation.ALTER, ResourceType.TOPIC, t.name):  # ACL
-                raise TopicError(ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Authorization failed.")
+                raise TopicError(ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                                 "The topic authorization is failed.")
             if t.name in deleting:
                 raise TopicError(ErrorCode.INVALID_TOPIC_EXCEPTION,
                                  "The topic is queued for deletion.")

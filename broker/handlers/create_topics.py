@@ -22,7 +22,10 @@ leader for every new partition (Kafka's DelayedCreatePartitions); topics still
 without leaders get REQUEST_TIMED_OUT (so does every created topic when
 timeoutMs <= 0: Kafka's quirk, the topic exists all the same).
 v5+ echoes partitions, replication factor and every config of the new topic;
-v7 its TopicId. Any broker may create (it writes ZooKeeper directly, as
+v7 its TopicId. ACLs (broker/acl): CREATE on the cluster or the topic, else
+TOPIC_AUTHORIZATION_FAILED (after the __cluster_metadata and duplicate checks);
+without DESCRIBE_CONFIGS on the topic the echo is left out and
+TopicConfigErrorCode says TOPIC_AUTHORIZATION_FAILED. Any broker may create (it writes ZooKeeper directly, as
 AdminZkClient); Kafka's ZooKeeper brokers answer NOT_CONTROLLER unless they are
 the controller, which stock clients avoid by sending admin requests there.
 """
@@ -34,7 +37,8 @@ from typing import Any
 
 from broker import topic_config, topic_names
 from broker.acl.acl_model import AclOperation, ResourceType
-from broker.acl.authorizer import allowed, allowed_cluster
+from broker.acl.authorizer import allowed_cluster
+from broker.acl.checks import authorized_names
 from broker.context import RequestContext
 from broker.dispatch import handler
 from broker.topic_creation import TopicOutcome, TopicRequest, await_leaders, create_topic
@@ -56,9 +60,15 @@ def _topic_request(t: Struct) -> TopicRequest:
         configs={c.name: c.value for c in t.configs})
 
 
-def _result(broker: Any, o: TopicOutcome) -> Struct:
+def _result(broker: Any, o: TopicOutcome, describable: bool, early: bool) -> Struct:
+    """The topic's answer; its configs, counts and id only for a caller with
+    DESCRIBE_CONFIGS on it (else TopicConfigErrorCode TOPIC_AUTHORIZATION_FAILED,
+    left at NONE when the creation itself failed, as KafkaApis)."""
     res = RESULT.new(name=o.name, error_code=int(o.error), error_message=o.message)
-    if o.ok:
+    if not describable:
+        if early or o.error == ErrorCode.NONE:
+            res.topic_config_error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+    elif o.ok:
         res.topic_id = o.topic_id
         res.num_partitions = len(o.assignment)
         res.replication_factor = len(next(iter(o.assignment.values())))
@@ -73,22 +83,32 @@ def _result(broker: Any, o: TopicOutcome) -> Struct:
 async def handle_create_topics(ctx: RequestContext, request: Struct) -> Struct:
     broker = ctx.broker
     counts = Counter(t.name for t in request.topics)
+    names = [t.name for t in request.topics if t.name != topic_names.CLUSTER_METADATA_TOPIC]
+    # ACL: CREATE on the cluster (that denial not logged) or on each topic;
+    # DESCRIBE_CONFIGS on a topic to see what it was created with
+    creatable = (set(names) if allowed_cluster(ctx, AclOperation.CREATE, log_denied=False)
+                 else authorized_names(ctx, AclOperation.CREATE, ResourceType.TOPIC, names))
+    describable = authorized_names(ctx, AclOperation.DESCRIBE_CONFIGS, ResourceType.TOPIC, names,
+                                   log_denied=False)
     outcomes: list[TopicOutcome] = []
-    cluster_create = allowed_cluster(ctx, AclOperation.CREATE, log_denied=False)  # ACL
-    for t in request.topics:
-        if counts[t.name] > 1:
-            outcomes.append(TopicOutcome(t.name, ErrorCode.INVALID_REQUEST,
-                                    "Found multiple entries for this topic."))
-        elif not (cluster_create or allowed(ctx, AclOperation.CREATE, ResourceType.TOPIC,
-                                            t.name)):
-            outcomes.append(TopicOutcome(t.name, ErrorCode.TOPIC_AUTHORIZATION_FAILED,
-                                    "Authorization failed."))
-        elif t.name == topic_names.CLUSTER_METADATA_TOPIC:
-            outcomes.append(TopicOutcome(t.name, ErrorCode.INVALID_REQUEST,
-                                    f"Creation of internal topic {t.name} is prohibited."))
+    early: set[int] = set()
+    for i, t in enumerate(request.topics):
+        if t.name == topic_names.CLUSTER_METADATA_TOPIC:
+            outcome = TopicOutcome(t.name, ErrorCode.INVALID_REQUEST,
+                                   f"Creation of internal topic {t.name} is prohibited.")
+        elif counts[t.name] > 1:
+            outcome = TopicOutcome(t.name, ErrorCode.INVALID_REQUEST,
+                                   "Found multiple entries for this topic.")
+        elif t.name not in creatable:
+            outcome = TopicOutcome(t.name, ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                                   "Authorization failed.")
         else:
-            outcomes.append(await create_topic(broker, _topic_request(t),
-                                               request.validate_only))
+            outcomes.append(await create_topic(broker, _topic_request(t), request.validate_only))
+            continue
+        outcomes.append(outcome)
+        early.add(i)
     if not request.validate_only:
         await await_leaders(broker, outcomes, request.timeout_ms)
-    return SPEC.new(throttle_time_ms=0, topics=[_result(broker, o) for o in outcomes])
+    return SPEC.new(throttle_time_ms=0, topics=[
+        _result(broker, o, o.name in describable or o.name == topic_names.CLUSTER_METADATA_TOPIC,
+                i in early) for i, o in enumerate(outcomes)])

@@ -3,14 +3,19 @@
 Only an Empty group may go: its offsets and metadata get tombstones in
 __consumer_offsets. Live groups -> NON_EMPTY_GROUP; unknown ->
 GROUP_ID_NOT_FOUND; groups coordinated elsewhere -> NOT_COORDINATOR.
+ACLs (broker/acl): DELETE on each group, else GROUP_AUTHORIZATION_FAILED (those
+answered after the others, as Kafka).
 """
 
 from __future__ import annotations
 
+from broker.acl.acl_model import AclOperation, ResourceType
+from broker.acl.checks import authorized_names
 from broker.context import RequestContext
 from broker.coordinator import coordinator_of
 from broker.dispatch import handler
 from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
 from protocol.schema import Struct
 from protocol.spec import api
 
@@ -21,6 +26,10 @@ RESULT = SPEC.structs["DeletableGroupResult"]
 @handler(ApiKey.DELETE_GROUPS)
 async def handle_delete_groups(ctx: RequestContext, request: Struct) -> Struct:
     names = list(dict.fromkeys(request.groups_names))
-    errors = await coordinator_of(ctx.broker).delete_groups(names)
+    deletable = authorized_names(ctx, AclOperation.DELETE, ResourceType.GROUP, names)
+    permitted = [g for g in names if g in deletable]
+    errors = await coordinator_of(ctx.broker).delete_groups(permitted)
+    errors.update({g: ErrorCode.GROUP_AUTHORIZATION_FAILED for g in names if g not in deletable})
     return SPEC.new(throttle_time_ms=0, results=[
-        RESULT.new(group_id=g, error_code=int(errors[g])) for g in names])
+        RESULT.new(group_id=g, error_code=int(errors[g]))
+        for g in permitted + [g for g in names if g not in deletable]])

@@ -12,7 +12,8 @@ does the rest (StopReplica, files, znodes, UpdateMetadata). As Kafka's
 DelayedDeleteTopics, the answer waits up to TimeoutMs for the topic to leave
 the metadata cache; topics still there get REQUEST_TIMED_OUT (every one when
 TimeoutMs <= 0). ACLs (broker/acl): DELETE on the topic, else
-TOPIC_AUTHORIZATION_FAILED.
+TOPIC_AUTHORIZATION_FAILED; a topic named by id also needs DESCRIBE, else
+TOPIC_AUTHORIZATION_FAILED with a null name.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from broker.acl.acl_model import AclOperation, ResourceType
-from broker.acl.authorizer import allowed
+from broker.acl.checks import authorized_names
 from broker.context import RequestContext
 from broker.dispatch import handler
 from broker.topic_creation import wait_until
@@ -73,6 +74,21 @@ def _resolve(metadata: Any, name: str | None, topic_id: uuid.UUID) -> Deletion:
     return d
 
 
+def _authorize(ctx: RequestContext, items: list[Deletion]) -> None:
+    """ACL: DELETE on each topic, checked before its existence; a topic asked by id
+    without DESCRIBE on it is answered with no name (Kafka does not disclose it)."""
+    named = [d.name for d in items if d.name is not None]
+    describable = authorized_names(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, named)
+    deletable = authorized_names(ctx, AclOperation.DELETE, ResourceType.TOPIC, named)
+    for d in items:
+        if d.name is None or d.error == ErrorCode.UNKNOWN_TOPIC_ID:
+            continue
+        if d.topic_id != ZERO_UUID and d.name not in describable:
+            d.name, d.error, d.message = None, ErrorCode.TOPIC_AUTHORIZATION_FAILED, None
+        elif d.name not in deletable:
+            d.error, d.message = ErrorCode.TOPIC_AUTHORIZATION_FAILED, None
+
+
 async def _mark(broker: Any, d: Deletion) -> None:
     try:
         assert d.name is not None
@@ -94,10 +110,7 @@ async def handle_delete_topics(ctx: RequestContext, request: Struct) -> Struct:
                                    "Topic name and topic ID can not both be specified.")
                           for n, i in wanted])
     items = [_resolve(broker.metadata, n, i) for n, i in wanted]
-    for d in items:  # ACL: DELETE on the topic, checked before its existence
-        if d.name is not None and d.error != ErrorCode.UNKNOWN_TOPIC_ID \
-                and not allowed(ctx, AclOperation.DELETE, ResourceType.TOPIC, d.name):
-            d.error, d.message = ErrorCode.TOPIC_AUTHORIZATION_FAILED, None
+    _authorize(ctx, items)
     pending: dict[str, Deletion] = {}
     for d in items:
         if d.error == ErrorCode.NONE and d.name not in pending:

@@ -3,9 +3,10 @@
 Live brokers (id, host, port, rack) and the controller id from the metadata
 cache, the cluster id from ZooKeeper's /cluster/id. A broker serves only
 EndpointType 1 (brokers): 2 (KRaft controllers) gets MISMATCHED_ENDPOINT_TYPE,
-anything else UNSUPPORTED_ENDPOINT_TYPE (INVALID_REQUEST in v0), as Kafka 3.9. Without an authorizer
-every cluster operation is allowed, so the requested authorized-operations
-bitfield holds all of the cluster's.
+anything else UNSUPPORTED_ENDPOINT_TYPE (INVALID_REQUEST in v0), as Kafka 3.9.
+The request itself needs no ACL (AuthHelper.computeDescribeClusterResponse);
+the authorized-operations bitfield, when asked for, is 0 without DESCRIBE on the
+cluster, else the permitted cluster operations (all of them with no authorizer).
 
 ``cluster_id`` (cached per ClusterStore: /cluster/id never changes once
 written) and the authorized-operations bitfields, which Metadata shares, are
@@ -14,6 +15,7 @@ in ``broker.handler_support``.
 
 from __future__ import annotations
 
+from broker.acl.checks import cluster_operations
 from broker.context import RequestContext
 from broker.dispatch import handler
 from broker.handler_support import CLUSTER_OPERATIONS, OPERATIONS_NOT_REQUESTED, cluster_id, \
@@ -49,13 +51,14 @@ async def handle_describe_cluster(ctx: RequestContext, request: Struct) -> Struc
         return error
     metadata = ctx.broker.metadata
     brokers = [BROKER.new(broker_id=b.id, host=b.host, port=b.port, rack=b.rack)
-               for b in sorted(metadata.brokers(), key=lambda b: b.id)]
+               for b in sorted(metadata.brokers_on(ctx.connection.listener),
+                               key=lambda b: b.id)]
     # A controller id missing from the broker list is answered as -1 (as Kafka).
     cid = controller_id(metadata)
     if cid not in {b.broker_id for b in brokers}:
         cid = -1
-    ops = (CLUSTER_OPERATIONS if request.include_cluster_authorized_operations
-           else OPERATIONS_NOT_REQUESTED)
+    ops = (cluster_operations(ctx, CLUSTER_OPERATIONS)
+           if request.include_cluster_authorized_operations else OPERATIONS_NOT_REQUESTED)
     return SPEC.new(throttle_time_ms=0, error_code=0, error_message=None,
                     endpoint_type=ENDPOINT_BROKERS, cluster_id=await cluster_id(ctx.broker),
                     controller_id=cid, brokers=brokers, cluster_authorized_operations=ops)

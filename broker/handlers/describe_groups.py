@@ -3,12 +3,17 @@
 Per group: its state, protocol type, protocol and members; member metadata
 and assignments only while Stable (Kafka's GroupMetadata.summary). An unknown
 group is answered as "Dead" with no error. v3+ authorized operations when
-asked (no authorizer: READ, DELETE, DESCRIBE), else Integer.MIN_VALUE; v4+
-member group.instance.id.
+asked, for the groups answered without error (no authorizer: READ, DELETE,
+DESCRIBE), else Integer.MIN_VALUE; v4+ member group.instance.id.
+
+ACLs (broker/acl): DESCRIBE on each group, else GROUP_AUTHORIZATION_FAILED for
+it; as Kafka, the refused groups come first in the answer.
 """
 
 from __future__ import annotations
 
+from broker.acl.acl_model import AclOperation, ResourceType
+from broker.acl.authorizer import allowed, authorized_operations
 from broker.context import RequestContext
 from broker.coordinator import coordinator_of
 from broker.dispatch import handler
@@ -27,17 +32,21 @@ GROUP_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)   # READ, DELETE, DESCRIBE
 
 @handler(ApiKey.DESCRIBE_GROUPS)
 async def handle_describe_groups(ctx: RequestContext, request: Struct) -> Struct:
-    coordinator = coordinator_of(ctx.broker)
-    ops = (GROUP_OPERATIONS if ctx.version >= 3 and request.include_authorized_operations
-           else OPERATIONS_NOT_REQUESTED)
-    out = []
+    with_ops = ctx.version >= 3 and bool(request.include_authorized_operations)
+    out, permitted = [], []
     for group_id in request.groups:
+        if allowed(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
+            permitted.append(group_id)
+        else:
+            out.append(_error(group_id, ErrorCode.GROUP_AUTHORIZATION_FAILED))
+    coordinator = coordinator_of(ctx.broker)
+    for group_id in permitted:
         error, group = coordinator.describe_group(group_id)
         if error != ErrorCode.NONE:
-            out.append(GROUP.new(error_code=int(error), group_id=group_id, group_state="",
-                                 protocol_type="", protocol_data="", members=[],
-                                 authorized_operations=ops))
+            out.append(_error(group_id, error))
             continue
+        ops = (authorized_operations(ctx, ResourceType.GROUP, group_id, GROUP_OPERATIONS)
+               if with_ops else OPERATIONS_NOT_REQUESTED)
         if group is None:
             state, ptype, protocol, members = "Dead", "", "", []
         else:
@@ -50,3 +59,10 @@ async def handle_describe_groups(ctx: RequestContext, request: Struct) -> Struct
                                 member_metadata=meta, member_assignment=assignment)
                      for m, meta, assignment in members]))
     return SPEC.new(throttle_time_ms=0, groups=out)
+
+
+def _error(group_id: str, error: int) -> Struct:
+    """DescribeGroupsResponse.groupError: no state, members or operations."""
+    return GROUP.new(error_code=int(error), group_id=group_id, group_state="",
+                     protocol_type="", protocol_data="", members=[],
+                     authorized_operations=OPERATIONS_NOT_REQUESTED)

@@ -5,7 +5,8 @@ Per id (``broker/transaction/inspection.py``): TRANSACTIONAL_ID_AUTHORIZATION_FA
 without DESCRIBE on it; NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS when another
 broker coordinates it or its partition is loading; TRANSACTIONAL_ID_NOT_FOUND when
 unknown; else the state's name, timeout, start time (-1: no transaction), producer id
-and epoch, and the partitions in the transaction by topic.
+and epoch, and the partitions in the transaction by topic (only topics the caller
+may DESCRIBE, as Kafka).
 """
 
 from __future__ import annotations
@@ -51,4 +52,5 @@ def _one(ctx: RequestContext, tid: str) -> Struct:
                      transaction_timeout_ms=meta.txn_timeout_ms,
                      transaction_start_time_ms=meta.txn_start_timestamp,
                      producer_id=meta.producer_id, producer_epoch=meta.producer_epoch,
-                     topics=[TOPIC.new(topic=t, partitions=ps) for t, ps in by_topic.items()])
+                     topics=[TOPIC.new(topic=t, partitions=ps) for t, ps in by_topic.items()
+                             if allowed(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, t)])

@@ -6,10 +6,16 @@ Kafka, partitions that needed no election (ELECTION_NOT_NEEDED) are left out
 of the answer. The active controller decides (controller/leader_election.py);
 on any other broker every partition (and, v1+, the top level) gets
 NOT_CONTROLLER so admin clients find the controller and retry.
+
+ACLs (broker/acl): ALTER on the cluster, checked first; else every named
+partition (none for a null list) and, v1+, the top level answer
+CLUSTER_AUTHORIZATION_FAILED with a null message.
 """
 
 from __future__ import annotations
 
+from broker.acl.acl_model import AclOperation
+from broker.acl.authorizer import allowed_cluster
 from broker.context import RequestContext
 from broker.dispatch import handler
 from controller import NotControllerError
@@ -38,6 +44,10 @@ async def handle_elect_leaders(ctx: RequestContext, request: Struct) -> Struct:
     parts = None if request.topic_partitions is None else [
         (tp.topic, p) for tp in request.topic_partitions for p in tp.partitions]
     kind = request.election_type if ctx.version >= 1 else 0
+    if not allowed_cluster(ctx, AclOperation.ALTER):
+        code = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+        return _response({tp: (code, None) for tp in parts or []},
+                         code if ctx.version >= 1 else 0)
     ctl = ctx.broker.controller
     try:
         if ctl is None or not ctl.is_active:

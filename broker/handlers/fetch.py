@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from broker.acl.acl_model import AclOperation, ResourceType
-from broker.acl.authorizer import allowed, allowed_cluster
+from broker.acl.checks import authorized_names, cluster_action_denied
 from broker.context import BrokerServices, RequestContext
 from broker.dispatch import handler
 from broker.handler_support import LEADER_HINT_ERRORS, leader_hint, node_endpoints, refine_unknown
@@ -271,9 +271,9 @@ def _unauthorized(ctx: RequestContext, replica_id: int,
     follower (replica id >= 0) needs CLUSTER_ACTION on the cluster for all of
     them, a consumer READ on each topic."""
     if replica_id >= 0:
-        return set() if allowed_cluster(ctx, AclOperation.CLUSTER_ACTION) else set(fetch)
-    readable = {t: allowed(ctx, AclOperation.READ, ResourceType.TOPIC, t) for t, _ in fetch}
-    return {tp for tp in fetch if not readable[tp[0]]}
+        return set(fetch) if cluster_action_denied(ctx) else set()
+    readable = authorized_names(ctx, AclOperation.READ, ResourceType.TOPIC, (t for t, _ in fetch))
+    return {tp for tp in fetch if tp[0] not in readable}
 
 
 def _session_error(session: FetchSession | None, epoch: int, version: int) -> int:

@@ -1,8 +1,14 @@
 """FindCoordinator (API key 10), versions 0-6.
 
 v0-3 ask for one key, v4+ for a batch (``coordinator_keys``), answered one
-entry each. Key type 0 = group, 1 = transactional id (v1+); others ->
+entry each. Key type 0 = group, 1 = transactional id (v1+), 2 = share group
+(v6+: no share coordinator here, COORDINATOR_NOT_AVAILABLE); others ->
 INVALID_REQUEST for every key.
+
+ACLs (broker/acl), per key before anything else: DESCRIBE on the group
+(GROUP_AUTHORIZATION_FAILED), DESCRIBE on the transactional id
+(TRANSACTIONAL_ID_AUTHORIZATION_FAILED), CLUSTER_ACTION on the cluster for a
+share key (CLUSTER_AUTHORIZATION_FAILED), as KafkaApis.getCoordinator.
 
 A group's coordinator is the leader of __consumer_offsets partition
 ``abs(javaHashCode(group)) % partitions``. The topic is created on first use
@@ -23,6 +29,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from broker.acl.acl_model import AclOperation, ResourceType
+from broker.acl.authorizer import allowed, allowed_cluster
 from broker.context import RequestContext
 from broker.coordinator import OFFSETS_TOPIC, coordinator_of
 from broker.dispatch import handler
@@ -40,6 +48,7 @@ COORDINATOR = SPEC.structs["Coordinator"]
 
 KEY_GROUP = 0
 KEY_TRANSACTION = 1
+KEY_SHARE = 2
 
 Found = tuple[int, int, str, int]   # (error, node id, host, port)
 
@@ -65,49 +74,71 @@ async def _ensure_topic(broker: Any, topic: str, owner: Any) -> None:
         owner.creating_topic = False
 
 
-async def _leader_of(broker: Any, topic: str, partition: int, owner: Any) -> Found:
+async def _leader_of(broker: Any, topic: str, partition: int, owner: Any,
+                     listener: str | None = None) -> Found:
     """The live leader of ``topic``-``partition``, creating the topic first if need be."""
     metadata = broker.metadata
     if not metadata.has_topic(topic):
         await _ensure_topic(broker, topic, owner)
         return ErrorCode.COORDINATOR_NOT_AVAILABLE, -1, "", -1
     leader = next((p.leader for p in metadata.partitions(topic) if p.partition == partition), -1)
-    node = metadata.broker(leader) if leader >= 0 else None
+    node = (metadata.broker(leader) if listener is None else metadata.broker_on(leader, listener)
+            ) if leader >= 0 else None
     if node is None:
         return ErrorCode.COORDINATOR_NOT_AVAILABLE, -1, "", -1
     return ErrorCode.NONE, node.id, node.host, node.port
 
 
-async def find_group_coordinator(broker: Any, group_id: str) -> Found:
+async def find_group_coordinator(broker: Any, group_id: str, listener: str | None = None
+                                 ) -> Found:
+    """The group's coordinator, with its endpoint on ``listener`` (None: the
+    inter-broker one)."""
     coordinator = coordinator_of(broker)
     return await _leader_of(broker, OFFSETS_TOPIC, coordinator.partition_for(group_id),
-                            coordinator)
+                            coordinator, listener)
 
 
-async def find_transaction_coordinator(broker: Any, transactional_id: str) -> Found:
+async def find_transaction_coordinator(broker: Any, transactional_id: str,
+                                       listener: str | None = None) -> Found:
     coordinator = broker.transaction_coordinator
     if coordinator is None:
         return ErrorCode.COORDINATOR_NOT_AVAILABLE, -1, "", -1
     return await _leader_of(broker, TRANSACTION_STATE_TOPIC,
-                            coordinator.state.partition_for(transactional_id), coordinator)
+                            coordinator.state.partition_for(transactional_id), coordinator,
+                            listener)
 
 
-async def _find(broker: Any, key: str, key_type: int) -> Found:
+def _refused(ctx: RequestContext, key: str, key_type: int) -> int:
+    """The key's authorization error (NONE when allowed)."""
     if key_type == KEY_GROUP:
-        return await find_group_coordinator(broker, key)
-    return await find_transaction_coordinator(broker, key)
+        ok = allowed(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, key)
+        return ErrorCode.NONE if ok else ErrorCode.GROUP_AUTHORIZATION_FAILED
+    if key_type == KEY_TRANSACTION:
+        ok = allowed(ctx, AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, key)
+        return ErrorCode.NONE if ok else ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    ok = allowed_cluster(ctx, AclOperation.CLUSTER_ACTION)
+    return ErrorCode.NONE if ok else ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+
+
+async def _find(ctx: RequestContext, key: str, key_type: int) -> Found:
+    if key_type not in (KEY_GROUP, KEY_TRANSACTION, KEY_SHARE) \
+            or (key_type == KEY_SHARE and ctx.version < 6):
+        return ErrorCode.INVALID_REQUEST, -1, "", -1
+    refused = _refused(ctx, key, key_type)
+    if refused != ErrorCode.NONE:
+        return refused, -1, "", -1
+    if key_type == KEY_GROUP:
+        return await find_group_coordinator(ctx.broker, key, ctx.connection.listener)
+    if key_type == KEY_TRANSACTION:
+        return await find_transaction_coordinator(ctx.broker, key, ctx.connection.listener)
+    return ErrorCode.COORDINATOR_NOT_AVAILABLE, -1, "", -1
 
 
 @handler(ApiKey.FIND_COORDINATOR)
 async def handle_find_coordinator(ctx: RequestContext, request: Struct) -> Struct:
     keys = list(request.coordinator_keys) if ctx.version >= 4 else [request.key]
     key_type = request.key_type if ctx.version >= 1 else KEY_GROUP
-    found: list[Found] = []
-    for key in keys:
-        if key_type not in (KEY_GROUP, KEY_TRANSACTION):
-            found.append((ErrorCode.INVALID_REQUEST, -1, "", -1))
-        else:
-            found.append(await _find(ctx.broker, key, key_type))
+    found = [await _find(ctx, key, key_type) for key in keys]
     if ctx.version >= 4:
         return SPEC.new(throttle_time_ms=0, coordinators=[
             COORDINATOR.new(key=key, node_id=node, host=host, port=port, error_code=int(error),

@@ -3,13 +3,16 @@
 A null TransactionalId gets a fresh producer id (from the broker's
 ProducerIdManager, blocks of 1000 from ZooKeeper) and epoch 0, whatever
 ProducerId/ProducerEpoch a v3+ request carries (Kafka does the same for
-idempotent producers).
+idempotent producers). With an authorizer it needs IDEMPOTENT_WRITE on the
+cluster or WRITE on at least one topic (KIP-679; broker/acl/checks.py), else
+CLUSTER_AUTHORIZATION_FAILED.
 
 A transactional id goes to the transaction coordinator
 (broker/transaction/coordinator.py: fencing by epoch bump, KIP-360's expected
 producer id and epoch from v3, the state written to __transaction_state before
 the answer); it needs WRITE on the TransactionalId resource when an authorizer
-is configured (TRANSACTIONAL_ID_AUTHORIZATION_FAILED otherwise). PRODUCER_FENCED
+is configured (TRANSACTIONAL_ID_AUTHORIZATION_FAILED otherwise; an empty id is
+checked too, as Kafka). PRODUCER_FENCED
 is answered INVALID_PRODUCER_EPOCH below v4, as Kafka does (KIP-588).
 """
 
@@ -19,6 +22,7 @@ import logging
 
 from broker.acl.acl_model import AclOperation, ResourceType
 from broker.acl.authorizer import allowed
+from broker.acl.checks import idempotent_producer_allowed
 from broker.context import RequestContext
 from broker.dispatch import handler
 from broker.transaction.coordinator import error_for_version
@@ -37,6 +41,9 @@ async def handle_init_producer_id(ctx: RequestContext, request: Struct) -> Struc
     tid = request.transactional_id
     if tid is not None:
         return await _transactional(ctx, request, tid)
+    if not idempotent_producer_allowed(ctx):
+        return SPEC.new(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, producer_id=-1,
+                        producer_epoch=-1)
     try:
         producer_id = await ctx.broker.producer_ids.generate_producer_id()
     except Exception as e:  # ZooKeeper unreachable or similar: the client retries
@@ -47,7 +54,7 @@ async def handle_init_producer_id(ctx: RequestContext, request: Struct) -> Struc
 
 
 async def _transactional(ctx: RequestContext, request: Struct, tid: str) -> Struct:
-    if tid and not allowed(ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, tid):
+    if not allowed(ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, tid):
         return SPEC.new(error_code=ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
                         producer_id=-1, producer_epoch=-1)
     coordinator = ctx.broker.transaction_coordinator

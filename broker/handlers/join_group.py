@@ -6,16 +6,21 @@
   (static membership, KIP-345).
 * v7+ answer the protocol type; before v7 an unknown protocol name is "".
 * v9: SkipAssignment for a static leader rejoining a stable group.
+* ACLs (broker/acl): READ on the group, else GROUP_AUTHORIZATION_FAILED with
+  Kafka's error body (generation -1, no members, protocol name null from v7).
 The request waits in the coordinator's rebalance purgatory until the
 rebalance completes.
 """
 
 from __future__ import annotations
 
+from broker.acl.acl_model import AclOperation, ResourceType
+from broker.acl.authorizer import allowed
 from broker.context import RequestContext
 from broker.coordinator import JoinRequest, coordinator_of
 from broker.dispatch import handler
 from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
 from protocol.schema import Struct
 from protocol.spec import api
 
@@ -32,6 +37,10 @@ def client_host(ctx: RequestContext) -> str:
 @handler(ApiKey.JOIN_GROUP)
 async def handle_join_group(ctx: RequestContext, request: Struct) -> Struct:
     v = ctx.version
+    if not allowed(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id):
+        return SPEC.new(throttle_time_ms=0, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED,
+                        generation_id=-1, protocol_name=None if v >= 7 else "", leader="",
+                        member_id="", members=[])
     instance_id = request.group_instance_id if v >= 5 else None
     result = await coordinator_of(ctx.broker).join_group(JoinRequest(
         group_id=request.group_id, member_id=request.member_id,

@@ -6,6 +6,8 @@ broker.replication.partition_state.PartitionState handed to
 ``ReplicaManager.become_leader_or_follower``; the metadata cache learns the
 leadership at once. Response: v0-4 a flat PartitionErrors list with topic
 names; v5+ per topic id. A stale controller epoch: STALE_CONTROLLER_EPOCH, no change.
+ACLs (broker/acl): CLUSTER_ACTION on the cluster, else CLUSTER_AUTHORIZATION_FAILED
+at the top and on every partition, nothing changed.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import logging
 import uuid
 
+from broker.acl.checks import cluster_action_denied
 from broker.context import RequestContext
 from broker.dispatch import handler
 from broker.replication.partition_state import PartitionState
@@ -52,6 +55,8 @@ def _response(states: list[PartitionState], errors: dict[tuple[str, int], int], 
 async def handle_leader_and_isr(ctx: RequestContext, request: Struct) -> Struct:
     cache = ctx.broker.metadata
     states = partition_states(request, ctx.version)
+    if cluster_action_denied(ctx):
+        return _response(states, {}, ctx.version, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
     if cache.is_stale(request.controller_epoch):
         log.warning("dropping LeaderAndIsr from controller %d with stale epoch %d (newest %d)",
                     request.controller_id, request.controller_epoch, cache.controller_epoch)

@@ -4,10 +4,16 @@ v4+ filter by state (case-insensitive); v5+ by type (every group here is
 "classic"; any other type filter lists nothing). While a partition of
 __consumer_offsets is loading the answer carries COORDINATOR_LOAD_IN_PROGRESS
 with the groups known so far (Kafka).
+
+ACLs (broker/acl): DESCRIBE on the cluster lists every group; without it only
+the groups the caller may DESCRIBE are listed (neither denial is logged).
 """
 
 from __future__ import annotations
 
+from broker.acl.acl_model import AclOperation, ResourceType
+from broker.acl.authorizer import allowed_cluster
+from broker.acl.checks import authorized_names
 from broker.context import RequestContext
 from broker.coordinator import coordinator_of
 from broker.dispatch import handler
@@ -25,6 +31,10 @@ async def handle_list_groups(ctx: RequestContext, request: Struct) -> Struct:
     states = set(request.states_filter) if v >= 4 else set()
     types = set(request.types_filter) if v >= 5 else set()
     error, groups = coordinator_of(ctx.broker).list_groups(states, types)
+    if not allowed_cluster(ctx, AclOperation.DESCRIBE, log_denied=False):
+        shown = authorized_names(ctx, AclOperation.DESCRIBE, ResourceType.GROUP,
+                                 (g[0] for g in groups), log_denied=False)
+        groups = [g for g in groups if g[0] in shown]
     return SPEC.new(throttle_time_ms=0, error_code=int(error), groups=[
         LISTED.new(group_id=g, protocol_type=ptype, group_state=state, group_type=gtype)
         for g, ptype, state, gtype in groups])

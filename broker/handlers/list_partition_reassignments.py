@@ -4,10 +4,17 @@ Null Topics = every ongoing reassignment; otherwise only the named partitions
 that are being reassigned appear. Per partition: Replicas (the full set while
 moving), AddingReplicas, RemovingReplicas. Only the active controller
 answers; elsewhere top-level NOT_CONTROLLER.
+
+ACLs (broker/acl): DESCRIBE on the cluster, checked first; else a top-level
+CLUSTER_AUTHORIZATION_FAILED (with the message of Kafka's
+ClusterAuthorizationException) and the named partitions listed bare.
 """
 
 from __future__ import annotations
 
+from broker.acl.acl_model import AclOperation
+from broker.acl.authorizer import allowed_cluster
+from broker.acl.checks import cluster_denied_message
 from broker.context import RequestContext
 from broker.dispatch import handler
 from controller import NotControllerError
@@ -24,6 +31,14 @@ PARTITION = SPEC.structs["OngoingPartitionReassignment"]
 async def handle_list_partition_reassignments(ctx: RequestContext, request: Struct) -> Struct:
     parts = None if request.topics is None else [
         (t.name, p) for t in request.topics for p in t.partition_indexes]
+    if not allowed_cluster(ctx, AclOperation.DESCRIBE):
+        return SPEC.new(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+                        error_message=cluster_denied_message(ctx), topics=[
+                            TOPIC.new(name=t.name, partitions=[
+                                PARTITION.new(partition_index=p, replicas=[],
+                                              adding_replicas=[], removing_replicas=[])
+                                for p in t.partition_indexes])
+                            for t in request.topics or []])
     ctl = ctx.broker.controller
     try:
         if ctl is None or not ctl.is_active:

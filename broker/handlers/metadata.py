@@ -32,8 +32,9 @@ import uuid
 from typing import Any
 
 from broker import topic_names
-from broker.acl.acl_model import CLUSTER_NAME, AclOperation, ResourceType
+from broker.acl.acl_model import AclOperation, ResourceType
 from broker.acl.authorizer import allowed, allowed_cluster, authorized_operations
+from broker.acl.checks import authorized_names, cluster_operations
 from broker.context import RequestContext
 from broker.dispatch import handler
 from broker.handler_support import CLUSTER_OPERATIONS, OPERATIONS_NOT_REQUESTED, \
@@ -78,14 +79,15 @@ def _known_topic(metadata: Any, name: str, v0: bool) -> Struct:
 
 
 async def _unknown_topic(ctx: RequestContext, name: str, auto_create: bool) -> Struct:
+    # ACL: auto-creation needs CREATE on the cluster (that denial not logged) or on
+    # the topic, checked before the name is (as Kafka)
+    if auto_create and not (allowed_cluster(ctx, AclOperation.CREATE, log_denied=False)
+                            or allowed(ctx, AclOperation.CREATE, ResourceType.TOPIC, name)):
+        return _topic(ErrorCode.TOPIC_AUTHORIZATION_FAILED, name, None)
     if not topic_names.is_valid(name):
         return _topic(ErrorCode.INVALID_TOPIC_EXCEPTION, name, None)
     if not auto_create:
         return _topic(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name, None)
-    # ACL: auto-creation needs CREATE on the cluster or on the topic
-    if not (allowed_cluster(ctx, AclOperation.CREATE)
-            or allowed(ctx, AclOperation.CREATE, ResourceType.TOPIC, name)):
-        return _topic(ErrorCode.TOPIC_AUTHORIZATION_FAILED, name, None)
     out = await create_topic(ctx.broker, auto_create_request(ctx.broker.config, name))
     error = out.error
     if error in (ErrorCode.NONE, ErrorCode.TOPIC_ALREADY_EXISTS):
@@ -108,8 +110,10 @@ def _bad_request(version: int, request: Struct) -> Struct:
 async def _topics(ctx: RequestContext, request: Struct) -> list[Struct]:
     v, metadata = ctx.version, ctx.broker.metadata
     if request.topics is None or (v == 0 and not request.topics):
-        return [_known_topic(metadata, n, v == 0) for n in sorted(metadata.topics())
-                if _describable(ctx, n, log_denied=False)]  # ACL: unauthorized topics unlisted
+        names = sorted(metadata.topics())  # ACL: topics without DESCRIBE are left out
+        shown = authorized_names(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, names,
+                                 log_denied=False)
+        return [_known_topic(metadata, n, v == 0) for n in names if n in shown]
     out: list[Struct] = []
     ids = [t.topic_id for t in request.topics if t.topic_id != ZERO_UUID]
     if ids:  # v12: by id; names in the request are ignored (as Kafka)
@@ -153,11 +157,10 @@ async def handle_metadata(ctx: RequestContext, request: Struct) -> Struct:
                     ctx, ResourceType.TOPIC, t.name, TOPIC_OPERATIONS)
     cluster_ops = OPERATIONS_NOT_REQUESTED
     if 8 <= v <= 10 and request.include_cluster_authorized_operations:
-        cluster_ops = (authorized_operations(ctx, ResourceType.CLUSTER, CLUSTER_NAME,
-                                             CLUSTER_OPERATIONS)
-                       if allowed_cluster(ctx, AclOperation.DESCRIBE) else 0)
+        cluster_ops = cluster_operations(ctx, CLUSTER_OPERATIONS)
     brokers = [BROKER.new(node_id=b.id, host=b.host, port=b.port, rack=b.rack)
-               for b in sorted(metadata.brokers(), key=lambda b: b.id)]
+               for b in sorted(metadata.brokers_on(ctx.connection.listener),
+                               key=lambda b: b.id)]
     return SPEC.new(throttle_time_ms=0, brokers=brokers, cluster_id=await cluster_id(ctx.broker),
                     controller_id=controller_id(metadata), topics=topics,
                     cluster_authorized_operations=cluster_ops)

@@ -7,12 +7,20 @@
   time (-1 = the broker's offsets.retention.minutes), which becomes an explicit
   expire timestamp as Kafka's adapter does; v5+ neither.
 * v6+ committed leader epoch; v7+ group.instance.id.
+* ACLs (broker/acl): READ on the group, else every partition
+  GROUP_AUTHORIZATION_FAILED; READ on each topic, else its partitions
+  TOPIC_AUTHORIZATION_FAILED (checked before the topic's existence).
 * Partitions of topics the metadata cache does not know ->
   UNKNOWN_TOPIC_OR_PARTITION (KafkaApis), the rest go to the coordinator.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+from broker.acl.acl_model import AclOperation, ResourceType
+from broker.acl.authorizer import allowed
+from broker.acl.checks import authorized_names
 from broker.context import RequestContext
 from broker.coordinator import OffsetAndMetadata, coordinator_of
 from broker.dispatch import handler
@@ -30,6 +38,10 @@ PARTITION = SPEC.structs["OffsetCommitResponsePartition"]
 @handler(ApiKey.OFFSET_COMMIT)
 async def handle_offset_commit(ctx: RequestContext, request: Struct) -> Struct:
     v = ctx.version
+    if not allowed(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id):
+        return _response(request, lambda _tp: ErrorCode.GROUP_AUTHORIZATION_FAILED)
+    readable = authorized_names(ctx, AclOperation.READ, ResourceType.TOPIC,
+                                (t.name for t in request.topics))
     coordinator = coordinator_of(ctx.broker)
     now = coordinator.clock()
     retention = request.retention_time_ms if 2 <= v <= 4 else -1
@@ -39,6 +51,9 @@ async def handle_offset_commit(ctx: RequestContext, request: Struct) -> Struct:
     for t in request.topics:
         for p in t.partitions:
             tp = (t.name, p.partition_index)
+            if t.name not in readable:
+                errors[tp] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                continue
             if not partition_exists(ctx.broker.metadata, t.name, p.partition_index):
                 errors[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 continue
@@ -53,9 +68,13 @@ async def handle_offset_commit(ctx: RequestContext, request: Struct) -> Struct:
             request.group_id, request.member_id if v >= 1 else "",
             request.group_instance_id if v >= 7 else None,
             request.generation_id_or_member_epoch if v >= 1 else -1, offsets))
+    return _response(request, lambda tp: errors[tp])
+
+
+def _response(request: Struct, error_of: Callable[[tuple[str, int]], int]) -> Struct:
     return SPEC.new(throttle_time_ms=0, topics=[
         TOPIC.new(name=t.name, partitions=[
             PARTITION.new(partition_index=p.partition_index,
-                          error_code=int(errors[(t.name, p.partition_index)]))
+                          error_code=int(error_of((t.name, p.partition_index))))
             for p in t.partitions])
         for t in request.topics])

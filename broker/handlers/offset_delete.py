@@ -5,10 +5,17 @@ topics none of its members subscribes to (the others ->
 GROUP_SUBSCRIBED_TO_TOPIC); a live group of another protocol -> NON_EMPTY_GROUP;
 unknown group -> GROUP_ID_NOT_FOUND. Unknown topics ->
 UNKNOWN_TOPIC_OR_PARTITION per partition (KafkaApis).
+
+ACLs (broker/acl): DELETE on the group, else a top-level
+GROUP_AUTHORIZATION_FAILED; READ on each topic, else TOPIC_AUTHORIZATION_FAILED
+for its partitions (checked before the topic's existence).
 """
 
 from __future__ import annotations
 
+from broker.acl.acl_model import AclOperation, ResourceType
+from broker.acl.authorizer import allowed
+from broker.acl.checks import authorized_names
 from broker.context import RequestContext
 from broker.coordinator import coordinator_of
 from broker.dispatch import handler
@@ -25,12 +32,19 @@ PARTITION = SPEC.structs["OffsetDeleteResponsePartition"]
 
 @handler(ApiKey.OFFSET_DELETE)
 async def handle_offset_delete(ctx: RequestContext, request: Struct) -> Struct:
+    if not allowed(ctx, AclOperation.DELETE, ResourceType.GROUP, request.group_id):
+        return SPEC.new(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, throttle_time_ms=0,
+                        topics=[])
+    readable = authorized_names(ctx, AclOperation.READ, ResourceType.TOPIC,
+                                (t.name for t in request.topics))
     errors: dict[tuple[str, int], int] = {}
     wanted: list[tuple[str, int]] = []
     for t in request.topics:
         for p in t.partitions:
             tp = (t.name, p.partition_index)
-            if partition_exists(ctx.broker.metadata, t.name, p.partition_index):
+            if t.name not in readable:
+                errors[tp] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            elif partition_exists(ctx.broker.metadata, t.name, p.partition_index):
                 wanted.append(tp)
             else:
                 errors[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION

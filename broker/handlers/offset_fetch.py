@@ -7,10 +7,15 @@
 * v5+ return the committed leader epoch; v7+ RequireStable (honoured: only
   pending transactional commits make it wait, and there are none yet).
 * Partitions without a commit: offset -1, metadata "", no error.
+* ACLs (broker/acl): DESCRIBE on the group, else GROUP_AUTHORIZATION_FAILED
+  (as the other group errors); topics as ``_fetch_group`` says.
 """
 
 from __future__ import annotations
 
+from broker.acl.acl_model import AclOperation, ResourceType
+from broker.acl.authorizer import allowed
+from broker.acl.checks import authorized_names
 from broker.context import RequestContext
 from broker.coordinator import coordinator_of
 from broker.dispatch import handler
@@ -27,6 +32,7 @@ GROUP_TOPIC = SPEC.structs["OffsetFetchResponseTopics"]
 GROUP_PARTITION = SPEC.structs["OffsetFetchResponsePartitions"]
 
 Wanted = list[tuple[str, int]] | None
+Fetched = tuple[int, int, str, int]     # (offset, leader epoch, metadata, error)
 
 
 def _wanted(topics: list[Struct] | None) -> Wanted:
@@ -35,23 +41,48 @@ def _wanted(topics: list[Struct] | None) -> Wanted:
     return [(t.name, p) for t in topics for p in t.partition_indexes]
 
 
-def _by_topic(found: dict[tuple[str, int], tuple[int, int, str, int]]
-              ) -> dict[str, list[tuple[int, tuple[int, int, str, int]]]]:
-    out: dict[str, list[tuple[int, tuple[int, int, str, int]]]] = {}
+def _by_topic(found: dict[tuple[str, int], Fetched]) -> dict[str, list[tuple[int, Fetched]]]:
+    out: dict[str, list[tuple[int, Fetched]]] = {}
     for (topic, partition), data in found.items():
         out.setdefault(topic, []).append((partition, data))
     return out
 
 
+def _fetch_group(ctx: RequestContext, group_id: str, topics: list[Struct] | None,
+                 require_stable: bool) -> tuple[int, dict[tuple[str, int], Fetched]]:
+    """One group's (error, partition -> (offset, epoch, metadata, error)), with
+    Kafka's checks: DESCRIBE on the group; of a null topic list (every committed
+    partition) only DESCRIBE-able topics are answered; named topics without
+    DESCRIBE get TOPIC_AUTHORIZATION_FAILED per partition, unasked of the coordinator."""
+    if not allowed(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
+        return ErrorCode.GROUP_AUTHORIZATION_FAILED, {}
+    coordinator = coordinator_of(ctx.broker)
+    if topics is None:
+        error, found = coordinator.fetch_offsets(group_id, None, require_stable)
+        shown = authorized_names(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC,
+                                 (t for t, _ in found))
+        return error, {tp: d for tp, d in found.items() if tp[0] in shown}
+    shown = authorized_names(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC,
+                             (t.name for t in topics))
+    error, found = coordinator.fetch_offsets(
+        group_id, _wanted([t for t in topics if t.name in shown]), require_stable)
+    if error != ErrorCode.NONE:
+        return error, {}
+    for t in topics:
+        if t.name not in shown:
+            for p in t.partition_indexes:
+                found[(t.name, p)] = (-1, -1, "", ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+    return error, found
+
+
 @handler(ApiKey.OFFSET_FETCH)
 async def handle_offset_fetch(ctx: RequestContext, request: Struct) -> Struct:
     v = ctx.version
-    coordinator = coordinator_of(ctx.broker)
     require_stable = bool(request.require_stable) if v >= 7 else False
     if v >= 8:
         groups = []
         for g in request.groups:
-            error, found = coordinator.fetch_offsets(g.group_id, _wanted(g.topics), require_stable)
+            error, found = _fetch_group(ctx, g.group_id, g.topics, require_stable)
             groups.append(GROUP.new(group_id=g.group_id, error_code=int(error), topics=[
                 GROUP_TOPIC.new(name=topic, partitions=[
                     GROUP_PARTITION.new(partition_index=p, committed_offset=o, metadata=m,
@@ -59,12 +90,11 @@ async def handle_offset_fetch(ctx: RequestContext, request: Struct) -> Struct:
                     for p, (o, e, m, err) in parts])
                 for topic, parts in _by_topic(found).items()]))
         return SPEC.new(throttle_time_ms=0, groups=groups)
-    wanted = _wanted(request.topics)
-    error, found = coordinator.fetch_offsets(request.group_id, wanted, require_stable)
+    error, found = _fetch_group(ctx, request.group_id, request.topics, require_stable)
     if error != ErrorCode.NONE:
         if v >= 2:
             return SPEC.new(throttle_time_ms=0, error_code=int(error), topics=[])
-        found = {tp: (-1, -1, "", error) for tp in wanted or ()}
+        found = {tp: (-1, -1, "", error) for tp in _wanted(request.topics) or ()}
     return SPEC.new(throttle_time_ms=0, error_code=int(error), topics=[
         TOPIC.new(name=topic, partitions=[
             PARTITION.new(partition_index=p, committed_offset=o, committed_leader_epoch=e,

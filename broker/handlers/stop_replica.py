@@ -5,13 +5,15 @@ DeletePartitions + Topics (name, partition indexes); v3+: TopicStates with a
 per-partition LeaderEpoch and DeletePartition flag. All become
 (topic, partition, delete, leader_epoch) entries for
 ``ReplicaManager.stop_replicas``. A stale controller epoch:
-STALE_CONTROLLER_EPOCH, no change.
+STALE_CONTROLLER_EPOCH, no change. ACLs (broker/acl): CLUSTER_ACTION on the
+cluster, else CLUSTER_AUTHORIZATION_FAILED at the top and on every partition.
 """
 
 from __future__ import annotations
 
 import logging
 
+from broker.acl.checks import cluster_action_denied
 from broker.context import RequestContext
 from broker.dispatch import handler
 from protocol.errors import ErrorCode
@@ -39,6 +41,11 @@ def entries(request: Struct, version: int) -> list[Entry]:
 @handler(5)
 async def handle_stop_replica(ctx: RequestContext, request: Struct) -> Struct:
     todo = entries(request, ctx.version)
+    if cluster_action_denied(ctx):
+        code = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+        return SPEC.new(error_code=code, partition_errors=[
+            PART_ERR.new(topic_name=t, partition_index=p, error_code=code)
+            for t, p, _d, _e in todo])
     if ctx.broker.metadata.is_stale(request.controller_epoch):
         log.warning("dropping StopReplica from controller %d with stale epoch %d",
                     request.controller_id, request.controller_epoch)

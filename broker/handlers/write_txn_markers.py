@@ -15,14 +15,19 @@ Markers on ``__consumer_offsets`` also end the producer's transactional offset
 commits (TxnOffsetCommit) in the group coordinator, once written: applied on
 COMMIT, dropped on ABORT.
 
-Authorization (CLUSTER_ACTION) waits for issue 15, with the other inter-broker
-APIs, which are not checked yet either.
+ACLs (broker/acl): ALTER on the cluster (that denial not logged) or else
+CLUSTER_ACTION, as Kafka; without either every partition of every marker
+answers CLUSTER_AUTHORIZATION_FAILED and nothing is written.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 
+from broker.acl.acl_model import AclOperation
+from broker.acl.authorizer import allowed_cluster
+from broker.acl.checks import cluster_action_denied
 from broker.context import RequestContext
 from broker.dispatch import handler
 from broker.topic_names import GROUP_METADATA_TOPIC
@@ -39,6 +44,10 @@ PARTITION = SPEC.structs["WritableTxnMarkerPartitionResult"]
 
 @handler(ApiKey.WRITE_TXN_MARKERS)
 async def handle_write_txn_markers(ctx: RequestContext, request: Struct) -> Struct:
+    if not allowed_cluster(ctx, AclOperation.ALTER, log_denied=False) \
+            and cluster_action_denied(ctx):
+        return SPEC.new(markers=[_result(m, lambda _tp: ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
+                                 for m in request.markers])
     results = await asyncio.gather(*(_one(ctx, m) for m in request.markers))
     return SPEC.new(markers=list(results))
 
@@ -55,9 +64,14 @@ async def _one(ctx: RequestContext, marker: Struct) -> Struct:
     if offsets and groups is not None:
         groups.complete_txn_offsets(int(marker.producer_id), offsets,
                                     bool(marker.transaction_result))
+    return _result(marker, lambda tp: errors[tp])
+
+
+def _result(marker: Struct, error_of: Callable[[tuple[str, int]], int]) -> Struct:
     by_topic: dict[str, list[Struct]] = {}
-    for (topic, p) in tps:
-        by_topic.setdefault(topic, []).append(
-            PARTITION.new(partition_index=p, error_code=int(errors[(topic, p)])))
+    for t in marker.topics:
+        for p in t.partition_indexes:
+            by_topic.setdefault(t.name, []).append(
+                PARTITION.new(partition_index=p, error_code=int(error_of((t.name, p)))))
     return RESULT.new(producer_id=marker.producer_id, topics=[
         TOPIC.new(name=name, partitions=parts) for name, parts in by_topic.items()])

@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from client import KafkaConnection, KafkaConnectionError, verbs
+from client.security import ClientSecurity
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.fetch_session import INITIAL_EPOCH, INVALID_SESSION_ID, SESSION_ERRORS, next_epoch
@@ -126,7 +127,7 @@ class RemoteLeaderEndpoint:
 
     def __init__(self, local_broker_id: int, leader_id: int, resolve: Resolver, *,
                  max_wait_ms: int = 500, min_bytes: int = 1, max_bytes: int = 10 * 1024 * 1024,
-                 timeout: float = 30.0) -> None:
+                 timeout: float = 30.0, security: ClientSecurity | None = None) -> None:
         self.local_broker_id = local_broker_id
         self.leader_id = leader_id
         self.resolve = resolve
@@ -134,6 +135,7 @@ class RemoteLeaderEndpoint:
         self.min_bytes = min_bytes
         self.max_bytes = max_bytes
         self.timeout = timeout
+        self.security = security      # the inter-broker listener's TLS / SASL
         self._conn: KafkaConnection | None = None
         self._reset_session()
 
@@ -151,7 +153,7 @@ class RemoteLeaderEndpoint:
             raise LeaderUnknown(f"no address known for broker {self.leader_id}")
         self._conn = await KafkaConnection.open(
             address[0], address[1], client_id=f"broker-{self.local_broker_id}-fetcher",
-            timeout=self.timeout)
+            timeout=self.timeout, security=self.security)
         return self._conn
 
     async def close(self) -> None:

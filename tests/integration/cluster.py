@@ -220,6 +220,8 @@ class BrokerProcess:
     overrides: dict[str, str]
     properties: Path = SERVER_PROPERTIES
     proc: subprocess.Popen[bytes] | None = None
+    # more listeners beside PLAINTEXT (which the readiness probe uses): name -> port
+    extra_listeners: dict[str, int] = field(default_factory=dict)
     starts: int = 0
     _log_mark: int = 0           # stderr.log size when the current run started
     _stderr: Any = field(default=None, repr=False)
@@ -243,7 +245,8 @@ class BrokerProcess:
     def argv(self) -> list[str]:
         ov = {**self.overrides,
               "broker.id": str(self.broker_id),
-              "listeners": f"PLAINTEXT://{HOST}:{self.port}",
+              "listeners": ",".join([f"PLAINTEXT://{HOST}:{self.port}"] + [
+                  f"{name}://{HOST}:{port}" for name, port in self.extra_listeners.items()]),
               "log.dirs": str(self.log_dir),
               "zookeeper.connect": self.zk_connect}
         args = [sys.executable, "-m", "broker", str(self.properties)]
@@ -347,14 +350,23 @@ class Cluster:
 
     def __init__(self, zk_connect: str, base_dir: Path | str, size: int = 1, *,
                  overrides: dict[str, str] | None = None, chroot: str | None = None,
-                 first_id: int = 0) -> None:
+                 first_id: int = 0, listeners: tuple[str, ...] = ()) -> None:
+        """``listeners``: names of listeners each broker opens beside PLAINTEXT, each
+        on a port of its own (``BrokerProcess.extra_listeners``); their protocols and
+        security settings come from ``overrides``."""
         self.zk_hosts = zk_connect.split("/", 1)[0]
         self.chroot = chroot or f"/pybroker-{uuid.uuid4().hex[:10]}"
         self.zk_connect = self.zk_hosts + self.chroot
         self.base_dir = Path(base_dir)
         ov = {**DEFAULT_OVERRIDES, **(overrides or {})}
         self.brokers = [BrokerProcess(first_id + i, free_port(), self.base_dir / f"broker-{first_id + i}",
-                                      self.zk_connect, ov) for i in range(size)]
+                                      self.zk_connect, ov,
+                                      extra_listeners={n: free_port() for n in listeners})
+                        for i in range(size)]
+
+    def bootstrap_on(self, listener: str) -> str:
+        """host:port of every broker's ``listener``."""
+        return ",".join(f"{HOST}:{b.extra_listeners[listener]}" for b in self.brokers)
 
     @property
     def bootstrap(self) -> str:

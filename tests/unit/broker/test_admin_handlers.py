@@ -57,6 +57,12 @@ class FakeMetadata:
     def broker(self, broker_id: int) -> BrokerMeta | None:
         return self._brokers.get(broker_id)
 
+    def brokers_on(self, _listener: str) -> list[BrokerMeta]:
+        return self.brokers()
+
+    def broker_on(self, broker_id: int, _listener: str) -> BrokerMeta | None:
+        return self.broker(broker_id)
+
     # -- what the controller's UpdateMetadata would do
     def put_topic(self, name: str, assignment: dict[int, list[int]],
                   topic_id: uuid.UUID | None = None, leader: bool = True) -> None:

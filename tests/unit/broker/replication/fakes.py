@@ -106,11 +106,21 @@ class FakeMetadata:
     def brokers(self) -> list[BrokerMeta]:
         return list(self.nodes.values())
 
+    def brokers_on(self, _listener: str) -> list[BrokerMeta]:
+        return self.brokers()
+
+    def broker_on(self, broker_id: int, _listener: str) -> BrokerMeta | None:
+        return self.broker(broker_id)
+
 
 class FakeConnection:
     """A client connection as handlers see it (broker.context.ConnectionInfo)."""
     peer = "127.0.0.1:50000"
     client_software: tuple[str, str] | None = None
+    listener = "PLAINTEXT"
+    principal: str | None = "User:ANONYMOUS"
+    sasl: Any = None
+    close_after_response = False
 
 
 class FakeBroker:

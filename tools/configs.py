@@ -1,0 +1,256 @@
+"""``pybroker configs``: Kafka's kafka-configs for users' SCRAM credentials and topics' configs.
+
+    pybroker configs --bootstrap-server HOST:PORT --alter --entity-type users --entity-name U
+        --add-config 'SCRAM-SHA-512=[password=secret],SCRAM-SHA-256=[iterations=8192,password=x]'
+    pybroker configs --bootstrap-server HOST:PORT --alter --entity-type users --entity-name U
+        --delete-config SCRAM-SHA-512[,SCRAM-SHA-256]
+    pybroker configs --bootstrap-server HOST:PORT --describe --entity-type users [--entity-name U]
+    pybroker configs --bootstrap-server HOST:PORT --alter --entity-type topics --entity-name T
+        [--add-config k=v[,k=v]] [--delete-config k[,k]]
+    pybroker configs --bootstrap-server HOST:PORT --describe --entity-type topics
+        [--entity-name T] [--all]
+
+``--user U`` and ``--topic T`` stand for ``--entity-type users|topics --entity-name ..``;
+``--command-config FILE`` gives the client's security settings (tools/__init__.py).
+
+--add-config is read as Kafka 3.9's ConfigCommand reads it: items split at commas outside
+``[...]``, each ``key=value`` (split at the first "=" outside brackets), brackets then
+dropped from the value. A SCRAM value is ``[iterations=N,]password=P`` (iterations
+default 4096, -1 means the default; the password is everything after ``password=``);
+fewer iterations than the mechanism's minimum is refused here. The password is salted
+on this side (client.scram_admin); only the salt and salted password are sent.
+
+Output, as Kafka's: ``Completed updating config for user U.`` / ``... for topic T.``;
+describing users prints ``SCRAM credential configs for user-principal 'U' are
+SCRAM-SHA-256=iterations=8192, SCRAM-SHA-512=iterations=4096`` per user with credentials
+(a user without any is left out, as Kafka's admin client drops RESOURCE_NOT_FOUND), and
+topics ``Dynamic configs for topic T are:`` then one line per config (as
+``pybroker topics --describe-configs``). User quotas (producer_byte_rate, ...) are not
+supported. Usage errors print their reason; failures ``Error while executing config
+command: <reason>``; both exit 1.
+"""
+
+from __future__ import annotations
+
+import re
+from argparse import Namespace
+from dataclasses import dataclass
+from typing import IO
+
+from client import OP_DELETE, OP_SET, KafkaAdmin
+from client.scram_admin import (DEFAULT_ITERATIONS, ScramDeletion, ScramUpsertion,
+                                alter_user_scram_credentials, describe_user_scram_credentials)
+from protocol.errors import ErrorCode
+from protocol.scram import MECHANISMS
+from tools import (ToolError, ToolParser, UsageExit, add_command_config, command_security,
+                   run, streams)
+from tools.topics import format_config, select_topics
+
+ERROR_PREFIX = "Error while executing config command: "
+ENTITY_TYPES = ("users", "topics")
+QUOTA_KEYS = ("producer_byte_rate", "consumer_byte_rate", "request_percentage",
+              "controller_mutation_rate")
+# Kafka's ConfigCommand: "," and "=" split only outside [...] (a lookahead that finds no
+# "]" before the next "[" or the end).
+_OUTSIDE_BRACKETS = r"(?=[^\]]*(?:\[|$))"
+_ITEM_SPLIT = re.compile("," + _OUTSIDE_BRACKETS)
+_KEY_VALUE_SPLIT = re.compile(r"\s*=\s*" + _OUTSIDE_BRACKETS)
+_VALID_KEY = re.compile(r"[a-zA-Z0-9._-]*")
+_SCRAM_VALUE = re.compile(r"(?:iterations=(-?[0-9]*),)?password=(.*)", re.DOTALL)
+
+
+@dataclass(frozen=True)
+class ScramSpec:
+    """One --add-config SCRAM entry: ``SCRAM-SHA-256=[iterations=8192,password=x]``."""
+    mechanism: str
+    iterations: int
+    password: str
+
+
+def parse_add_config(text: str) -> dict[str, str]:
+    """Kafka's parseConfigsToBeAdded: 'a=1,S=[iterations=8192,password=x]' ->
+    {'a': '1', 'S': 'iterations=8192,password=x'}. ToolError on a malformed item."""
+    out: dict[str, str] = {}
+    items = _ITEM_SPLIT.split(text)
+    while items and not items[-1]:  # Java's split drops trailing empty strings
+        items.pop()
+    for item in items:
+        pair = _KEY_VALUE_SPLIT.split(item)
+        if len(pair) != 2:
+            raise ToolError('Invalid entity config: all configs to be added must be in the '
+                            'format "key=val".')
+        key = pair[0].strip()
+        if not _VALID_KEY.fullmatch(key):
+            raise ToolError(f"Invalid character found for config key: {key}")
+        out[key] = pair[1].replace("[", "").replace("]", "").strip()
+    return out
+
+
+def parse_delete_config(values: list[str]) -> list[str]:
+    """--delete-config, repeatable, each a comma-separated list of keys."""
+    return [k.strip() for v in values for k in v.split(",") if k.strip()]
+
+
+def parse_scram(mechanism: str, value: str) -> ScramSpec:
+    """A SCRAM credential value ``[iterations=N,]password=P`` (ConfigCommand's
+    iterationsAndPasswordBytes)."""
+    m = _SCRAM_VALUE.fullmatch(value)
+    if m is None:
+        raise ToolError(f"Invalid credential property {mechanism}={value}")
+    raw, password = m.group(1), m.group(2)
+    try:
+        iterations = DEFAULT_ITERATIONS if raw is None or raw == "-1" else int(raw)
+    except ValueError:
+        raise ToolError(f"Invalid credential property {mechanism}={value}") from None
+    minimum = MECHANISMS[mechanism].min_iterations
+    if iterations < minimum:
+        raise ToolError(f"Iterations {iterations} is less than the minimum {minimum} "
+                        f"required for {mechanism}")
+    return ScramSpec(mechanism, iterations, password)
+
+
+def scram_alterations(adds: dict[str, str], deletes: list[str]
+                      ) -> tuple[list[ScramSpec], list[str]]:
+    """Check a users --alter: only SCRAM mechanisms may be added or deleted here."""
+    unknown = [k for k in [*adds, *deletes] if k not in MECHANISMS]
+    quotas = [k for k in unknown if k in QUOTA_KEYS]
+    if quotas:
+        raise ToolError(f"User quota configs are not supported by pybroker: {', '.join(quotas)}")
+    if unknown:
+        raise ToolError("Only quota and SCRAM credential configs can be altered for 'users' "
+                        f"using --bootstrap-server. Unexpected config names: {', '.join(unknown)}")
+    return [parse_scram(k, v) for k, v in adds.items()], deletes
+
+
+def build_parser(out: IO[str] | None = None, err: IO[str] | None = None) -> ToolParser:
+    p = ToolParser(prog="pybroker configs", out=out, err=err,
+                   description="Describe or alter users' SCRAM credentials and topics' configs.")
+    p.add_argument("--bootstrap-server", required=True, metavar="HOST:PORT[,HOST:PORT]")
+    add_command_config(p)
+    act = p.add_mutually_exclusive_group(required=True)
+    act.add_argument("--describe", action="store_true")
+    act.add_argument("--alter", action="store_true")
+    p.add_argument("--entity-type", choices=ENTITY_TYPES)
+    p.add_argument("--entity-name", action="append", default=[])
+    p.add_argument("--user", help="--entity-type users --entity-name USER")
+    p.add_argument("--topic", help="--entity-type topics --entity-name TOPIC")
+    p.add_argument("--add-config", metavar="K=V[,K=[V,V]]")
+    p.add_argument("--delete-config", action="append", default=[], metavar="K[,K]")
+    p.add_argument("--all", action="store_true", help="topics --describe: every config")
+    p.add_argument("--timeout", type=float, default=30.0, help="request timeout, seconds")
+    return p
+
+
+def parse_args(argv: list[str], out: IO[str] | None = None,
+               err: IO[str] | None = None) -> Namespace:
+    """Parse and check the combination (ToolError on a bad one); sets ``entity_type``,
+    ``names``, ``adds`` and ``deletes``."""
+    args = build_parser(out, err).parse_args(argv)
+    names = list(args.entity_name)
+    for shorthand, kind in ((args.user, "users"), (args.topic, "topics")):
+        if shorthand is not None:
+            if args.entity_type not in (None, kind):
+                raise ToolError(f"--{kind[:-1]} cannot be used with --entity-type "
+                                f"{args.entity_type}")
+            args.entity_type = kind
+            names.append(shorthand)
+    if args.entity_type is None:
+        raise ToolError("--entity-type must be specified")
+    args.names = names
+    args.adds = parse_add_config(args.add_config) if args.add_config else {}
+    args.deletes = parse_delete_config(args.delete_config)
+    if args.alter:
+        if len(names) != 1:
+            raise ToolError("An entity name must be specified with --alter")
+        if not args.adds and not args.deletes:
+            raise ToolError("--alter needs --add-config or --delete-config")
+    elif args.adds or args.deletes:
+        raise ToolError("--add-config and --delete-config are only valid with --alter")
+    if args.entity_type == "users" and args.alter:
+        args.scram_adds, args.deletes = scram_alterations(args.adds, args.deletes)
+    return args
+
+
+def format_user(user: str, credentials: list[tuple[str, int]]) -> str:
+    shown = ", ".join(f"{m}=iterations={i}" for m, i in credentials)
+    return f"SCRAM credential configs for user-principal '{user}' are {shown}"
+
+
+def _check(code: int, message: str | None, what: str) -> None:
+    if code != ErrorCode.NONE:
+        err = ErrorCode.from_code(code)
+        raise ToolError(f"{message or err.message} ({err.name}) for {what}")
+
+
+async def execute(args: Namespace, out: IO[str]) -> int:
+    async with KafkaAdmin(args.bootstrap_server, timeout=args.timeout,
+                          security=command_security(args)) as admin:
+        if args.entity_type == "users":
+            if args.alter:
+                await _alter_user(admin, args.names[0], args.scram_adds, args.deletes)
+                out.write(f"Completed updating config for user {args.names[0]}.\n")
+            else:
+                await _describe_users(admin, args.names, out)
+        elif args.alter:
+            await _alter_topic(admin, args.names[0], args.adds, args.deletes)
+            out.write(f"Completed updating config for topic {args.names[0]}.\n")
+        else:
+            await _describe_topics(admin, args.names, args.all, out)
+    return 0
+
+
+async def _alter_user(admin: KafkaAdmin, user: str, adds: list[ScramSpec],
+                      deletes: list[str]) -> None:
+    results = await alter_user_scram_credentials(
+        admin, [ScramUpsertion(user, a.mechanism, a.password, a.iterations) for a in adds],
+        [ScramDeletion(user, m) for m in deletes])
+    for name, (code, message) in results.items():
+        _check(code, message, f"user {name!r}")
+
+
+async def _describe_users(admin: KafkaAdmin, users: list[str], out: IO[str]) -> None:
+    for d in await describe_user_scram_credentials(admin, users):
+        if d.error == ErrorCode.RESOURCE_NOT_FOUND:
+            continue
+        if d.error != ErrorCode.NONE:
+            err = ErrorCode.from_code(d.error)
+            out.write(f"Error retrieving SCRAM credential configs for user-principal "
+                      f"'{d.user}': {err.name}: {d.message or err.message}\n")
+            continue
+        out.write(format_user(d.user, [(c.mechanism, c.iterations) for c in d.credentials])
+                  + "\n")
+
+
+async def _alter_topic(admin: KafkaAdmin, topic: str, adds: dict[str, str],
+                       deletes: list[str]) -> None:
+    ops: list[tuple[str, int, str | None]] = [(k, OP_SET, v) for k, v in adds.items()]
+    ops += [(k, OP_DELETE, None) for k in deletes]
+    code, message = await admin.incremental_alter_configs(topic, ops)
+    _check(code, message, f"topic {topic!r}")
+
+
+async def _describe_topics(admin: KafkaAdmin, names: list[str], show_all: bool,
+                           out: IO[str]) -> None:
+    if not names:
+        names = select_topics(await admin.metadata(None), None, exclude_internal=False)
+    described = await admin.describe_configs(names)
+    for name in names:
+        code, message, configs = described.get(name, (ErrorCode.UNKNOWN_SERVER_ERROR, None, []))
+        _check(code, message, f"topic {name!r}")
+        out.write(f"{'All' if show_all else 'Dynamic'} configs for topic {name} are:\n")
+        for c in configs:
+            if show_all or c.config_source == 1:  # DYNAMIC_TOPIC_CONFIG
+                out.write(f"  {format_config(c)}\n")
+
+
+def main(argv: list[str], *, stdin: IO[str] | None = None, stdout: IO[str] | None = None,
+         stderr: IO[str] | None = None) -> int:
+    _, out, err = streams(stdin, stdout, stderr)
+    try:
+        args = parse_args(argv, out, err)
+    except UsageExit as e:
+        return e.status
+    except ToolError as e:
+        err.write(f"{e}\n")
+        return 1
+    return run(lambda: execute(args, out), err, ERROR_PREFIX)
