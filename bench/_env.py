@@ -25,12 +25,15 @@ def zookeeper(work: Path) -> Iterator[str]:
 
 
 @contextlib.contextmanager
-def one_broker(overrides: dict[str, str] | None = None) -> Iterator[BrokerProcess]:
-    """ZooKeeper + one broker in a fresh temp dir (removed afterwards)."""
+def one_broker(overrides: dict[str, str] | None = None,
+               listeners: tuple[str, ...] = ()) -> Iterator[BrokerProcess]:
+    """ZooKeeper + one broker in a fresh temp dir (removed afterwards). ``listeners``:
+    names of listeners it opens beside PLAINTEXT, each on a port of its own
+    (``BrokerProcess.extra_listeners``), set up by ``overrides``."""
     with tempfile.TemporaryDirectory(prefix="pybroker-bench-") as tmp:
         work = Path(tmp)
         with zookeeper(work) as zk:
-            cluster = Cluster(zk, work, size=1, overrides={
+            cluster = Cluster(zk, work, size=1, listeners=listeners, overrides={
                 "auto.create.topics.enable": "false", "log.level": "WARN", **(overrides or {})})
             cluster.start()
             try:

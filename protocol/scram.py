@@ -510,7 +510,11 @@ class ScramServer(_Exchange):
         proof = _b64decode(_attribute(parts[-1], "p", "client final message"), "client proof")
         if channel != _b64(self._gs2_header.encode("utf-8")):
             raise ScramError("Invalid channel binding in the final client message.")
-        if nonce != self._client_nonce + self._server_nonce:
+        # Kafka's ScramSaslServer only checks that the nonce ends with the combined
+        # nonce of server-first, and librdkafka up to 2.0.x sends its own nonce twice
+        # ("r=<client><client><server>", proof computed over what it sent): accept
+        # what Kafka accepts, or those clients cannot log in.
+        if not nonce.endswith(self._client_nonce + self._server_nonce):
             raise ScramError("Invalid client nonce in the final client message.")
 
         m = self.mechanism

@@ -12,8 +12,11 @@ is the verified client certificate, ``ssl_object`` the SSLObject).
 
 Data flow: ciphertext read from the socket goes into ``incoming``; ``read``
 pulls plaintext out of the SSLObject (several TLS records per socket read);
-``writelines`` encrypts into ``outgoing`` and hands those bytes to the socket
-writer at once. ``handshake`` pumps both until OpenSSL is done, or raises
+``writelines`` encrypts in pieces of at most 256 KiB (a fetch response of many
+MiB is never joined into one buffer: that cost three full-size copies and page
+faults) and hands each piece's ciphertext to the socket writer at once. The
+peer's close_notify ends the stream like EOF, so the connection closes and
+``close`` answers with ours (a TLS client waits for it in its close). ``handshake`` pumps both until OpenSSL is done, or raises
 ``ssl.SSLError`` / ``ConnectionError`` / ``TimeoutError``.
 """
 
@@ -25,6 +28,7 @@ from collections.abc import Iterable
 from typing import Any
 
 _READ = 64 * 1024
+_PIECE = 256 * 1024       # plaintext encrypted per SSLObject.write
 
 
 class TlsStream:
@@ -35,7 +39,8 @@ class TlsStream:
         self._incoming = ssl.MemoryBIO()
         self._outgoing = ssl.MemoryBIO()
         self.ssl_object = context.wrap_bio(self._incoming, self._outgoing, server_side=True)
-        self._eof = False
+        self._eof = False            # the socket reached EOF
+        self._peer_closed = False    # the peer sent close_notify
 
     async def handshake(self, timeout: float) -> None:
         async with asyncio.timeout(timeout):
@@ -75,24 +80,40 @@ class TlsStream:
                 while size < n:
                     chunk = self.ssl_object.read(n - size)
                     if not chunk:          # close_notify from the peer
+                        self._peer_closed = True
                         break
                     chunks.append(chunk)
                     size += len(chunk)
             except ssl.SSLWantReadError:
                 pass
             except (ssl.SSLZeroReturnError, ssl.SSLEOFError):
-                pass
+                self._peer_closed = True
             self._flush()                  # TLS 1.3 tickets, key updates, alerts
             if chunks:
                 return b"".join(chunks)
-            if self._eof:
+            if self._eof or self._peer_closed:
                 return b""
             await self._fill()
 
     # -- the StreamWriter part ---------------------------------------------------------
 
     def writelines(self, chunks: Iterable[Any]) -> None:
-        self.ssl_object.write(b"".join(chunks))
+        pending = bytearray()        # small chunks coalesced up to one piece
+        for chunk in chunks:
+            view = memoryview(chunk).cast("B")
+            if len(pending) + len(view) <= _PIECE:
+                pending += view
+                continue
+            if pending:
+                self._encrypt(pending)
+                pending = bytearray()
+            for off in range(0, len(view), _PIECE):
+                self._encrypt(view[off:off + _PIECE])
+        if pending:
+            self._encrypt(pending)
+
+    def _encrypt(self, data: Any) -> None:
+        self.ssl_object.write(data)
         self._flush()
 
     async def drain(self) -> None:

@@ -494,3 +494,89 @@ def test_librdkafka_reauthenticates_and_a_client_that_does_not_is_closed(
     while "SASL session expired" not in "".join(b.log_text() for b in cluster.brokers):
         assert time.monotonic() < deadline, "the expired session was not closed"
         time.sleep(0.2)
+
+
+def test_kcat_over_sasl_ssl_scram(cluster: Cluster, pki: Pki) -> None:
+    kcat = shutil.which("kcat") or shutil.which("kafkacat")
+    if kcat is None:
+        pytest.skip("kcat not installed (make test installs it with apt-get where it can)")
+    admin_create_topic(cluster, pki, "kcat-secure", partitions=1)
+    auth = ["-b", cluster.bootstrap_on("SASL_SSL"), "-X", "security.protocol=SASL_SSL",
+            "-X", "sasl.mechanisms=SCRAM-SHA-512", "-X", "sasl.username=admin",
+            "-X", "sasl.password=admin-secret", "-X", f"ssl.ca.location={pki.ca}"]
+    done = subprocess.run([kcat, *auth, "-P", "-t", "kcat-secure"], input="one\ntwo\nthree\n",
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    done = subprocess.run([kcat, *auth, "-C", "-t", "kcat-secure", "-o", "beginning", "-e",
+                           "-c", "3"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["one", "two", "three"]
+
+
+def test_tools_over_sasl_ssl_with_command_config(cluster: Cluster, pki: Pki,
+                                                 tmp_path: Path) -> None:
+    """pybroker topics / configs / acls with Kafka's --command-config file."""
+    import io
+
+    from broker.cli import main as pybroker
+    props = tmp_path / "admin.properties"
+    props.write_text("\n".join(["security.protocol=SASL_SSL", "sasl.mechanism=SCRAM-SHA-512",
+                                "sasl.jaas.config=" + SCRAM_JAAS, "ssl.truststore.type=PEM",
+                                f"ssl.truststore.location={pki.ca}", ""]))
+    common = ["--bootstrap-server", cluster.bootstrap_on("SASL_SSL"),
+              "--command-config", str(props)]
+
+    def run(*argv: str) -> str:
+        import contextlib
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = pybroker(list(argv))
+        assert code == 0, f"pybroker {' '.join(argv)} -> {code}\n{out.getvalue()}{err.getvalue()}"
+        return out.getvalue()
+
+    run("topics", *common, "--create", "--topic", "tool-secure", "--partitions", "2",
+        "--replication-factor", "3")
+    assert "tool-secure" in run("topics", *common, "--list")
+    run("configs", *common, "--alter", "--entity-type", "users", "--entity-name", "carol",
+        "--add-config", "SCRAM-SHA-512=[password=carol-secret]")
+    assert "SCRAM-SHA-512=iterations=4096" in run("configs", *common, "--describe",
+                                                  "--entity-type", "users",
+                                                  "--entity-name", "carol")
+    run("acls", *common, "--add", "--allow-principal", "User:carol", "--operation", "Describe",
+        "--topic", "tool-secure")
+    assert "User:carol" in run("acls", *common, "--list", "--topic", "tool-secure")
+    # carol logs in with the credential the tool stored, and sees only her topic
+    from confluent_kafka.admin import AdminClient
+    carol = {**rdkafka_conf(cluster, pki, "SASL_SSL", "admin"), "sasl.username": "carol",
+             "sasl.password": "carol-secret"}
+    deadline = time.monotonic() + 20
+    while True:
+        topics = set(AdminClient(carol).list_topics(timeout=10).topics)
+        if "tool-secure" in topics:
+            break
+        assert time.monotonic() < deadline, topics
+        time.sleep(0.3)
+    assert "scram-topic" not in topics, topics
+
+
+def test_a_stalled_sasl_handshake_is_closed(cluster: Cluster) -> None:
+    """Connected to a SASL listener, ApiVersions answered, then nothing: closed after
+    request.timeout.ms (8 s here) with a log line; other connections unaffected."""
+    b = cluster.brokers[2]
+    with WireClient(b.extra_listeners["SASL_PLAINTEXT"]) as w:
+        assert w.api_versions().error_code == 0
+        t0 = time.monotonic()
+        assert w.is_closed_by_peer(wait=15)
+        assert 5 < time.monotonic() - t0 < 15
+    with WireClient(b.port) as w:
+        assert w.api_versions().error_code == 0
+    assert "SASL authentication not completed within 8000 ms" in b.log_text()
+
+
+def test_a_request_before_authentication_closes_the_connection(cluster: Cluster) -> None:
+    b = cluster.brokers[2]
+    with WireClient(b.extra_listeners["SASL_PLAINTEXT"]) as w:
+        from protocol.spec import api
+        w.send_frame(w.request_bytes(3, 9, api(3).request.new(topics=[]))[1])
+        assert w.is_closed_by_peer(wait=10)
+    assert "unexpected MetadataRequest request during SASL authentication" in b.log_text()

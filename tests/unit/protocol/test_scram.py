@@ -141,6 +141,26 @@ def test_server_refuses_a_final_nonce_not_its_own() -> None:
         server.server_final(forged)
 
 
+def test_server_accepts_librdkafkas_doubled_client_nonce_as_kafka_does() -> None:
+    """librdkafka <= 2.0 sends r=<client nonce><client nonce><server nonce> and computes
+    its proof over that message; Kafka checks only the suffix, so must we."""
+    import hashlib
+    import hmac as hmac_
+
+    server = rfc_server()
+    server.receive_client_first(RFC_CLIENT_FIRST)
+    server.server_first(rfc_credential())
+    without_proof = (f"c=biws,r={RFC_CLIENT_NONCE}{RFC_CLIENT_NONCE}{RFC_SERVER_NONCE}"
+                     .encode())
+    salted = hashlib.pbkdf2_hmac("sha256", b"pencil", RFC_SALT, 4096)
+    client_key = hmac_.new(salted, b"Client Key", "sha256").digest()
+    auth = RFC_CLIENT_FIRST[3:] + b"," + RFC_SERVER_FIRST + b"," + without_proof
+    signature = hmac_.new(hashlib.sha256(client_key).digest(), auth, "sha256").digest()
+    proof = bytes(a ^ b for a, b in zip(client_key, signature))
+    answer = server.server_final(without_proof + b",p=" + base64.b64encode(proof))
+    assert answer.startswith(b"v=")
+
+
 def test_server_refuses_other_channel_binding_in_final() -> None:
     server = rfc_server()
     server.receive_client_first(RFC_CLIENT_FIRST)
