@@ -39,6 +39,7 @@ from broker.replication.leader_endpoint import metadata_resolver, remote_endpoin
 from broker.replication.partition_state import PartitionState
 from broker.replication.replica_manager import ReplicaManager
 from broker.security.scram_credentials import ScramCredentialStore
+from broker.security import reconfigure
 from broker.security.listeners import (client_security, control_plane_listener,
                                        inter_broker_listener, listener_security, protocol_of)
 from broker.server import KafkaServer
@@ -74,6 +75,10 @@ class Broker:
         self.control_plane_listener = control_plane_listener(config, self.advertised,
                                                              self.inter_broker_listener)
         self.inter_broker_security = client_security(config, self.inter_broker_listener)
+        # dynamic configs (/config/brokers/<id>: TLS stores, broker/security/reconfigure.py)
+        # over the static listener.name.* keys they may shadow
+        self.static_listener_overrides = dict(config.listener_overrides)
+        self.dynamic_configs: dict[str, str] = {}
         self.broker_id = config.broker_id
         self.cluster_id = ""
         self.cluster = ClusterStore(config.zookeeper_connect, config.zookeeper_session_timeout_ms,
@@ -120,6 +125,7 @@ class Broker:
         if self.authorizer is not None:
             await self.authorizer.start()
         self.broker_id = await self._settle_broker_id()
+        await self._load_dynamic_configs()
         await self._load_topic_overrides()
         self.logs = LogManager(self.config.log_dir_list, self.default_log_config(),
                                topic_config=self.log_config_for)
@@ -183,6 +189,19 @@ class Broker:
         if self.config.log_cleaner_enable:
             self._tasks.append(asyncio.create_task(self._run_cleaner(), name="log-cleaner"))
         log.info("[KafkaServer id=%d] started (cluster %s)", self.broker_id, self.cluster_id)
+
+    async def _load_dynamic_configs(self) -> None:
+        """Apply this broker's stored dynamic configs before the listeners open; a
+        store that no longer loads is reported and the static one kept."""
+        stored = await reconfigure.load(self.cluster, self.broker_id)
+        if not stored:
+            return
+        try:
+            reconfigure.apply(self, dict(stored), validate_only=False)
+            self.dynamic_configs = stored
+        except reconfigure.ReconfigureError as e:
+            log.error("dynamic broker configs in /config/brokers/%d not applied: %s",
+                      self.broker_id, e)
 
     async def _settle_broker_id(self) -> int:
         stored = {read_meta_properties(d).get("broker.id") for d in self.config.log_dir_list}

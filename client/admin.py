@@ -213,13 +213,15 @@ class KafkaAdmin:
     async def describe_configs(self, names: list[str], *, resource_type: int = RESOURCE_TOPIC,
                                keys: list[str] | None = None, include_synonyms: bool = True
                                ) -> dict[str, tuple[int, str | None, list[Struct]]]:
-        """-> name -> (error code, message, [DescribeConfigsResourceResult])."""
+        """-> name -> (error code, message, [DescribeConfigsResourceResult]). A
+        BROKER resource is asked of that broker (one name per call then), as
+        Kafka's admin client does."""
         spec = api(ApiKey.DESCRIBE_CONFIGS).request
         res = spec.structs["DescribeConfigsResource"]
         body = spec.new(resources=[res.new(resource_type=resource_type, resource_name=n,
                                            configuration_keys=keys) for n in names],
                         include_synonyms=include_synonyms)
-        conn = await self.any_connection()
+        conn = await self._config_target(resource_type, names)
         resp = await conn.request(ApiKey.DESCRIBE_CONFIGS, body)
         assert resp is not None
         return {r.resource_name: (r.error_code, r.error_message, list(r.configs))
@@ -228,7 +230,8 @@ class KafkaAdmin:
     async def incremental_alter_configs(self, name: str, ops: list[tuple[str, int, str | None]],
                                         *, resource_type: int = RESOURCE_TOPIC,
                                         validate_only: bool = False) -> Result:
-        """Apply (config name, OP_SET/OP_DELETE/OP_APPEND/OP_SUBTRACT, value) ops."""
+        """Apply (config name, OP_SET/OP_DELETE/OP_APPEND/OP_SUBTRACT, value) ops; a
+        BROKER resource goes to that broker (its dynamic configs are its own)."""
         spec = api(ApiKey.INCREMENTAL_ALTER_CONFIGS).request
         s = spec.structs
         configs = [s["AlterableConfig"].new(name=k, config_operation=op, value=v)
@@ -236,12 +239,23 @@ class KafkaAdmin:
         body = spec.new(resources=[s["AlterConfigsResource"].new(
             resource_type=resource_type, resource_name=name, configs=configs)],
             validate_only=validate_only)
-        resp = await self._to_controller(ApiKey.INCREMENTAL_ALTER_CONFIGS, body,
-                                         lambda r: [x.error_code for x in r.responses])
+        if resource_type == RESOURCE_BROKER and name:
+            conn = await self._config_target(resource_type, [name])
+            resp = await conn.request(ApiKey.INCREMENTAL_ALTER_CONFIGS, body)
+        else:
+            resp = await self._to_controller(ApiKey.INCREMENTAL_ALTER_CONFIGS, body,
+                                             lambda r: [x.error_code for x in r.responses])
         for r in resp.responses:
             if r.resource_name == name:
                 return r.error_code, r.error_message
         return ErrorCode.UNKNOWN_SERVER_ERROR, "no result for the resource in the response"
+
+    async def _config_target(self, resource_type: int, names: list[str]) -> KafkaConnection:
+        """Where a configs request goes: the named broker for one BROKER resource with
+        an id, any broker otherwise."""
+        if resource_type == RESOURCE_BROKER and len(names) == 1 and names[0].isdigit():
+            return await self.broker_connection(int(names[0]))
+        return await self.any_connection()
 
     async def alter_partition_reassignments(
             self, targets: dict[TP, list[int] | None], *, timeout_ms: int = 30000

@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from typing import IO
 
 from client import OP_DELETE, OP_SET, KafkaAdmin
+from client.admin import RESOURCE_BROKER, RESOURCE_TOPIC
 from client.scram_admin import (DEFAULT_ITERATIONS, ScramDeletion, ScramUpsertion,
                                 alter_user_scram_credentials, describe_user_scram_credentials)
 from protocol.errors import ErrorCode
@@ -47,7 +48,7 @@ from tools import (ToolError, ToolParser, UsageExit, add_command_config, command
 from tools.topics import format_config, select_topics
 
 ERROR_PREFIX = "Error while executing config command: "
-ENTITY_TYPES = ("users", "topics")
+ENTITY_TYPES = ("users", "topics", "brokers")
 QUOTA_KEYS = ("producer_byte_rate", "consumer_byte_rate", "request_percentage",
               "controller_mutation_rate")
 # Kafka's ConfigCommand: "," and "=" split only outside [...] (a lookahead that finds no
@@ -191,8 +192,15 @@ async def execute(args: Namespace, out: IO[str]) -> int:
                 out.write(f"Completed updating config for user {args.names[0]}.\n")
             else:
                 await _describe_users(admin, args.names, out)
+        elif args.entity_type == "brokers":
+            if args.alter:
+                await _alter_entity(admin, RESOURCE_BROKER, args.names[0], args.adds,
+                                    args.deletes)
+                out.write(f"Completed updating config for broker {args.names[0]}.\n")
+            else:
+                await _describe_brokers(admin, args.names, args.all, out)
         elif args.alter:
-            await _alter_topic(admin, args.names[0], args.adds, args.deletes)
+            await _alter_entity(admin, RESOURCE_TOPIC, args.names[0], args.adds, args.deletes)
             out.write(f"Completed updating config for topic {args.names[0]}.\n")
         else:
             await _describe_topics(admin, args.names, args.all, out)
@@ -221,12 +229,29 @@ async def _describe_users(admin: KafkaAdmin, users: list[str], out: IO[str]) -> 
                   + "\n")
 
 
-async def _alter_topic(admin: KafkaAdmin, topic: str, adds: dict[str, str],
-                       deletes: list[str]) -> None:
+async def _alter_entity(admin: KafkaAdmin, resource_type: int, name: str,
+                        adds: dict[str, str], deletes: list[str]) -> None:
+    """A topic's overrides, or a broker's dynamic configs (e.g. a TLS listener's
+    keystore: certificate rotation), by IncrementalAlterConfigs."""
     ops: list[tuple[str, int, str | None]] = [(k, OP_SET, v) for k, v in adds.items()]
     ops += [(k, OP_DELETE, None) for k in deletes]
-    code, message = await admin.incremental_alter_configs(topic, ops)
-    _check(code, message, f"topic {topic!r}")
+    code, message = await admin.incremental_alter_configs(name, ops,
+                                                          resource_type=resource_type)
+    kind = "broker" if resource_type == RESOURCE_BROKER else "topic"
+    _check(code, message, f"{kind} {name!r}")
+
+
+async def _describe_brokers(admin: KafkaAdmin, names: list[str], show_all: bool,
+                            out: IO[str]) -> None:
+    """ConfigCommand's broker listing: the dynamic configs (all with --all)."""
+    for name in names or [str(i) for i in sorted((await admin.metadata([])).brokers)]:
+        described = await admin.describe_configs([name], resource_type=RESOURCE_BROKER)
+        code, message, configs = described.get(name, (ErrorCode.UNKNOWN_SERVER_ERROR, None, []))
+        _check(code, message, f"broker {name!r}")
+        out.write(f"{'All' if show_all else 'Dynamic'} configs for broker {name} are:\n")
+        for c in configs:
+            if show_all or c.config_source == 2:  # DYNAMIC_BROKER_CONFIG
+                out.write(f"  {format_config(c)}\n")
 
 
 async def _describe_topics(admin: KafkaAdmin, names: list[str], show_all: bool,

@@ -28,7 +28,14 @@ Alter (both APIs)
   topic must exist; then, unless ValidateOnly, ClusterStore.set_topic_configs
   writes /config/topics/<t> plus a /config/changes notification, on which every
   broker applies the new LogConfig to its live partition logs.
-* BROKER: nothing is dynamic here: any key -> INVALID_REQUEST.
+* BROKER "<this broker's id>": a TLS listener's keystore and truststore
+  (``listener.name.<l>.ssl.{keystore,truststore}.{location,type}``) are dynamic:
+  certificate rotation without a restart, stored in /config/brokers/<id>
+  (broker/security/reconfigure.py); AlterConfigs replaces that broker's whole
+  dynamic set. Any other key, or the cluster default "", -> INVALID_REQUEST.
+* DescribeConfigs hides secrets as Kafka does (PASSWORD keys and JAAS configs:
+  null value, IsSensitive) and lists the listener-prefixed keys, dynamic ones
+  with source DYNAMIC_BROKER_CONFIG.
 
 ACLs (broker/acl): DESCRIBE_CONFIGS / ALTER_CONFIGS on the topic (else
 TOPIC_AUTHORIZATION_FAILED) or on the cluster for BROKER and BROKER_LOGGER
@@ -48,6 +55,7 @@ from broker.acl.acl_model import AclOperation, ResourceType
 from broker.acl.authorizer import allowed, allowed_cluster
 from broker.config import BrokerConfig, key_of
 from broker.context import RequestContext
+from broker.security import reconfigure
 from broker.dispatch import handler
 from broker.topic_creation import TopicError
 from broker.topic_config import ConfigEntry, ConfigSource, ConfigType, SynonymValue
@@ -101,14 +109,29 @@ def _type_of(f: dataclasses.Field[Any]) -> ConfigType:
     return ConfigType.STRING
 
 
-def broker_rows(config: BrokerConfig) -> list[ConfigEntry]:
+# Kafka's PASSWORD-type keys (and JAAS configs, which hold passwords): described
+# with a null value and IsSensitive, never in clear.
+SENSITIVE_SUFFIXES = ("ssl.keystore.password", "ssl.key.password", "ssl.truststore.password",
+                      "ssl.keystore.key", "ssl.keystore.certificate.chain",
+                      "ssl.truststore.certificates", "sasl.jaas.config")
+
+
+def _sensitive(key: str) -> bool:
+    return key.endswith(SENSITIVE_SUFFIXES)
+
+
+def broker_rows(config: BrokerConfig, dynamic_set: dict[str, str] | None = None
+                ) -> list[ConfigEntry]:
     """Every BrokerConfig key: STATIC_BROKER_CONFIG when it differs from Kafka's
     default, else DEFAULT_CONFIG; read-only unless Kafka 3.9 can update the key
     dynamically (DynamicBrokerConfig.AllDynamicConfigs, e.g. listeners,
-    advertised.listeners, message.max.bytes, log.retention.ms)."""
+    advertised.listeners, message.max.bytes, log.retention.ms). Then every
+    listener-prefixed key, DYNAMIC_BROKER_CONFIG when ``dynamic_set`` holds it."""
     rows = []
     dynamic = topic_config.dynamic_broker_keys()
     for f in sorted(dataclasses.fields(config), key=lambda f: f.name):
+        if f.name == "listener_overrides":
+            continue
         value, default = getattr(config, f.name), f.default
         text = None if value is None else topic_config.to_text(value)
         default_text = None if default in (None, dataclasses.MISSING) \
@@ -119,8 +142,25 @@ def broker_rows(config: BrokerConfig) -> list[ConfigEntry]:
         if default_text is not None:
             synonyms.append(SynonymValue(key_of(f.name), default_text, ConfigSource.DEFAULT_CONFIG))
         source = synonyms[0].source if synonyms else ConfigSource.DEFAULT_CONFIG
-        rows.append(ConfigEntry(key_of(f.name), text, source, _type_of(f), tuple(synonyms),
-                                "", read_only=key_of(f.name) not in dynamic))
+        hidden = _sensitive(key_of(f.name))
+        if hidden:
+            text = None
+            synonyms = [dataclasses.replace(y, value=None) for y in synonyms]
+        rows.append(ConfigEntry(key_of(f.name), text, source,
+                                ConfigType.PASSWORD if hidden else _type_of(f),
+                                tuple(synonyms), "", read_only=key_of(f.name) not in dynamic,
+                                sensitive=hidden))
+    for key, value in sorted(config.listener_overrides.items()):
+        source = ConfigSource.DYNAMIC_BROKER_CONFIG if key in (dynamic_set or {}) \
+            else ConfigSource.STATIC_BROKER_CONFIG
+        hidden = _sensitive(key)
+        shown = None if hidden else value
+        parts = reconfigure.split(key)
+        rows.append(ConfigEntry(key, shown, source,
+                                ConfigType.PASSWORD if hidden else ConfigType.STRING,
+                                (SynonymValue(key, shown, source),), "",
+                                read_only=parts is None or parts[1] not in reconfigure.RECONFIGURABLE,
+                                sensitive=hidden))
     return rows
 
 
@@ -150,7 +190,7 @@ async def _describe_rows(broker: Any, rtype: int, name: str) -> list[ConfigEntry
         if name == "":
             return []
         broker_id_of(broker.config, name)
-        return broker_rows(broker.config)
+        return broker_rows(broker.config, broker.dynamic_configs)
     if rtype == BROKER_LOGGER:
         broker_id_of(broker.config, name)
         level = logging.getLevelName(logging.getLogger().getEffectiveLevel())
@@ -260,6 +300,37 @@ async def _alter_topic(broker: Any, name: str, edit: Edit, validate_only: bool) 
     log.info("updated topic %s configuration: %s", name, new)
 
 
+async def _alter_broker(broker: Any, r: Struct, incremental: bool, validate_only: bool) -> None:
+    """This broker's dynamic configs (only a TLS listener's stores: certificate
+    rotation, broker/security/reconfigure.py)."""
+    if r.resource_name == "":
+        if r.configs:
+            raise TopicError(ErrorCode.INVALID_REQUEST,
+                             "Cannot update these configs at default cluster level, broker "
+                             "id must be specified: "
+                             + ", ".join(sorted(c.name for c in r.configs)))
+        return
+    updates: dict[str, str | None] = {}
+    if not incremental:                      # AlterConfigs replaces the whole dynamic set
+        updates = {k: None for k in broker.dynamic_configs}
+    for c in r.configs:
+        op = c.config_operation if incremental else SET
+        if op in (APPEND, SUBTRACT):
+            raise TopicError(ErrorCode.INVALID_CONFIG,
+                             f"Config value append/subtract is not allowed for config key: "
+                             f"{c.name}")
+        updates[c.name] = c.value if op == SET else None
+    if not updates:
+        return
+    try:
+        reconfigure.apply(broker, updates, validate_only)
+        if not validate_only:
+            await reconfigure.store(broker, updates)
+    except reconfigure.ReconfigureError as e:
+        raise TopicError(ErrorCode.INVALID_CONFIG if e.invalid_config
+                         else ErrorCode.INVALID_REQUEST, str(e)) from None
+
+
 async def _alter(ctx: RequestContext, request: Struct, incremental: bool) -> list[Struct]:
     result = INCREMENTAL_RESULT if incremental else ALTER_RESULT
     seen = Counter((r.resource_type, r.resource_name) for r in request.resources)
@@ -279,10 +350,7 @@ async def _alter(ctx: RequestContext, request: Struct, incremental: bool) -> lis
             elif r.resource_type == BROKER:
                 if r.resource_name != "":
                     broker_id_of(ctx.broker.config, r.resource_name)
-                if r.configs:
-                    raise TopicError(ErrorCode.INVALID_REQUEST,
-                                     "Cannot update these configs dynamically: "
-                                     + ", ".join(sorted(c.name for c in r.configs)))
+                await _alter_broker(ctx.broker, r, incremental, request.validate_only)
             else:
                 raise TopicError(ErrorCode.INVALID_REQUEST,
                                  f"Unknown resource type {r.resource_type}")

@@ -580,3 +580,66 @@ def test_a_request_before_authentication_closes_the_connection(cluster: Cluster)
         w.send_frame(w.request_bytes(3, 9, api(3).request.new(topics=[]))[1])
         assert w.is_closed_by_peer(wait=10)
     assert "unexpected MetadataRequest request during SASL authentication" in b.log_text()
+
+
+def _served_cn(port: int, ca: str) -> str:
+    ctx = ssl.create_default_context(cafile=ca)
+    with socket.create_connection((HOST, port), timeout=10) as raw:
+        with ctx.wrap_socket(raw, server_hostname=HOST) as s:
+            subject = dict(rdn[0] for rdn in s.getpeercert()["subject"])
+    return subject["commonName"]
+
+
+def test_certificate_rotation_without_restart(cluster: Cluster, pki: Pki) -> None:
+    """IncrementalAlterConfigs on BROKER 0 sets its SASL_SSL listener's keystore to a new
+    certificate: new handshakes get it at once, an open connection keeps working, a
+    keystore OpenSSL cannot load is INVALID_CONFIG, DescribeConfigs names the key
+    DYNAMIC_BROKER_CONFIG, and a restart keeps it (read from /config/brokers/0)."""
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry,
+                                       ConfigResource, ConfigSource, ResourceType)
+    pki.issue("rotated")
+    b0 = cluster.brokers[0]
+    port = b0.extra_listeners["SASL_SSL"]
+    key = "listener.name.sasl_ssl.ssl.keystore.location"
+    assert _served_cn(port, pki.ca) == "broker"
+    admin = AdminClient(rdkafka_conf(cluster, pki, "SASL_SSL", "admin"))
+
+    def alter(value: str) -> None:
+        res = ConfigResource(ResourceType.BROKER, str(b0.broker_id), incremental_configs=[
+            ConfigEntry(key, value, incremental_operation=AlterConfigOpType.SET)])
+        for f in admin.incremental_alter_configs([res]).values():
+            f.result(30)
+
+    with pytest.raises(KafkaException, match="SSLFactory"):
+        alter(str(pki.dir / "missing.pem"))
+    assert _served_cn(port, pki.ca) == "broker"
+    alter(pki.keystore("rotated"))
+    assert _served_cn(port, pki.ca) == "rotated"
+    admin.list_topics(timeout=10)                    # its connections still work
+    res = ConfigResource(ResourceType.BROKER, str(b0.broker_id))
+    configs = admin.describe_configs([res])[res].result(30)
+    assert configs[key].value == pki.keystore("rotated")
+    assert configs[key].source == ConfigSource.DYNAMIC_BROKER_CONFIG.value
+    assert configs["listener.name.sasl_plaintext.plain.sasl.jaas.config"].is_sensitive
+    assert configs["listener.name.sasl_plaintext.plain.sasl.jaas.config"].value is None
+    cluster.restart(b0)
+    assert _served_cn(port, pki.ca) == "rotated"
+    # back to the static keystore with pybroker configs (kafka-configs.sh's flags)
+    import contextlib
+    import io
+
+    from broker.cli import main as pybroker
+    props = pki.dir / "admin.properties"
+    props.write_text("\n".join(["security.protocol=SASL_SSL", "sasl.mechanism=SCRAM-SHA-512",
+                                "sasl.jaas.config=" + SCRAM_JAAS, "ssl.truststore.type=PEM",
+                                f"ssl.truststore.location={pki.ca}", ""]))
+    common = ["configs", "--bootstrap-server", cluster.bootstrap_on("SASL_SSL"),
+              "--command-config", str(props), "--entity-type", "brokers",
+              "--entity-name", str(b0.broker_id)]
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert pybroker([*common, "--describe"]) == 0
+        assert pybroker([*common, "--alter", "--delete-config", key]) == 0
+    assert f"{key}={pki.keystore('rotated')} sensitive=false" in out.getvalue()
+    assert _served_cn(port, pki.ca) == "broker"

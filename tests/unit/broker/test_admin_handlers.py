@@ -163,6 +163,8 @@ class FakeBroker:
     cluster: FakeCluster
     extra: dict[str, Any] = field(default_factory=dict)
     authorizer: Any = None                   # the ACL tests set one
+    dynamic_configs: dict[str, str] = field(default_factory=dict)     # /config/brokers/<id>
+    listener_security: dict[str, Any] = field(default_factory=dict)   # no TLS listener
 
 
 def make_broker(brokers: tuple[int, ...] = (1,), elect: bool = True, **props: str) -> FakeBroker:
