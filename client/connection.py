@@ -21,8 +21,11 @@ Theory of operation:
    kept in ``api_versions``. With SASL_PLAINTEXT or SASL_SSL, SaslHandshake and
    the SaslAuthenticate rounds follow (``client.sasl_client``) before ``open``
    returns; the broker's session lifetime (KIP-368) is kept in
-   ``session_lifetime_ms``. Re-authentication is not done: a connection the
-   broker closes at the end of its session fails like any dropped connection.
+   ``session_lifetime_ms``. Before 85 % of that lifetime has passed, the next
+   request re-authenticates first (KIP-368): new requests wait at a gate, the
+   ones in flight are answered, SaslHandshake + SaslAuthenticate run again on
+   the same connection, then the gate opens (the broker serves nothing else
+   during a re-authentication and closes a connection whose session ended).
 2. ``request`` picks the highest version both sides speak (or the one given),
    assigns the next correlation id and writes the whole frame synchronously
    (so concurrent callers never interleave bytes), then awaits the future
@@ -61,6 +64,8 @@ from protocol.headers import RequestHeader, decode_response, encode_request_head
 from protocol.primitives import DecodeError
 from protocol.schema import Struct
 from protocol.spec import all_apis, api
+
+_SASL_APIS = frozenset({ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE})
 
 __all__ = [
     "KafkaConnection", "DEFAULT_CLIENT_ID", "DEFAULT_TIMEOUT", "our_versions", "common_version",
@@ -102,6 +107,9 @@ class KafkaConnection:
         self.security: ClientSecurity = PLAINTEXT
         self.session_lifetime_ms = 0   # SASL (KIP-368): 0 = no limit, or not SASL
         self.authenticated_at: float | None = None   # loop time SASL completed
+        self._reauth_lock = asyncio.Lock()             # one re-authentication at a time
+        self._open_gate = asyncio.Event()              # cleared while re-authenticating
+        self._open_gate.set()
         self._reader = reader
         self._writer = writer
         self._frames = FrameBuffer(max_frame_size)
@@ -226,6 +234,11 @@ class KafkaConnection:
         before it, ApiVersions v0). ``expect_response=False`` is for Produce
         with acks=0: the frame is written and flushed and None is returned.
         ``timeout`` (seconds) defaults to the connection's."""
+        if api_key not in _SASL_APIS:
+            if self._reauth_due():
+                await self._reauthenticate()
+            elif not self._open_gate.is_set():
+                await self._open_gate.wait()
         if version is None:
             version = self.version_for(api_key) if self.api_versions else 0
         fut = self._send(api_key, version, body, expect_response)
@@ -233,6 +246,31 @@ class KafkaConnection:
         if fut is None:
             return None
         return await self._wait(fut, timeout)
+
+    def _reauth_due(self) -> bool:
+        """KIP-368: re-authenticate once 85 % of the session lifetime has passed."""
+        if not self.session_lifetime_ms or self.authenticated_at is None:
+            return False
+        elapsed = asyncio.get_running_loop().time() - self.authenticated_at
+        return elapsed >= 0.85 * self.session_lifetime_ms / 1000
+
+    async def _reauthenticate(self) -> None:
+        """Hold new requests, let those in flight finish, authenticate again."""
+        async with self._reauth_lock:
+            if not self._reauth_due():            # another caller just did it
+                return
+            self._open_gate.clear()
+            try:
+                in_flight = [f for f, _, _ in self._pending.values()]
+                if in_flight:
+                    await asyncio.wait(in_flight, timeout=self.timeout)
+                sec = self.security
+                assert sec.sasl_username is not None and sec.sasl_password is not None
+                self.session_lifetime_ms = await authenticate(
+                    self, sec.sasl_mechanism, sec.sasl_username, sec.sasl_password)
+                self.authenticated_at = asyncio.get_running_loop().time()
+            finally:
+                self._open_gate.set()
 
     async def request_with_header(self, header: RequestHeader, body: Struct, *,
                                   expect_response: bool = True,

@@ -451,9 +451,10 @@ def test_java_client_over_sasl_ssl_scram(cluster: Cluster, pki: Pki, tmp_path: P
 def test_librdkafka_reauthenticates_and_a_client_that_does_not_is_closed(
         cluster: Cluster, pki: Pki) -> None:
     """KIP-368 on the REAUTH listener (sessions of 2 s): librdkafka re-authenticates
-    on its connections and produces for 7 s without a broken connection; a client
-    (our client does not re-authenticate) has its connection closed once its
-    session is over."""
+    on its connections and produces for 7 s without a broken connection, so does
+    our client (6 s on one connection, requests in flight when a session ends); a
+    client that does not re-authenticate has its connection closed once its session
+    is over."""
     from confluent_kafka import Producer
     admin_create_topic(cluster, pki, "reauth-topic", partitions=1)
     conf = rdkafka_conf(cluster, pki, "REAUTH", "admin", mechanism="PLAIN")
@@ -471,25 +472,38 @@ def test_librdkafka_reauthenticates_and_a_client_that_does_not_is_closed(
     assert "SASL session expired" not in logs
 
     from client.connection import KafkaConnection
-    from client.errors import KafkaConnectionError
     from client.security import ClientSecurity
     from protocol.api_keys import ApiKey
+    from protocol.sasl_plain import plain_token
     from protocol.spec import api
     security = ClientSecurity(protocol="SASL_PLAINTEXT", sasl_mechanism="PLAIN",
                               sasl_username="admin", sasl_password="admin-secret")
     port = cluster.brokers[0].extra_listeners["REAUTH"]
+    body = api(ApiKey.METADATA).request.new(topics=[], allow_auto_topic_creation=False)
 
-    async def go() -> None:       # our client does not re-authenticate
+    async def ours() -> int:      # our client re-authenticates too: one connection throughout
         conn = await KafkaConnection.open(HOST, port, security=security)
         assert conn.session_lifetime_ms == 2000
-        body = api(ApiKey.METADATA).request.new(topics=[], allow_auto_topic_creation=False)
-        await conn.request(ApiKey.METADATA, body, 9)
-        await asyncio.sleep(2.5)
-        with pytest.raises(KafkaConnectionError):
-            await conn.request(ApiKey.METADATA, body, 9)
+        first = conn.authenticated_at
+        for _ in range(12):
+            await asyncio.gather(*(conn.request(ApiKey.METADATA, body, 9) for _ in range(3)))
+            await asyncio.sleep(0.5)
+        assert not conn.closed and conn.authenticated_at != first
         await conn.close()
+        return 0
 
-    asyncio.run(go())
+    asyncio.run(ours())
+    assert "SASL session expired" not in "".join(b.log_text() for b in cluster.brokers)
+    # a client that does not re-authenticate: PLAIN by hand, then a request too late
+    with WireClient(port) as w:
+        assert w.request(ApiKey.SASL_HANDSHAKE, 1, mechanism="PLAIN").error_code == 0
+        done = w.request(ApiKey.SASL_AUTHENTICATE, 1,
+                         auth_bytes=plain_token("admin", "admin-secret"))
+        assert done.error_code == 0 and done.session_lifetime_ms == 2000
+        assert w.request(ApiKey.METADATA, 9, body).brokers
+        time.sleep(2.5)
+        w.send_frame(w.request_bytes(ApiKey.METADATA, 9, body)[1])
+        assert w.is_closed_by_peer(wait=10)
     deadline = time.monotonic() + 10
     while "SASL session expired" not in "".join(b.log_text() for b in cluster.brokers):
         assert time.monotonic() < deadline, "the expired session was not closed"
