@@ -233,26 +233,44 @@ def test_kafka_python_scram_and_plain(cluster: Cluster, pki: Pki) -> None:
                 break
         consumer.close()
         assert {b"kp-%d-%d" % (i, j) for j in range(10)} <= got
+        admin = kafka.KafkaAdminClient(**s, **auth)
+        try:
+            assert "kp-topic" in admin.list_topics()
+            assert len(admin.describe_cluster()["brokers"]) == 3
+        finally:
+            admin.close()
 
 
-def test_aiokafka_scram_sha_256_over_sasl_ssl(cluster: Cluster, pki: Pki) -> None:
+@pytest.mark.parametrize("listener,mechanism", [("SASL_SSL", "SCRAM-SHA-256"),
+                                                ("SASL_PLAINTEXT", "PLAIN")])
+def test_aiokafka(cluster: Cluster, pki: Pki, listener: str, mechanism: str) -> None:
     aiokafka = pytest.importorskip("aiokafka")
-    admin_create_topic(cluster, pki, "aio-topic")
+    topic = f"aio-{listener.lower()}"
+    admin_create_topic(cluster, pki, topic)
 
     async def go() -> list[bytes]:
+        from aiokafka.admin import AIOKafkaAdminClient
         from aiokafka.helpers import create_ssl_context
-        common = dict(bootstrap_servers=cluster.bootstrap_on("SASL_SSL"),
-                      security_protocol="SASL_SSL", sasl_mechanism="SCRAM-SHA-256",
-                      sasl_plain_username="admin", sasl_plain_password="admin-secret",
-                      ssl_context=create_ssl_context(cafile=pki.ca))
+        common: dict[str, Any] = dict(
+            bootstrap_servers=cluster.bootstrap_on(listener), security_protocol=listener,
+            sasl_mechanism=mechanism, sasl_plain_username="admin",
+            sasl_plain_password="admin-secret")
+        if listener == "SASL_SSL":
+            common["ssl_context"] = create_ssl_context(cafile=pki.ca)
+        admin = AIOKafkaAdminClient(**common)
+        await admin.start()
+        try:
+            assert topic in await admin.list_topics()
+        finally:
+            await admin.close()
         producer = aiokafka.AIOKafkaProducer(acks="all", **common)
         await producer.start()
         try:
             for i in range(10):
-                await producer.send_and_wait("aio-topic", b"aio-%d" % i)
+                await producer.send_and_wait(topic, b"aio-%d" % i)
         finally:
             await producer.stop()
-        consumer = aiokafka.AIOKafkaConsumer("aio-topic", group_id="aio-group",
+        consumer = aiokafka.AIOKafkaConsumer(topic, group_id=f"{topic}-group",
                                              auto_offset_reset="earliest", **common)
         await consumer.start()
         got: list[bytes] = []
@@ -425,7 +443,8 @@ def test_bad_handshakes_close_only_their_connection(cluster: Cluster, pki: Pki) 
         time.sleep(0.2)
 
 
-def test_java_client_over_sasl_ssl_scram(cluster: Cluster, pki: Pki, tmp_path: Path) -> None:
+@pytest.mark.parametrize("listener", ["SASL_SSL", "SASL_PLAINTEXT"])
+def test_java_client(cluster: Cluster, pki: Pki, tmp_path: Path, listener: str) -> None:
     from tests.integration.clients.test_java_client import JAR_DIR, JARS, REPO
     if shutil.which("java") is None:
         pytest.skip("no java on PATH (JDK 17 needed)")
@@ -434,14 +453,16 @@ def test_java_client_over_sasl_ssl_scram(cluster: Cluster, pki: Pki, tmp_path: P
                              capture_output=True, text=True, timeout=900)
         assert res.returncode == 0, f"install_java_client failed:\n{res.stdout}\n{res.stderr}"
     props = tmp_path / "client.properties"
-    props.write_text("\n".join([
-        f"bootstrap.servers={cluster.bootstrap_on('SASL_SSL')}",
-        "security.protocol=SASL_SSL", "sasl.mechanism=SCRAM-SHA-512",
-        "sasl.jaas.config=" + SCRAM_JAAS,
-        "ssl.truststore.type=PEM", f"ssl.truststore.location={pki.ca}", ""]))
+    if listener == "SASL_SSL":
+        security = ["sasl.mechanism=SCRAM-SHA-512", "sasl.jaas.config=" + SCRAM_JAAS,
+                    "ssl.truststore.type=PEM", f"ssl.truststore.location={pki.ca}"]
+    else:
+        security = ["sasl.mechanism=PLAIN", "sasl.jaas.config=" + PLAIN_JAAS]
+    props.write_text("\n".join([f"bootstrap.servers={cluster.bootstrap_on(listener)}",
+                                 f"security.protocol={listener}", *security, ""]))
     res = subprocess.run(["java", "-cp", ":".join(str(JAR_DIR / f"{j}.jar") for j in JARS),
                           str(Path(__file__).with_name("JavaSecureClient.java")), str(props),
-                          "java-secure", "java-secure-group"],
+                          f"java-{listener.lower()}", f"java-{listener.lower()}-group"],
                          capture_output=True, text=True, timeout=240, cwd=REPO)
     assert res.returncode == 0, (f"java exited {res.returncode}\nstdout:\n{res.stdout[-3000:]}"
                                  f"\nstderr:\n{res.stderr[-5000:]}")
@@ -510,21 +531,37 @@ def test_librdkafka_reauthenticates_and_a_client_that_does_not_is_closed(
         time.sleep(0.2)
 
 
-def test_kcat_over_sasl_ssl_scram(cluster: Cluster, pki: Pki) -> None:
+@pytest.mark.parametrize("listener,mechanism", [("SASL_SSL", "SCRAM-SHA-512"),
+                                                ("SASL_PLAINTEXT", "PLAIN")])
+def test_kcat(cluster: Cluster, pki: Pki, listener: str, mechanism: str) -> None:
+    """kcat (librdkafka 2.0.2): metadata (-L), produce, and consume in a balanced
+    consumer group (-G)."""
     kcat = shutil.which("kcat") or shutil.which("kafkacat")
     if kcat is None:
         pytest.skip("kcat not installed (make test installs it with apt-get where it can)")
-    admin_create_topic(cluster, pki, "kcat-secure", partitions=1)
-    auth = ["-b", cluster.bootstrap_on("SASL_SSL"), "-X", "security.protocol=SASL_SSL",
-            "-X", "sasl.mechanisms=SCRAM-SHA-512", "-X", "sasl.username=admin",
-            "-X", "sasl.password=admin-secret", "-X", f"ssl.ca.location={pki.ca}"]
-    done = subprocess.run([kcat, *auth, "-P", "-t", "kcat-secure"], input="one\ntwo\nthree\n",
-                          capture_output=True, text=True, timeout=60)
-    assert done.returncode == 0, done.stderr
-    done = subprocess.run([kcat, *auth, "-C", "-t", "kcat-secure", "-o", "beginning", "-e",
-                           "-c", "3"], capture_output=True, text=True, timeout=60)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == ["one", "two", "three"]
+    topic = f"kcat-{listener.lower()}"
+    admin_create_topic(cluster, pki, topic, partitions=1)
+    auth = ["-b", cluster.bootstrap_on(listener), "-X", f"security.protocol={listener}",
+            "-X", f"sasl.mechanisms={mechanism}", "-X", "sasl.username=admin",
+            "-X", "sasl.password=admin-secret"]
+    if listener == "SASL_SSL":
+        auth += ["-X", f"ssl.ca.location={pki.ca}"]
+
+    def run(*args: str, stdin: str | None = None) -> str:
+        done = subprocess.run([kcat, *auth, *args], input=stdin, capture_output=True,
+                              text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    assert f'topic "{topic}"' in run("-L")
+    run("-P", "-t", topic, stdin="one\ntwo\nthree\n")
+    assert run("-C", "-t", topic, "-o", "beginning", "-e", "-c", "3").split() == \
+        ["one", "two", "three"]
+    got = subprocess.run([kcat, *auth, "-X", "auto.offset.reset=earliest", "-G",
+                          f"{topic}-group", topic, "-c", "3"],
+                         capture_output=True, text=True, timeout=60)
+    assert got.returncode == 0, got.stderr
+    assert got.stdout.split() == ["one", "two", "three"]
 
 
 def test_tools_over_sasl_ssl_with_command_config(cluster: Cluster, pki: Pki,
