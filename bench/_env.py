@@ -1,6 +1,8 @@
 """Shared by the broker benchmarks: a ZooKeeper and one broker process, started
 with the integration-test harness (tests/integration/cluster.py) under a temp
-dir and stopped by pid on exit; or an existing broker given with --bootstrap."""
+dir and stopped by pid on exit; or an existing broker given with --bootstrap.
+And the topic chores the confluent-kafka benchmarks share (create_topic,
+delete_topic, stored_records)."""
 
 from __future__ import annotations
 
@@ -8,7 +10,10 @@ import contextlib
 import os
 import sys
 import tempfile
+import time
+import uuid
 from collections.abc import Iterator
+from typing import Any
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -73,3 +78,49 @@ class Figures:
             ok = value >= target if op == ">=" else value <= target
             verdict = f"  [target {op} {target:g} {unit}: {'met' if ok else 'NOT met'}]"
         print(f"{name:<{self.width}} {value:12.3f} {unit}{verdict} {extra}", flush=True)
+
+
+# -- topics, through confluent-kafka's admin client -------------------------------------------
+
+def create_topic(bootstrap: str, partitions: int = 1, prefix: str = "bench") -> str:
+    """A fresh topic (replication factor 1) named ``<prefix>-<random>``."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+    topic = f"{prefix}-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": bootstrap})  # kept alive until the result
+    admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(30)
+    time.sleep(0.5)  # leadership through the controller
+    return topic
+
+
+def delete_topic(bootstrap: str, topic: str) -> None:
+    from confluent_kafka.admin import AdminClient
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.delete_topics([topic])[topic].result(30)
+
+
+def drain(consumer: Any, count: int, limit_s: float = 120.0) -> None:
+    """Consume exactly ``count`` records with an assigned confluent-kafka consumer
+    (never asking for more than is left: consume() would wait for them), failing
+    on any error but end-of-partition or after ``limit_s``."""
+    from confluent_kafka import KafkaError
+    seen, deadline = 0, time.perf_counter() + limit_s
+    while seen < count:
+        for m in consumer.consume(min(10000, count - seen), 1.0):
+            if m.error():
+                if m.error().code() != KafkaError._PARTITION_EOF:
+                    raise RuntimeError(f"consume: {m.error()}")
+                continue
+            seen += 1
+        if time.perf_counter() > deadline:
+            raise RuntimeError(f"consume: {seen} of {count} in {limit_s:g} s")
+
+
+def stored_records(bootstrap: str, topic: str, partitions: int) -> int:
+    """Sum of the partitions' high watermarks, read_uncommitted (markers included)."""
+    from confluent_kafka import Consumer, TopicPartition
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-unused"})
+    try:
+        return sum(c.get_watermark_offsets(TopicPartition(topic, p), timeout=30)[1]
+                   for p in range(partitions))
+    finally:
+        c.close()

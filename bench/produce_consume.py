@@ -31,29 +31,19 @@ import argparse
 import json
 import statistics
 import time
-import uuid
 from typing import Any
 
-from _env import command_line, one_broker  # type: ignore[import-not-found]
+from _env import (command_line, create_topic, delete_topic, drain,  # type: ignore[import-not-found]  # noqa: E501
+                  one_broker)
 
-from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka import Consumer, Producer, TopicPartition
 
 RECORD = 1024
 MB = 1_000_000
 
 
-def create_topic(bootstrap: str) -> str:
-    topic = f"bench-{uuid.uuid4().hex[:8]}"
-    admin = AdminClient({"bootstrap.servers": bootstrap})  # keep it alive until the result
-    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
-    time.sleep(0.5)  # leadership through the controller
-    return topic
 
 
-def delete_topic(bootstrap: str, topic: str) -> None:
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    admin.delete_topics([topic])[topic].result(30)
 
 
 def produce(bootstrap: str, topic: str, n: int) -> float:
@@ -90,18 +80,7 @@ def consume(bootstrap: str, topic: str, n: int) -> float:
     try:
         start = time.perf_counter()
         c.assign([TopicPartition(topic, 0, 0)])
-        seen = 0
-        deadline = start + 120
-        while seen < n:
-            msgs = c.consume(10000, 1.0)
-            for m in msgs:
-                if m.error():
-                    if m.error().code() != KafkaError._PARTITION_EOF:
-                        raise RuntimeError(f"consume: {m.error()}")
-                    continue
-                seen += 1
-            if time.perf_counter() > deadline:
-                raise RuntimeError(f"consume: {seen} of {n} in 120 s")
+        drain(c, n)
         return n * RECORD / (time.perf_counter() - start) / MB
     finally:
         c.close()

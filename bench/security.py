@@ -61,19 +61,19 @@ import statistics
 import sys
 import tempfile
 import time
-import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from _env import Figures, command_line, one_broker  # type: ignore[import-not-found]
+from _env import (Figures, command_line, create_topic, delete_topic,  # type: ignore[import-not-found]  # noqa: E501
+                  drain, one_broker, stored_records)
 
 from client.connection import KafkaConnection
 from client.security import ClientSecurity
 from tests.integration.security.certs import make_pki
 
-from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
-from confluent_kafka.admin import (AdminClient, NewTopic, ScramCredentialInfo, ScramMechanism,
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import (AdminClient, ScramCredentialInfo, ScramMechanism,
                                    UserScramCredentialUpsertion)
 
 MB = 1_000_000
@@ -149,26 +149,10 @@ def upsert_scram_user(bootstrap: str, user: str, password: str) -> None:
 # -- 1. throughput -------------------------------------------------------------------------
 
 
-def create_topic(bootstrap: str, partitions: int) -> str:
-    topic = f"bench-sec-{uuid.uuid4().hex[:8]}"
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(30)
-    time.sleep(0.5)  # leadership through the controller
-    return topic
 
 
-def delete_topic(bootstrap: str, topic: str) -> None:
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    admin.delete_topics([topic])[topic].result(30)
 
 
-def stored_records(bootstrap: str, topic: str, partitions: int) -> int:
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-unused"})
-    try:
-        return sum(c.get_watermark_offsets(TopicPartition(topic, p), timeout=30)[1]
-                   for p in range(partitions))
-    finally:
-        c.close()
 
 
 def produce(conf: dict[str, Any], topic: str, n: int, size: int) -> float:
@@ -213,16 +197,7 @@ def consume(conf: dict[str, Any], topic: str, partitions: int, n: int, size: int
         c.list_topics(topic, timeout=30)   # connection and handshakes, not timed
         start = time.perf_counter()
         c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
-        seen, deadline = 0, start + 120
-        while seen < n + 1:     # never ask for more than is left: consume() would wait
-            for m in c.consume(min(10000, n + 1 - seen), 1.0):
-                if m.error():
-                    if m.error().code() != KafkaError._PARTITION_EOF:
-                        raise RuntimeError(f"consume: {m.error()}")
-                    continue
-                seen += 1
-            if time.perf_counter() > deadline:
-                raise RuntimeError(f"consume: {seen} of {n + 1} in 120 s")
+        drain(c, n + 1)          # the records and the warm-up one
         return n * size / (time.perf_counter() - start) / MB
     finally:
         c.close()
@@ -238,7 +213,7 @@ class Throughput:
 
 def throughput(ep: Endpoints, mode: str, args: argparse.Namespace) -> Throughput:
     plain = ep.bootstrap["PLAINTEXT"]
-    topic = create_topic(plain, args.partitions)
+    topic = create_topic(plain, args.partitions, "bench-sec")
     payload = args.records * args.size / MB / 100       # in 100 MB
     cpu0 = ep.broker_cpu()
     prod = produce(ep.rdkafka(mode), topic, args.records, args.size)

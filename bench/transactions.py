@@ -36,10 +36,10 @@ import time
 import uuid
 from typing import Any
 
-from _env import Figures, command_line, one_broker  # type: ignore[import-not-found]
+from _env import (Figures, command_line, create_topic, delete_topic,  # type: ignore[import-not-found]  # noqa: E501
+                  one_broker, stored_records)
 
-from confluent_kafka import Consumer, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka import Producer
 
 MB = 1_000_000
 INTERNAL_RF1 = {"transaction.state.log.replication.factor": "1",
@@ -47,27 +47,10 @@ INTERNAL_RF1 = {"transaction.state.log.replication.factor": "1",
                 "offsets.topic.replication.factor": "1"}
 
 
-def create_topic(bootstrap: str, partitions: int) -> str:
-    topic = f"bench-txn-{uuid.uuid4().hex[:8]}"
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(30)
-    time.sleep(0.5)  # leadership through the controller
-    return topic
 
 
-def delete_topic(bootstrap: str, topic: str) -> None:
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    admin.delete_topics([topic])[topic].result(30)
 
 
-def stored_records(bootstrap: str, topic: str, partitions: int) -> int:
-    """Sum of the partitions' high watermarks, read_uncommitted (markers included)."""
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-unused"})
-    try:
-        return sum(c.get_watermark_offsets(TopicPartition(topic, p), timeout=30)[1]
-                   for p in range(partitions))
-    finally:
-        c.close()
 
 
 def _config(bootstrap: str) -> dict[str, Any]:
@@ -158,7 +141,7 @@ def main() -> None:
         for i in range(args.runs):
             order = ("plain", "txn") if i % 2 == 0 else ("txn", "plain")
             for mode in order:
-                topic = create_topic(bootstrap, args.partitions)
+                topic = create_topic(bootstrap, args.partitions, "bench-txn")
                 if mode == "plain":
                     plains.append(plain(bootstrap, topic, args.records, args.size))
                 else:

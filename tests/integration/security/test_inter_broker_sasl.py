@@ -8,14 +8,13 @@ allow.everyone.if.no.acl.found=true for its anonymous probe)."""
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Iterator
 
 import pytest
 
-from protocol.scram import format_credential, make_credential
 from tests.integration.cluster import Cluster, WireClient
+from tests.integration.security.scram_users import store_scram_credentials
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -35,16 +34,7 @@ def cluster(zookeeper: str, tmp_path_factory: pytest.TempPathFactory) -> Iterato
                     "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
                     "allow.everyone.if.no.acl.found": "true",
                     "super.users": "User:broker"})
-    from kazoo.client import KazooClient
-    zk = KazooClient(hosts=c.zk_connect, timeout=10)
-    zk.start(timeout=10)
-    try:
-        zk.create("/config/users/broker", json.dumps({"version": 1, "config": {
-            "SCRAM-SHA-256": format_credential(make_credential("SCRAM-SHA-256", "broker-secret"))
-        }}).encode(), makepath=True)
-    finally:
-        zk.stop()
-        zk.close()
+    store_scram_credentials(c.zk_connect, {"broker": "broker-secret"}, ["SCRAM-SHA-256"])
     c.start(timeout=60)
     try:
         yield c

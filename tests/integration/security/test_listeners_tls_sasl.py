@@ -35,9 +35,9 @@ from typing import Any
 
 import pytest
 
-from protocol.scram import format_credential, make_credential
 from tests.integration.cluster import HOST, Cluster, WireClient
 from tests.integration.security.certs import Pki, make_pki
+from tests.integration.security.scram_users import store_scram_credentials
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -76,25 +76,6 @@ def overrides(pki: Pki) -> dict[str, str]:
     }
 
 
-def store_scram_credentials(zk_connect: str) -> None:
-    """Users' SCRAM credentials in /config/users/<user>, Kafka's znode format
-    (what kafka-configs.sh --zookeeper writes before brokers start)."""
-    import json
-
-    from kazoo.client import KazooClient
-    zk = KazooClient(hosts=zk_connect, timeout=10)
-    zk.start(timeout=10)
-    try:
-        for user, password in PASSWORDS.items():
-            config = {m: format_credential(make_credential(m, password))
-                      for m in ("SCRAM-SHA-256", "SCRAM-SHA-512")}
-            zk.create(f"/config/users/{user}", json.dumps(
-                {"version": 1, "config": config}).encode(), makepath=True)
-    finally:
-        zk.stop()
-        zk.close()
-
-
 @pytest.fixture(scope="module")
 def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
     return make_pki(tmp_path_factory.mktemp("pki"))
@@ -106,7 +87,7 @@ def cluster(zookeeper: str, pki: Pki, tmp_path_factory: pytest.TempPathFactory
     c = Cluster(zookeeper, tmp_path_factory.mktemp("secure"), size=3,
                 listeners=("INTERNAL", "SASL_SSL", "SASL_PLAINTEXT", "REAUTH"),
                 overrides=overrides(pki))
-    store_scram_credentials(c.zk_connect)
+    store_scram_credentials(c.zk_connect, PASSWORDS)
     c.start(timeout=60)
     try:
         yield c

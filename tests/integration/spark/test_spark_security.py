@@ -7,15 +7,14 @@ authentication error."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from protocol.scram import format_credential, make_credential
 from tests.integration.cluster import Cluster
 from tests.integration.security.certs import Pki, make_pki
+from tests.integration.security.scram_users import store_scram_credentials
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -39,16 +38,7 @@ def secure(zookeeper: str, pki: Pki, tmp_path_factory: pytest.TempPathFactory
                            "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
                            "allow.everyone.if.no.acl.found": "false",
                            "super.users": "User:spark;User:ANONYMOUS"})
-    from kazoo.client import KazooClient
-    zk = KazooClient(hosts=c.zk_connect, timeout=10)
-    zk.start(timeout=10)
-    try:
-        zk.create("/config/users/spark", json.dumps({"version": 1, "config": {
-            "SCRAM-SHA-512": format_credential(make_credential("SCRAM-SHA-512", "spark-secret"))
-        }}).encode(), makepath=True)
-    finally:
-        zk.stop()
-        zk.close()
+    store_scram_credentials(c.zk_connect, {"spark": "spark-secret"}, ["SCRAM-SHA-512"])
     c.start()
     try:
         yield c
