@@ -9,7 +9,9 @@ Start-up, in order (as Kafka's KafkaServer.startup):
    clean shutdown) and the topic configs they need;
 4. build the metadata cache, replica manager and producer-id allocator;
 5. open the listeners, then register in /brokers/ids (clients and the
-   controller can reach us as soon as we are visible);
+   controller can reach us as soon as we are visible); after a kill -9 this
+   waits until ZooKeeper expires the dead session's registration, and a stop
+   signal meanwhile ends start-up there (StartupStopped);
 6. start the controller (it campaigns for /controller) and the periodic work.
 
 Shutdown reverses it after a controlled shutdown (the controller moves our
@@ -58,6 +60,11 @@ FLUSH_CHECK_INTERVAL_S = 1.0          # log.flush.scheduler.interval.ms (Kafka: 
 PRODUCER_EXPIRY_CHECK_INTERVAL_S = 600.0  # producer.id.expiration.check.interval.ms
 CONTROLLED_SHUTDOWN_RETRIES = 3       # controlled.shutdown.max.retries
 SHUTDOWN_STEP_TIMEOUT_S = 15.0        # per component, see Broker._shutdown_step
+
+
+class StartupStopped(Exception):
+    """A stop signal came before start-up registered the broker in ZooKeeper (it
+    was waiting for a dead session's registration to expire): shut down."""
 
 
 class Broker:
@@ -117,7 +124,10 @@ class Broker:
 
     # -- start-up ------------------------------------------------------------------------
 
-    async def start(self) -> None:
+    async def start(self, stop: asyncio.Event | None = None) -> None:
+        """Start everything (the module docstring's steps). ``stop`` is the
+        process's stop signal: set before we are registered, start-up ends with
+        StartupStopped and the caller shuts down what did start."""
         from broker.dispatch import load_handlers
         load_handlers()
         await self.cluster.connect()
@@ -147,6 +157,10 @@ class Broker:
                 metadata_controller(self.metadata)),
             replica_lag_time_max_ms=self.config.replica_lag_time_max_ms)
         self.producer_ids = ProducerIdManager(self.broker_id, self.cluster)
+        # the leader fence follows our ZooKeeper connection and session
+        self.replicas.fence.quiet_ms = max(1000, self.config.zookeeper_session_timeout_ms // 6)
+        self.cluster.add_connection_listener(self._on_zk_connection)
+        self.cluster.add_session_listener(self._on_zk_session)
         self.group_coordinator = coordinator.build(self)
         self.group_coordinator.start()
         self.transaction_coordinator = transaction.build(self)
@@ -160,10 +174,7 @@ class Broker:
         self.advertised = [
             Endpoint(a.name, a.host, bound.get(a.name, a.port) if a.port == 0 else a.port)
             for a in self.advertised]
-        await self.cluster.register_broker(
-            self.broker_id, [ZkEndpoint(e.name, e.host, e.port, protocol_of(self.config, e.name))
-                             for e in self.advertised],
-            self.config.broker_rack)
+        await self._register(stop)
         self._cancel_watches.append(self.cluster.watch_config_changes(self._on_topic_config))
         self.controller = Controller(
             self.broker_id, self.cluster, self.controller_pool,
@@ -189,6 +200,50 @@ class Broker:
         if self.config.log_cleaner_enable:
             self._tasks.append(asyncio.create_task(self._run_cleaner(), name="log-cleaner"))
         log.info("[KafkaServer id=%d] started (cluster %s)", self.broker_id, self.cluster_id)
+
+    def _on_zk_connection(self, what: str) -> None:
+        """ZooKeeper connection lost / back within the session: the leader fence
+        (broker/replication/leader_fence.py) goes up / down."""
+        if self.replicas is None:
+            return
+        if what == "SUSPENDED":
+            self.replicas.fence.connection_lost()
+        else:
+            self.replicas.fence.connection_back()
+
+    def _on_zk_session(self, what: str) -> None:
+        """Session expired: the partitions we led wait for the controller's word;
+        registered again on a new session: the broker-wide fence drops."""
+        if self.replicas is None:
+            return
+        if what == "LOST":
+            self.replicas.fence.session_expired(p.tp for p in self.replicas.leader_partitions())
+        else:
+            self.replicas.fence.connection_back()
+
+    async def _register(self, stop: asyncio.Event | None) -> None:
+        """Register in /brokers/ids. Right after a kill -9 our dead session still
+        holds the znode and ClusterStore.register_broker waits, up to the
+        session timeout, for ZooKeeper to expire it; ``stop`` set meanwhile
+        cancels that wait (StartupStopped). A different live broker with our id
+        makes it raise NodeExistsError."""
+        registering = asyncio.ensure_future(self.cluster.register_broker(
+            self.broker_id, [ZkEndpoint(e.name, e.host, e.port, protocol_of(self.config, e.name))
+                             for e in self.advertised],
+            self.config.broker_rack))
+        if stop is None:
+            await registering
+            return
+        stopping = asyncio.ensure_future(stop.wait())
+        try:
+            await asyncio.wait((registering, stopping), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stopping.cancel()
+            stopped = registering.cancel()     # False once registered (or failed)
+        if stopped:
+            await asyncio.wait((registering,))  # let it unwind (its watch cancelled)
+            raise StartupStopped("stopped before registering in ZooKeeper")
+        registering.result()
 
     async def _load_dynamic_configs(self) -> None:
         """Apply this broker's stored dynamic configs before the listeners open; a

@@ -2,7 +2,11 @@
 
 uvloop is chosen here, where the loop is made, and nowhere else. SIGTERM and
 SIGINT trigger one clean shutdown (controlled shutdown, flush, checkpoints,
-clean-shutdown marker); a second signal during shutdown exits at once.
+clean-shutdown marker); a second signal during shutdown exits at once. A
+signal while start-up still waits to register in ZooKeeper (after a kill -9,
+for the dead session's registration to expire) ends the wait and shuts down
+what did start; so does finding the broker id held by another live broker,
+which exits with 1.
 """
 
 from __future__ import annotations
@@ -55,7 +59,8 @@ def _freeze_startup_objects() -> None:
 
 
 async def _serve(config: BrokerConfig) -> int:
-    from broker.broker import Broker
+    from broker.broker import Broker, StartupStopped
+    from controller import NodeExistsError
 
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
@@ -73,7 +78,16 @@ async def _serve(config: BrokerConfig) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, on_signal, sig)
     broker = Broker(config)
-    await broker.start()
+    try:
+        await broker.start(stop)
+    except StartupStopped as e:
+        log.info("%s; shutting down", e)
+        await broker.shutdown()
+        return 0
+    except NodeExistsError as e:   # our broker id is held by another live broker
+        log.error("%s", e)
+        await broker.shutdown()
+        return 1
     _freeze_startup_objects()
     try:
         await stop.wait()

@@ -18,6 +18,7 @@ and ControllerMovedError is raised.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import uuid
 from typing import Any, Callable, Iterable, Sequence
@@ -29,9 +30,15 @@ from controller.zk_partitions import TopicPartition as TopicPartition  # re-expo
 from controller.errors import (BadVersionError, ControllerMovedError, NodeExistsError,
                                NoNodeError, TopicAlreadyExists, TopicNotFound, ZkError)
 from controller.kazoo_zk import KazooZk
-from controller.zkclient import CONNECTED, LOST, CreateOp, SetOp, Stat, ZkClient
+from controller.zkclient import CONNECTED, LOST, SUSPENDED, CreateOp, SetOp, Stat, ZkClient
 
 log = logging.getLogger("pybroker.zk")
+
+# A broker restarted after kill -9 waits for its dead session's /brokers/ids/<id>
+# (ClusterStore.register_broker). ZooKeeper expires a session on a tick boundary, up
+# to one tickTime (2 s by default) after its timeout: the margin covers that.
+STALE_REGISTRATION_MARGIN_S = 3.0
+STALE_REGISTRATION_RECHECK_S = 1.0   # re-read the znode this often, watch event or not
 
 
 # --- the async store --------------------------------------------------------------------
@@ -48,6 +55,7 @@ class ClusterStore(FencedPartitionAccess, GenericZnodeAccess):
                  client: ZkClient | None = None) -> None:
         self.connect_string = connect
         self._timeout = (connection_timeout_ms or session_timeout_ms) / 1000.0
+        self.session_timeout_s = session_timeout_ms / 1000.0
         self.zk: ZkClient = client or KazooZk(connect, session_timeout_ms)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._closed = False
@@ -56,6 +64,7 @@ class ClusterStore(FencedPartitionAccess, GenericZnodeAccess):
         # the czxid of our /brokers/ids/<id>; changes when a new session re-registers
         self.broker_epoch = -1
         self._session_listeners: list[Callable[[str], None]] = []
+        self._connection_listeners: list[Callable[[str], None]] = []
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -90,6 +99,12 @@ class ClusterStore(FencedPartitionAccess, GenericZnodeAccess):
         up and this broker is registered again. Runs on the event loop."""
         self._session_listeners.append(fn)
 
+    def add_connection_listener(self, fn: Callable[[str], None]) -> None:
+        """fn("SUSPENDED") when the connection to ZooKeeper is lost (the session may
+        still live), fn("RECONNECTED") when it is back within the same session.
+        Runs on the event loop. (A new session is add_session_listener's RENEWED.)"""
+        self._connection_listeners.append(fn)
+
     def _on_state(self, state: str) -> None:  # client thread
         if state == LOST:
             self._lost = True
@@ -97,6 +112,15 @@ class ClusterStore(FencedPartitionAccess, GenericZnodeAccess):
         elif state == CONNECTED and self._lost:
             self._lost = False
             self._call_in_loop(lambda: asyncio.ensure_future(self._renew_session()))
+        elif state == SUSPENDED:
+            self._call_in_loop(self._notify_connection, "SUSPENDED")
+        elif state == CONNECTED:
+            self._call_in_loop(self._notify_connection, "RECONNECTED")
+
+    def _notify_connection(self, what: str) -> None:
+        log.warning("ZooKeeper connection %s", "lost" if what == "SUSPENDED" else "back")
+        for fn in self._connection_listeners:
+            fn(what)
 
     async def _renew_session(self) -> None:
         if self._registration is not None:
@@ -202,30 +226,97 @@ class ClusterStore(FencedPartitionAccess, GenericZnodeAccess):
 
     async def register_broker(self, broker_id: int,
                               endpoints: Sequence[zd.Endpoint | str],
-                              rack: str | None = None) -> int:
+                              rack: str | None = None, *,
+                              stale_wait_s: float | None = None) -> int:
         """Create the ephemeral /brokers/ids/<id>; -> the broker epoch (its czxid).
 
-        endpoints: Endpoint objects or "NAME://host:port" strings. Raises
-        NodeExistsError if another live session holds the id."""
+        endpoints: Endpoint objects or "NAME://host:port" strings.
+
+        A broker restarted right after a kill -9 finds its dead session's znode
+        still there: ZooKeeper keeps a session's ephemerals until it expires it,
+        a session timeout after its last heartbeat. Apache Kafka gives up here;
+        we wait for it instead:
+          1. create the znode; done when created (or when it is ours already);
+          2. held by another session: log once why and for how long we wait, then
+             wait until it goes (a data watch, re-checked every
+             STALE_REGISTRATION_RECHECK_S) and go back to 1;
+          3. still held after ``stale_wait_s`` (default: our session timeout plus
+             STALE_REGISTRATION_MARGIN_S): a different live broker has this id;
+             raise NodeExistsError.
+        If the dead session held /controller too, that goes at the same moment
+        (ZooKeeper drops a session's ephemerals together); the controller,
+        started after this, campaigns as usual. The wait runs on the event loop
+        (each ZooKeeper call in a worker thread); cancelling the call ends it."""
         eps = tuple(e if isinstance(e, zd.Endpoint) else zd.Endpoint.parse(e) for e in endpoints)
         info = zd.BrokerInfo(broker_id, eps, rack)
-        path = zd.broker_path(broker_id)
-
-        def create() -> int:
-            try:
-                self.zk.create(path, zd.encode_broker(info), ephemeral=True)
-            except NodeExistsError:
-                _, st = self.zk.get(path)
-                if st.ephemeral_owner != self.zk.session_id():
-                    raise NodeExistsError(f"broker id {broker_id} is already registered "
-                                          f"by another session") from None
-            return self.zk.get(path)[1].czxid
-        epoch = int(await self._run(create))
+        path, data = zd.broker_path(broker_id), zd.encode_broker(info)
+        ours = ",".join(e.connection_string() for e in eps)
+        budget = (self.session_timeout_s + STALE_REGISTRATION_MARGIN_S
+                  if stale_wait_s is None else stale_wait_s)
+        loop = asyncio.get_running_loop()
+        began = loop.time()
+        gone = asyncio.Event()
+        cancel_watch: Callable[[], None] | None = None
+        try:
+            while True:
+                gone.clear()
+                epoch, holder = await self._run(self._create_registration, path, data)
+                if holder is None:
+                    break
+                waited = loop.time() - began
+                if cancel_watch is None:
+                    why = ("most likely this broker's own session from before it died"
+                           if holder[1] == ours else
+                           f"not our endpoints ({ours}): another broker may have this id")
+                    log.warning(
+                        "broker id %d is still registered in ZooKeeper by session 0x%x "
+                        "(endpoints %s), %s; waiting up to %.1f s "
+                        "(zookeeper.session.timeout.ms=%d plus %.1f s) for ZooKeeper to "
+                        "expire it", broker_id, holder[0], holder[1], why, budget,
+                        round(self.session_timeout_s * 1000), budget - self.session_timeout_s)
+                    cancel_watch = self.watch_data(
+                        path, lambda d: gone.set() if d is None else None)
+                if waited >= budget:
+                    raise NodeExistsError(
+                        f"broker id {broker_id} is already registered by another session "
+                        f"(0x{holder[0]:x}, endpoints {holder[1]}), still after waiting "
+                        f"{waited:.1f} s: is another broker running with broker.id="
+                        f"{broker_id}?")
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(
+                        gone.wait(), min(budget - waited, STALE_REGISTRATION_RECHECK_S))
+        finally:
+            if cancel_watch is not None:
+                cancel_watch()
+        if cancel_watch is not None:
+            log.info("the stale registration of broker id %d went away after %.1f s; "
+                     "registering", broker_id, loop.time() - began)
         self._registration = info
         self.broker_epoch = epoch
-        log.info("registered broker %d at %s (epoch %d)", broker_id,
-                 ",".join(e.connection_string() for e in eps), epoch)
+        log.info("registered broker %d at %s (epoch %d)", broker_id, ours, epoch)
         return epoch
+
+    def _create_registration(self, path: str, data: bytes
+                             ) -> tuple[int, tuple[int, str] | None]:
+        """One attempt (worker thread): -> (czxid, None) once the znode is ours, or
+        (-1, (owner session, endpoints)) while another session holds it."""
+        while True:
+            try:
+                self.zk.create(path, data, ephemeral=True)
+            except NodeExistsError:
+                pass
+            try:
+                held, st = self.zk.get(path)
+            except NoNodeError:
+                continue                        # it went between the two calls
+            if st.ephemeral_owner == self.zk.session_id():
+                return st.czxid, None
+            try:
+                eps = ",".join(e.connection_string()
+                               for e in zd.decode_broker(0, held).endpoints)
+            except (ValueError, AttributeError):    # not JSON as we write it
+                eps = "?"
+            return -1, (st.ephemeral_owner, eps)
 
     async def live_brokers(self) -> list[zd.BrokerInfo]:
         def read() -> list[zd.BrokerInfo]:
@@ -263,7 +354,10 @@ class ClusterStore(FencedPartitionAccess, GenericZnodeAccess):
         try:
             self.zk.set(path, data)
         except NoNodeError:
-            self.zk.create(path, data, makepath=True)
+            try:
+                self.zk.create(path, data, makepath=True)
+            except NodeExistsError:   # another broker auto-creating the same topic won the race
+                self.zk.set(path, data)   # (as Kafka: the topic znode decides who created it)
 
     async def add_partitions(self, name: str, new_assignment: dict[int, list[int]]) -> None:
         """Add partitions to a topic: ``new_assignment`` holds the new partitions (or

@@ -39,6 +39,7 @@ from typing import Any, Protocol
 
 from broker.replication.fetch_reads import (FetchPartitionRequest, FetchPartitionResult, read_all,
                                             read_partition, valid_follower_position)
+from broker.replication.leader_fence import LeaderFence
 from broker.replication.offset_lookup import legacy_offsets_before, offset_for_timestamp
 from broker.replication.partition import Partition
 from broker.replication.partition_isr import PendingIsrChange
@@ -126,6 +127,8 @@ class ReplicaManager:
         self.controller_epoch = 0
         self.produce_purgatory = Purgatory("Produce", timer)
         self.fetch_purgatory = Purgatory("Fetch", timer)
+        # writes refused while we cannot be sure we lead (ZooKeeper connection lost)
+        self.fence = LeaderFence(broker_id)
 
     def partition(self, topic: str, partition: int) -> Partition | None:
         return self.partitions.get((topic, partition))
@@ -160,6 +163,7 @@ class ReplicaManager:
         followers: list[Partition] = []
         for state in states:
             result[state.tp] = self._become(state, leaders, followers)
+            self.fence.leader_and_isr(state.tp)   # the current controller's word, even "as is"
         if leaders:
             self.fetchers.remove_partitions(p.tp for p in leaders)
             for p in leaders:
@@ -329,6 +333,7 @@ class ReplicaManager:
                 results[tp] = ProduceResult(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
                 continue
             try:
+                self.fence.check(tp, p, self.clock())
                 r = p.append_records_as_leader(data, required_acks=acks,
                                                min_insync_replicas=self.min_insync_replicas(tp[0]),
                                                single_batch=single_batch,
@@ -370,6 +375,7 @@ class ReplicaManager:
                 errors[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 continue
             try:
+                self.fence.check(tp, p, self.clock())
                 offset = p.append_marker_as_leader(commit=commit, producer_id=producer_id,
                                                    producer_epoch=producer_epoch,
                                                    coordinator_epoch=coordinator_epoch)

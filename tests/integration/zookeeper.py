@@ -35,6 +35,10 @@ def _ruok(port: int) -> bool:
         return False
 
 
+# "127.0.0.1:PORT" -> the server's pid while it runs (fault tests pause it)
+PIDS: dict[str, int] = {}
+
+
 @contextlib.contextmanager
 def zookeeper_server(work: Path, start_timeout: float = 30.0) -> Iterator[str]:
     work.mkdir(parents=True, exist_ok=True)
@@ -52,8 +56,10 @@ def zookeeper_server(work: Path, start_timeout: float = 30.0) -> Iterator[str]:
             if proc.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError("ZooKeeper did not start:\n" + (work / "zk.out").read_text())
             time.sleep(0.1)
+        PIDS[f"127.0.0.1:{port}"] = proc.pid
         yield f"127.0.0.1:{port}"
     finally:
+        PIDS.pop(f"127.0.0.1:{port}", None)
         os.kill(proc.pid, signal.SIGTERM)
         try:
             proc.wait(10)

@@ -1,0 +1,108 @@
+"""A leader that knows it is cut off: writes refused while this broker cannot be
+sure it still leads (issue 16, item 6).
+
+The rule, and its timing next to Kafka's:
+
+* **ZooKeeper connection lost** (the client saw no answer for 2/3 of
+  ``zookeeper.session.timeout.ms``, or the connection broke; the session may
+  still live): an append as leader to a partition with an ISR follower that
+  has not fetched for ``quiet_ms`` (max(1 s, session timeout / 6)) is refused
+  with NOT_LEADER_OR_FOLLOWER — Produce with any acks (acks=1 included),
+  transaction markers, the coordinators' own writes — until the connection is
+  back. That is the 2013 case: cut off from ZooKeeper *and* from followers.
+  ZooKeeper cannot expire our session, and so the controller cannot elect
+  another leader, before the full session timeout since it last heard from us;
+  the fence is up by 2/3 + 1/6 of it at the latest. Clients told
+  NOT_LEADER_OR_FOLLOWER refresh their metadata from the other brokers and find
+  the new leader there. While every ISR follower still fetches (ZooKeeper down
+  for everyone, or we alone lost it) writes go on: no other broker can be made
+  leader without ZooKeeper, and acks=all writes wait for those followers anyway;
+  an RF-1 partition (no follower) is never fenced for the same reason.
+* **Connection back, same session**: nothing can have moved (the controller
+  still saw us alive): the fence drops at once.
+* **Session expired** (ZooKeeper said so when we reconnected, or it was forced):
+  every partition we led stays fenced until the controller's LeaderAndIsr for it
+  arrives on the new session (it re-makes us leader, or makes us a follower).
+
+Kafka in ZooKeeper mode has no such fence: a leader cut off from ZooKeeper and
+its followers keeps acknowledging acks=1 writes until it learns of the new
+leader, and truncates them away afterwards (Jepsen, 2013). Reads are not
+fenced (Kafka serves them from a stale leader too; they never lose data).
+
+State has one writer: the broker's ZooKeeper-connection callbacks and the
+LeaderAndIsr path, both on the event loop.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from typing import Any
+
+from protocol.errors import ErrorCode, KafkaError
+
+log = logging.getLogger(__name__)
+TopicPartition = tuple[str, int]
+
+
+class LeaderFence:
+    def __init__(self, broker_id: int, quiet_ms: int = 1000) -> None:
+        self.broker_id = broker_id
+        self.quiet_ms = quiet_ms                       # a follower this silent counts as gone
+        self.reason: str | None = None                 # ZooKeeper connection lost: why
+        self.until_leader_and_isr: set[TopicPartition] = set()
+
+    def check(self, tp: TopicPartition, partition: Any, now_ms: int) -> None:
+        """KafkaError(NOT_LEADER_OR_FOLLOWER) when appends to ``tp`` (whose leader
+        ``partition`` we hold) are fenced; see the module docstring."""
+        if self.reason is not None:
+            quiet = self.quiet_followers(partition, now_ms)
+            if quiet:
+                raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER,
+                                 f"broker {self.broker_id} is fenced for {tp[0]}-{tp[1]}: "
+                                 f"{self.reason} and ISR followers {quiet} stopped fetching")
+        if tp in self.until_leader_and_isr:
+            raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER,
+                             f"broker {self.broker_id}: its ZooKeeper session expired; "
+                             f"{tp[0]}-{tp[1]} waits for the controller's LeaderAndIsr")
+
+    def quiet_followers(self, partition: Any, now_ms: int) -> list[int]:
+        """ISR followers that have not fetched (nor been caught up) for ``quiet_ms``."""
+        out = []
+        for r in sorted(partition.isr):
+            state = partition.followers.get(r)
+            if r != partition.local_broker_id and (state is None or now_ms - max(
+                    state.last_fetch_ms, state.last_caught_up_ms) > self.quiet_ms):
+                out.append(r)
+        return out
+
+    # -- the broker's ZooKeeper connection ------------------------------------------------
+
+    def connection_lost(self) -> None:
+        if self.reason is None:
+            log.warning("broker %d: ZooKeeper connection lost: writes to partitions whose "
+                        "ISR followers stop fetching are refused (NOT_LEADER_OR_FOLLOWER) "
+                        "until it is back", self.broker_id)
+        self.reason = "its ZooKeeper connection is lost"
+
+    def connection_back(self) -> None:
+        """Reconnected within the session, or registered again on a new one."""
+        if self.reason is not None:
+            log.info("broker %d: ZooKeeper connection back, leader fence lifted%s",
+                     self.broker_id, f" ({len(self.until_leader_and_isr)} partitions wait for "
+                     "LeaderAndIsr)" if self.until_leader_and_isr else "")
+        self.reason = None
+
+    def session_expired(self, led: Iterable[TopicPartition]) -> None:
+        self.until_leader_and_isr.update(led)
+        if self.reason is None:
+            self.reason = "its ZooKeeper session expired"
+        log.warning("broker %d: ZooKeeper session expired; %d led partitions fenced until "
+                    "the controller's LeaderAndIsr", self.broker_id,
+                    len(self.until_leader_and_isr))
+
+    # -- the controller's word -----------------------------------------------------------
+
+    def leader_and_isr(self, tp: TopicPartition) -> None:
+        """A LeaderAndIsr for ``tp`` was applied: its state is the controller's again."""
+        self.until_leader_and_isr.discard(tp)

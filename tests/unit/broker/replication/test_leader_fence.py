@@ -1,0 +1,64 @@
+"""The leader fence (broker.replication.leader_fence) on a real ReplicaManager with
+fakes around it: a leader that lost ZooKeeper refuses appends (acks=1 included) once
+an ISR follower stops fetching, keeps writing while they all fetch, lifts the fence
+when the connection is back, and after a session expiry waits for LeaderAndIsr."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from protocol.errors import ErrorCode
+from protocol.records import build_batch
+from tests.unit.broker.replication.fakes import FakeBroker
+
+TP = ("t", 0)
+
+
+def produce(b: FakeBroker, acks: int = 1) -> int:
+    batch = build_batch([(None, b"v", b.clock())])
+    results = asyncio.run(b.replicas.append_records(acks, 1000, {TP: batch}))
+    return results[TP].error
+
+
+def follower_fetches(b: FakeBroker, replica: int) -> None:
+    p = b.replicas.partitions[TP]
+    p.followers[replica].last_fetch_ms = b.clock()
+
+
+def test_fenced_once_an_isr_follower_goes_quiet(tmp_path: Path) -> None:
+    b = FakeBroker(tmp_path)
+    b.lead("t", replicas=(1, 2))
+    fence = b.replicas.fence
+    fence.quiet_ms = 1000
+    follower_fetches(b, 2)
+    fence.connection_lost()
+    assert produce(b) == ErrorCode.NONE             # the follower still fetches: go on
+    b.clock.advance(1500)
+    assert produce(b) == ErrorCode.NOT_LEADER_OR_FOLLOWER
+    assert produce(b, acks=0) == ErrorCode.NOT_LEADER_OR_FOLLOWER
+    follower_fetches(b, 2)
+    assert produce(b) == ErrorCode.NONE             # it fetches again
+    b.clock.advance(1500)
+    fence.connection_back()
+    assert produce(b) == ErrorCode.NONE             # connection back, same session
+
+
+def test_a_partition_without_followers_is_never_fenced_by_connection_loss(tmp_path: Path
+                                                                         ) -> None:
+    b = FakeBroker(tmp_path)
+    b.lead("t")
+    b.replicas.fence.connection_lost()
+    b.clock.advance(60_000)
+    assert produce(b) == ErrorCode.NONE
+
+
+def test_session_expiry_waits_for_the_controllers_leader_and_isr(tmp_path: Path) -> None:
+    b = FakeBroker(tmp_path)
+    b.lead("t")
+    fence = b.replicas.fence
+    fence.session_expired([TP])
+    fence.connection_back()                         # registered again on a new session
+    assert produce(b) == ErrorCode.NOT_LEADER_OR_FOLLOWER
+    b.lead("t")                                     # the controller's LeaderAndIsr
+    assert produce(b) == ErrorCode.NONE
