@@ -1,0 +1,204 @@
+"""The pybroker harness inside a ``VirtualNetwork`` (tests/fault/netns.py): a real
+ZooKeeper on one host (``zookeeper_in``), brokers on others (``NetBroker``: listeners
+on the host's address, port 9092), and ``NetFaultCluster`` — tests/fault's
+FaultCluster whose clients (``NsWireClient``, kazoo, confluent-kafka via
+``in_client``) run inside the client host — so the fault campaign's pieces work
+unchanged on virtual hosts."""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from broker.zookeeper_runner import build_command, write_zoo_cfg
+from tests.fault.cluster_faults import FaultCluster, FaultError, wait_for
+from tests.fault.netns import BROKER_PORT, ZK_PORT, VirtualNetwork
+from tests.integration.cluster import REPO, BrokerProcess, BrokerStartError, WireClient
+
+class NsWireClient(WireClient):
+    """tests/integration/cluster.WireClient over a connection made inside a host."""
+
+    def __init__(self, net: VirtualNetwork, src: str, dst: str, port: int = BROKER_PORT,
+                 timeout: float = 10.0) -> None:
+        self.sock = net.connect(src, dst, port, timeout)
+        self.sock.settimeout(timeout)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self._next_id = 1
+
+
+def _ruok(net: VirtualNetwork, src: str, host: str) -> bool:
+    try:
+        with net.connect(src, host, ZK_PORT, 0.5) as s:
+            s.sendall(b"ruok")
+            return s.recv(4) == b"imok"
+    except OSError:
+        return False
+
+
+@contextlib.contextmanager
+def zookeeper_in(net: VirtualNetwork, host: str, work: Path, probe_from: str | None = None,
+                 start_timeout: float = 30.0) -> Iterator[str]:
+    """A real ZooKeeper (broker/zookeeper_runner's jars and command line) in ``host``,
+    on <its address>:2181, dataDir under ``work``; ready when it answers ``ruok``
+    from ``probe_from`` (default: ``host`` itself). Yields "<address>:2181"; stopped
+    by pid (SIGTERM, then SIGKILL after 10 s)."""
+    work.mkdir(parents=True, exist_ok=True)
+    cfg, log_cfg = work / "zoo.cfg", work / "log4j2.properties"
+    write_zoo_cfg({"dataDir": str(work / "data"), "clientPort": str(ZK_PORT),
+                   "clientPortAddress": net.ip(host), "tickTime": "500",
+                   "maxClientCnxns": "0", "admin.enableServer": "false",
+                   "4lw.commands.whitelist": "ruok,srvr", "minSessionTimeout": "1000"}, cfg)
+    log_cfg.write_text("status = error\nappender.console.type = Console\n"
+                       "appender.console.name = console\nappender.console.layout.type = "
+                       "PatternLayout\nappender.console.layout.pattern = [%d] %p %m (%c{1})%n\n"
+                       "rootLogger.level = WARN\nrootLogger.appenderRef.console.ref = console\n")
+    argv = build_command(cfg, log_cfg, shutil.which("java") or "java")
+    with open(work / "zk.out", "wb") as out:
+        proc = net.popen(host, argv, stdout=out, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + start_timeout
+        while not _ruok(net, probe_from or host, host):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("ZooKeeper did not start:\n" + (work / "zk.out").read_text())
+            time.sleep(0.1)
+        yield f"{net.ip(host)}:{ZK_PORT}"
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+@dataclass
+class NetBroker(BrokerProcess):
+    """A BrokerProcess that runs in a host and listens on the host's address."""
+
+    net: VirtualNetwork | None = field(default=None, repr=False)
+    host: str = ""
+    probe_from: str = "client"
+
+    @property
+    def address(self) -> str:
+        assert self.net is not None
+        return self.net.ip(self.host)
+
+    @property
+    def bootstrap(self) -> str:
+        return f"{self.address}:{self.port}"
+
+    def argv(self) -> list[str]:
+        ov = {**self.overrides,
+              "broker.id": str(self.broker_id),
+              "listeners": ",".join([f"PLAINTEXT://{self.address}:{self.port}"] + [
+                  f"{n}://{self.address}:{p}" for n, p in self.extra_listeners.items()]),
+              "log.dirs": str(self.log_dir),
+              "zookeeper.connect": self.zk_connect}
+        return [sys.executable, "-m", "broker", str(self.properties),
+                *itertools.chain.from_iterable(("--override", f"{k}={v}") for k, v in ov.items())]
+
+    def spawn(self) -> None:
+        assert self.net is not None
+        assert self.proc is None or self.proc.poll() is not None, "already running"
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        self.starts += 1
+        self._stderr = open(self.stderr_path, "ab")
+        self._stderr.write(f"==== start #{self.starts} in {self.host}: "
+                           f"{' '.join(self.argv())}\n".encode())
+        self._stderr.flush()
+        self._log_mark = self.stderr_path.stat().st_size
+        env = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": str(REPO)}
+        self.proc = self.net.popen(self.host, self.argv(), cwd=REPO, stdout=self._stderr,
+                                   stderr=self._stderr, env=env)
+
+    def wait_ready(self, timeout: float = 30.0) -> None:
+        """Until ApiVersions answers (from ``probe_from``) and Metadata lists us."""
+        assert self.net is not None
+        deadline = time.monotonic() + timeout
+        last = "never connected"
+        while time.monotonic() < deadline:
+            if self.proc is not None and self.proc.poll() is not None:
+                raise BrokerStartError(f"broker {self.broker_id} exited with "
+                                       f"{self.proc.returncode} during start-up\n{self.tail()}")
+            try:
+                with NsWireClient(self.net, self.probe_from, self.host, self.port, 2.0) as c:
+                    md: Any = c.metadata([])
+                    ids = sorted(b.node_id for b in md.brokers)
+                    if self.broker_id in ids:
+                        return
+                    last = f"Metadata lists brokers {ids}"
+            except (OSError, ValueError, AssertionError) as e:
+                last = f"{type(e).__name__}: {e}"
+            time.sleep(0.1)
+        raise BrokerStartError(f"broker {self.broker_id} in {self.host} not ready after "
+                               f"{timeout:g}s ({last})\n{self.tail()}")
+
+
+class NetFaultCluster(FaultCluster):
+    """tests/fault/cluster_faults.FaultCluster with broker ``i`` in ``hosts[i]``; its
+    requests, and its kazoo client, go from ``client_host``. A confluent-kafka load
+    (tests/fault/workload.py) runs there when built with ``in_client``:
+    ``fc.in_client(lambda: LoadProducer(fc.bootstrap, ...).start())``."""
+
+    def __init__(self, net: VirtualNetwork, zk_connect: str, base_dir: Path,
+                 hosts: Sequence[str], client_host: str = "client",
+                 overrides: dict[str, str] | None = None) -> None:
+        super().__init__(zk_connect, base_dir, len(hosts), overrides)
+        self.net, self.client_host = net, client_host
+        self.cluster.brokers = [
+            NetBroker(b.broker_id, BROKER_PORT, b.dir, b.zk_connect, b.overrides,
+                      net=net, host=h, probe_from=client_host)
+            for b, h in zip(self.cluster.brokers, net._check(hosts), strict=True)]
+
+    def host_of(self, broker_id: int) -> str:
+        b = self.broker(broker_id)
+        assert isinstance(b, NetBroker)
+        return b.host
+
+    def in_client(self, fn: Callable[[], T]) -> T:
+        return self.net.call_in(self.client_host, fn)
+
+    def client(self, broker_id: int | None = None, timeout: float = 3.0) -> WireClient:
+        cands = [self.broker(broker_id)] if broker_id is not None else self.live()
+        last: Exception | None = None
+        for b in cands:
+            try:
+                return NsWireClient(self.net, self.client_host, self.host_of(b.broker_id),
+                                    b.port, timeout)
+            except OSError as e:
+                last = e
+        raise FaultError(f"no live broker answers ({last})")
+
+    def zk(self) -> Any:
+        if self._zk is None:
+            from kazoo.client import KazooClient
+
+            def start() -> Any:      # kazoo's connection thread starts in the client host
+                zk = KazooClient(hosts=self.cluster.zk_connect, timeout=10)
+                zk.start(timeout=10)
+                return zk
+            self._zk = self.in_client(start)
+        return self._zk
+
+    def restart(self, b: BrokerProcess, timeout: float = 40.0) -> None:
+        self.sigcont(b)
+        if b.running:
+            b.stop()
+        wait_for(f"/brokers/ids/{b.broker_id} gone",
+                 lambda: b.broker_id not in self.zk_registered(), 30.0, 0.2)
+        b.start(timeout)
+
+
