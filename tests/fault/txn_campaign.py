@@ -36,7 +36,7 @@ sys.path.insert(0, str(REPO))
 from tests.fault.cluster_faults import FaultCluster, wait_for, zookeeper  # noqa: E402
 from tests.fault.txn_checker import TxnHistory, TxnReport, check  # noqa: E402
 from tests.fault.txn_workload import (Observer, Processor, input_values, prefill,  # noqa: E402
-                                      read_log, txn_coordinator)
+                                      read_log, stable_ends, txn_coordinator)
 
 SOURCE, SINK, GROUP = "txn-in", "txn-out", "txn-campaign"
 OVERRIDES = {"transaction.state.log.replication.factor": "3",
@@ -55,6 +55,7 @@ class Outcome:
     commits: int = 0
     aborts: int = 0
     restarts: int = 0
+    consumer_restarts: int = 0      # input consumers rebuilt after stalling below the LSO
     errors: list[str] = field(default_factory=list)
 
     @property
@@ -64,7 +65,8 @@ class Outcome:
     def summary(self) -> str:
         return (f"{self.seconds:.0f} s; kills {self.kills}; transactions committed "
                 f"{self.commits}, aborted {self.aborts}, producers recreated "
-                f"{self.restarts}\n{self.report.summary()}"
+                f"{self.restarts}, consumers recreated {self.consumer_restarts}\n"
+                f"{self.report.summary()}"
                 + "".join(f"\nerror: {e}" for e in self.errors))
 
 
@@ -148,11 +150,14 @@ def _campaign(fc: FaultCluster, rng: random.Random, say: Any, t0: float, *, reco
     if watchdog.stalled():
         outcome.errors.append(f"no input committed for {stall_s:g} s: processors "
                               f"{[p.name for p in procs if not p.done]} stuck (at "
-                              f"{_progress(fc)} of {records})")
+                              f"{_progress(fc)} of {records}; the input's last stable "
+                              f"offsets {stable_ends(fc.bootstrap, SOURCE, range(input_partitions))}"
+                              f", ends {ends})")
     for p in procs:
         outcome.commits += p.commits
         outcome.aborts += p.aborts
         outcome.restarts += p.restarts
+        outcome.consumer_restarts += p.consumer_restarts
         if p.error is not None:
             outcome.errors.append(f"{p.name}: {p.error!r}")
     out_ends = _settled_ends(fc, output_partitions)

@@ -57,6 +57,28 @@ def prefill(bootstrap: str, topic: str, partitions: int, n: int, start: int = 0
     return values
 
 
+def stable_ends(bootstrap: str, topic: str, partitions: Sequence[int]) -> dict[int, int]:
+    """The partitions' last stable offsets as the leaders answer ListOffsets
+    read_committed now ({} when no broker answers)."""
+    import asyncio
+
+    from client.admin import KafkaAdmin
+
+    async def ask() -> dict[int, int]:
+        admin = KafkaAdmin(bootstrap, timeout=5)
+        try:
+            got = await admin.list_offsets({(topic, p): -1 for p in partitions},
+                                           isolation_level=1)
+            return {p: got[(topic, p)].offset for p in partitions if not got[(topic, p)].error}
+        finally:
+            await admin.close()
+
+    try:
+        return asyncio.run(ask())
+    except Exception:  # noqa: BLE001 - a broker down right now: nothing known
+        return {}
+
+
 def txn_coordinator(fc: FaultCluster, transactional_id: str) -> int | None:
     """The broker coordinating ``transactional_id`` now, or None when unknown."""
     try:
@@ -81,7 +103,7 @@ class Processor(threading.Thread):
         self.deadline, self.batch = deadline, batch
         self.transactional_id = f"txn-campaign-{name}"
         self.incarnation = self.sequence = 0
-        self.commits = self.aborts = self.restarts = 0
+        self.commits = self.aborts = self.restarts = self.consumer_restarts = 0
         self.done = False
         self.error: BaseException | None = None
         self.log: Callable[[str], None] = lambda _s: None
@@ -159,9 +181,19 @@ class Processor(threading.Thread):
                         msgs.append(m)
                 if not msgs:
                     if time.monotonic() - quiet_since > 10:
+                        stable = stable_ends(self.bootstrap, self.source, self.partitions)
                         self.log(f"{self.label}: nothing to read for 10 s at {position} "
                                  f"(consumer positions "
-                                 f"{[(t.partition, t.offset) for t in consumer.position(consumer.assignment())]})")
+                                 f"{[(t.partition, t.offset) for t in consumer.position(consumer.assignment())]}"
+                                 f", broker's last stable offsets {stable})")
+                        if any(stable.get(p, -1) > position[p] for p in self.partitions):
+                            # records are readable (below the LSO) yet the consumer
+                            # fetches none: a client stall, not the broker's; recorded
+                            # in the outcome and worked around with a new consumer
+                            self.consumer_restarts += 1
+                            consumer.close()
+                            consumer = self._consumer()
+                            position = self._rewind(consumer)
                         quiet_since = time.monotonic()
                     continue
                 quiet_since = time.monotonic()
