@@ -34,8 +34,8 @@ def _stalled(outcome: Outcome) -> bool:
     return any(e.startswith("no input committed for") for e in outcome.errors)
 
 
-def test_consume_transform_produce_survives_coordinator_and_leader_kills(tmp_path: Path
-                                                                         ) -> None:
+def test_consume_transform_produce_survives_coordinator_and_leader_kills(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from broker.zookeeper_runner import java_major
 
     if (java_major("java") or 0) < 17:
@@ -47,8 +47,10 @@ def test_consume_transform_produce_survives_coordinator_and_leader_kills(tmp_pat
         assert not _safety_anomalies(outcome), outcome.summary()
         if not _stalled(outcome):
             break
+        campaign_log = capsys.readouterr().out.splitlines()[-60:]   # kills, retries, stalls
         warnings.warn(f"transactional campaign seed {seed} stalled (liveness, see the "
-                      f"module docstring):\n{outcome.summary()}", stacklevel=1)
+                      f"module docstring):\n{outcome.summary()}\n" + "\n".join(campaign_log),
+                      stacklevel=1)
     assert outcome.ok, outcome.summary()
     assert outcome.kills == {"coordinator": 1, "leader": 1}, outcome.summary()
     assert outcome.commits >= 4000 // 100 // 2, outcome.summary()  # the work was transactional
