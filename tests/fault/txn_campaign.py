@@ -152,7 +152,7 @@ def _campaign(fc: FaultCluster, rng: random.Random, say: Any, t0: float, *, reco
                               f"{[p.name for p in procs if not p.done]} stuck (at "
                               f"{_progress(fc)} of {records}; the input's last stable "
                               f"offsets {stable_ends(fc.bootstrap, SOURCE, range(input_partitions))}"
-                              f", ends {ends})")
+                              f", ends {ends})" + _stacks([p for p in procs if not p.done]))
     for p in procs:
         outcome.commits += p.commits
         outcome.aborts += p.aborts
@@ -169,6 +169,20 @@ def _campaign(fc: FaultCluster, rng: random.Random, say: Any, t0: float, *, reco
     outcome.report = check(history, committed, everything)
     outcome.seconds = time.monotonic() - t0
     return outcome
+
+
+def _stacks(threads: list[threading.Thread]) -> str:
+    """Where each stuck processor thread is blocked (its innermost Python frames): a
+    stall inside a client call (librdkafka) shows here, an idle poll loop does not."""
+    import traceback
+    frames = sys._current_frames()
+    out = []
+    for t in threads:
+        frame = frames.get(t.ident) if t.ident is not None else None
+        if frame is not None:
+            where = "".join(traceback.format_stack(frame, limit=5)).rstrip()
+            out.append(f"\n{t.name} is at:\n{where}")
+    return "".join(out)
 
 
 class _Watchdog:
