@@ -202,3 +202,44 @@ class NetFaultCluster(FaultCluster):
         b.start(timeout)
 
 
+
+
+def skip_reason() -> str | None:
+    """Why a virtual cluster cannot run here (no namespaces, no Java 17, no
+    ZooKeeper jars), or None."""
+    from broker.zookeeper_runner import find_classpath, java_major
+    from tests.fault.netns import unavailable_reason
+    reason = unavailable_reason()
+    if reason:
+        return reason
+    if (java_major("java") or 0) < 17:
+        return "Java 17+ is needed to run ZooKeeper"
+    if not find_classpath():
+        return "no ZooKeeper jars (ZOOKEEPER_HOME or pyspark)"
+    return None
+
+
+@contextlib.contextmanager
+def virtual_cluster(work: Path, brokers: Sequence[str]
+                    ) -> Iterator[tuple[VirtualNetwork, NetFaultCluster]]:
+    """ZooKeeper on host "zk", ``brokers`` on theirs, a "client" host; started, and on
+    exit stopped and checked: no thread of the test left inside a host (librdkafka may
+    take a moment to tear a closed client down), nothing left with the run's prefix."""
+    from tests.fault.netns import leftovers
+    net = VirtualNetwork(["zk", *brokers, "client"])
+    lingering: list[str] = []
+    try:
+        with net, zookeeper_in(net, "zk", work / "zk", probe_from="client") as zk:
+            fc = NetFaultCluster(net, zk, work, list(brokers))
+            try:
+                fc.start()
+                yield net, fc
+            finally:
+                fc.stop()
+            with contextlib.suppress(FaultError):
+                wait_for("no test thread inside a host", lambda: not net.threads_inside(), 5)
+            lingering = net.threads_inside()
+    finally:
+        left = leftovers(net.prefix)
+    assert not lingering, f"threads of the test still inside the hosts: {lingering}"
+    assert not left, f"left behind: {left}"

@@ -27,7 +27,6 @@ Needs root, iproute2, Java 17 and ZooKeeper's jars, as tests/fault/test_netns.py
 
 from __future__ import annotations
 
-import contextlib
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -36,9 +35,9 @@ from pathlib import Path
 import pytest
 
 from tests.fault import queue_checker
-from tests.fault.cluster_faults import FAULT_OVERRIDES, FaultError, wait_for
-from tests.fault.netns import VirtualNetwork, leftovers, unavailable_reason
-from tests.fault.netns_cluster import NetFaultCluster, zookeeper_in
+from tests.fault.cluster_faults import FAULT_OVERRIDES, wait_for
+from tests.fault.netns import VirtualNetwork
+from tests.fault.netns_cluster import NetFaultCluster, skip_reason, virtual_cluster
 from tests.fault.queue_history import QueueHistory
 from tests.fault.queue_workload import QueueConsumer, QueueProducer, final_reads
 
@@ -69,34 +68,11 @@ class Window:
 
 @pytest.fixture(scope="module")
 def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
-    from broker.zookeeper_runner import find_classpath, java_major
-
-    reason = unavailable_reason()
+    reason = skip_reason()
     if reason:
         pytest.skip(reason)
-    if (java_major("java") or 0) < 17:
-        pytest.skip("Java 17+ is needed to run ZooKeeper")
-    if not find_classpath():
-        pytest.skip("no ZooKeeper jars (ZOOKEEPER_HOME or pyspark)")
-    work = tmp_path_factory.mktemp("unclean")
-    net = VirtualNetwork(["zk", *BROKERS, "client"])
-    lingering: list[str] = []
-    try:
-        with net, zookeeper_in(net, "zk", work / "zk", probe_from="client") as zk:
-            fc = NetFaultCluster(net, zk, work, BROKERS)
-            try:
-                fc.start()
-                yield Env(net, fc)
-            finally:
-                fc.stop()
-            # librdkafka may still be tearing a closed client's threads down
-            with contextlib.suppress(FaultError):
-                wait_for("no test thread inside a host", lambda: not net.threads_inside(), 5)
-            lingering = net.threads_inside()
-    finally:
-        left = leftovers(net.prefix)
-    assert not lingering, f"threads of the test still inside the hosts: {lingering}"
-    assert not left, f"left behind: {left}"
+    with virtual_cluster(tmp_path_factory.mktemp("unclean"), BROKERS) as (net, fc):
+        yield Env(net, fc)
 
 
 def _topic_led_by_controller(fc: NetFaultCluster, name: str, configs: dict[str, str]) -> int:

@@ -24,7 +24,7 @@ import pytest
 from tests.fault import checker
 from tests.fault.cluster_faults import FAULT_OVERRIDES, wait_for
 from tests.fault.netns import VirtualNetwork, leftovers, root_sockets_toward, unavailable_reason
-from tests.fault.netns_cluster import NetFaultCluster, zookeeper_in
+from tests.fault.netns_cluster import NetFaultCluster, skip_reason, virtual_cluster
 from tests.fault.workload import LoadProducer, final_check
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -50,30 +50,12 @@ def _skip_unless_netns() -> None:
 
 @pytest.fixture(scope="module")
 def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
-    from broker.zookeeper_runner import find_classpath, java_major
-
-    _skip_unless_netns()
-    if (java_major("java") or 0) < 17:
-        pytest.skip("Java 17+ is needed to run ZooKeeper")
-    if not find_classpath():
-        pytest.skip("no ZooKeeper jars (ZOOKEEPER_HOME or pyspark)")
-    work = tmp_path_factory.mktemp("netns")
-    net = VirtualNetwork(["zk", *BROKERS, "client"])
-    lingering: list[str] = []
-    try:
-        with net, zookeeper_in(net, "zk", work / "zk", probe_from="client") as zk:
-            fc = NetFaultCluster(net, zk, work, BROKERS)
-            try:
-                fc.start()
-                fc.create_topic(TOPIC, partitions=len(PARTS), rf=3)
-                yield Env(net, fc)
-            finally:
-                fc.stop()
-            lingering = net.threads_inside()
-    finally:
-        left = leftovers(net.prefix)
-    assert not lingering, f"threads of the test still inside the hosts: {lingering}"
-    assert not left, f"left behind: {left}"
+    reason = skip_reason()
+    if reason:
+        pytest.skip(reason)
+    with virtual_cluster(tmp_path_factory.mktemp("netns"), BROKERS) as (net, fc):
+        fc.create_topic(TOPIC, partitions=len(PARTS), rf=3)
+        yield Env(net, fc)
 
 
 @pytest.fixture(autouse=True)

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from protocol.api_keys import ApiKey
+from protocol.schema import Struct
 from protocol.spec import api
 
 from tests.integration.cluster import BrokerProcess, WireClient
@@ -51,6 +52,28 @@ def wait_until(cond: Callable[[], T], timeout: float, what: str, interval: float
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout:g}s waiting for {what} (last: {last!r})")
         time.sleep(interval)
+
+
+def until(cond: Callable[[], Any], timeout: float, what: str) -> Any:
+    """Poll ``cond`` until it returns something other than None or False (0 is a broker
+    id); OSError counts as not yet. AssertionError naming ``what`` after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    while time.monotonic() < deadline:
+        try:
+            last = cond()
+            if last is not None and last is not False:
+                return last
+        except OSError as e:
+            last = e
+        time.sleep(0.1)
+    raise AssertionError(f"{what}: not within {timeout:g}s (last: {last!r})")
+
+
+def metadata(b: BrokerProcess, topics: list[str] | None) -> Struct:
+    """Metadata v1 from one broker."""
+    with WireClient(b.port, timeout=5) as c:
+        return c.metadata(topics, version=1)
 
 
 def create_topic(port: int, name: str, partitions: int, replication_factor: int,

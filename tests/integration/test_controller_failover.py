@@ -11,36 +11,17 @@ import io
 import json
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 
 from protocol.api_keys import ApiKey
 from protocol.records import build_batch
-from protocol.schema import Struct
 from protocol.spec import api
 from tests.integration.cluster import BrokerProcess, Cluster, WireClient
+from tests.integration.multi import metadata, until
 
 pytestmark = pytest.mark.integration
-
-
-def until(cond: Callable[[], Any], timeout: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    while time.monotonic() < deadline:
-        try:
-            last = cond()
-            if last is not None and last is not False:   # 0 is a broker id
-                return last
-        except OSError as e:
-            last = e
-        time.sleep(0.1)
-    raise AssertionError(f"{what}: not within {timeout:g}s (last: {last!r})")
-
-
-def metadata(b: BrokerProcess, topics: list[str] | None) -> Struct:
-    with WireClient(b.port, timeout=5) as c:
-        return c.metadata(topics, version=1)
 
 
 def leaders(b: BrokerProcess, topic: str) -> dict[int, tuple[int, list[int], list[int]]]:

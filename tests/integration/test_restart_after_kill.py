@@ -16,16 +16,15 @@ from __future__ import annotations
 import signal
 import time
 from collections.abc import Iterator
-from typing import Any, Callable
 
 import pytest
 
 from protocol.api_keys import ApiKey
 from protocol.records import build_batch
-from protocol.schema import Struct
 from protocol.spec import api
 from tests.integration.cluster import (CLEAN_SHUTDOWN_SKIP_LINE, DEFAULT_OVERRIDES,
                                        BrokerProcess, Cluster, WireClient)
+from tests.integration.multi import metadata, until
 from tests.integration.zookeeper import free_port
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -34,25 +33,6 @@ SESSION_TIMEOUT_S = int(DEFAULT_OVERRIDES["zookeeper.session.timeout.ms"]) / 100
 WAITING_LINE = "is still registered in ZooKeeper by session"
 WENT_AWAY_LINE = "went away after"
 TOPIC = "rf3"
-
-
-def until(cond: Callable[[], Any], timeout: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    while time.monotonic() < deadline:
-        try:
-            last = cond()
-            if last is not None and last is not False:    # 0 is a broker id
-                return last
-        except OSError as e:
-            last = e
-        time.sleep(0.1)
-    raise AssertionError(f"{what}: not within {timeout:g}s (last: {last!r})")
-
-
-def metadata(b: BrokerProcess, topics: list[str] | None) -> Struct:
-    with WireClient(b.port, timeout=5) as c:
-        return c.metadata(topics, version=1)
 
 
 def partitions(b: BrokerProcess) -> dict[int, tuple[int, list[int]]]:
