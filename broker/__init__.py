@@ -25,6 +25,8 @@ The services the handlers use:
     replication/        partitions this broker hosts: Partition (leader/follower, ISR,
                         high watermark), ReplicaManager, purgatory, follower fetchers,
                         leader endpoint, AlterPartition manager, producer state
+    log_dirs/           failed log dirs (KIP-112): the failure channel, taking a dir's
+                        partitions offline, telling the controller, halting when none is left
     coordinator/        the group coordinator and __consumer_offsets
     acl/                the ZooKeeper-mode ACL authorizer and the handlers' shared checks
     security/           listeners' protocols, TLS, SASL, principals, SCRAM credentials

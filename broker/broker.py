@@ -6,7 +6,9 @@ Start-up, in order (as Kafka's KafkaServer.startup):
 2. settle the broker id: ``broker.id``, else the one kept in meta.properties,
    else a new one from /brokers/seqid;
 3. load the logs (LogManager.startup: recovery after a crash, none after a
-   clean shutdown) and the topic configs they need;
+   clean shutdown) and the topic configs they need; a log dir that cannot be
+   used is offline from the start (KIP-112, broker/log_dirs/), none usable is
+   fatal (BrokerFatalError, exit code 1);
 4. build the metadata cache, replica manager and producer-id allocator;
 5. open the listeners, then register in /brokers/ids (clients and the
    controller can reach us as soon as we are visible); after a kill -9 this
@@ -33,6 +35,7 @@ from client import BrokerPool
 from client.inter_broker import controlled_shutdown
 from broker.config import BrokerConfig, ConfigError
 from broker.listeners import Endpoint, parse_listeners
+from broker.log_dirs import LogDirFailureChannel, LogDirFailureHandler
 from broker.metadata_cache import MetadataCache
 from broker.producer_ids import ProducerIdManager
 from broker.replication.alter_partition_manager import AlterPartitionManager, metadata_controller
@@ -51,7 +54,7 @@ from controller import Endpoint as ZkEndpoint
 from protocol.errors import ErrorCode
 from storage.cleaner import CleanerConfig, LogCleaner
 from storage.config import LogConfig
-from storage.log_manager import LogManager, read_meta_properties
+from storage.log_manager import LogManager, NoLiveLogDirError, read_meta_properties
 
 log = logging.getLogger("pybroker")
 
@@ -65,6 +68,10 @@ SHUTDOWN_STEP_TIMEOUT_S = 15.0        # per component, see Broker._shutdown_step
 class StartupStopped(Exception):
     """A stop signal came before start-up registered the broker in ZooKeeper (it
     was waiting for a dead session's registration to expire): shut down."""
+
+
+class BrokerFatalError(Exception):
+    """The broker cannot go on (no usable log dir): shut down, exit code 1."""
 
 
 class Broker:
@@ -97,6 +104,10 @@ class Broker:
         self.scram_credentials = ScramCredentialStore(self.cluster)
         self.topic_overrides: dict[str, dict[str, str]] = {}
         self.logs: LogManager | None = None
+        # failed log dirs (broker/log_dirs/): the LogManager reports, one task handles
+        self.log_dir_failures = LogDirFailureChannel()
+        self.exit_code = 0                  # what the process exits with (halt sets 1)
+        self._stop: asyncio.Event | None = None
         self.replicas: ReplicaManager | None = None
         self.producer_ids: ProducerIdManager | None = None
         self.controller: Controller | None = None
@@ -130,6 +141,7 @@ class Broker:
         StartupStopped and the caller shuts down what did start."""
         from broker.dispatch import load_handlers
         load_handlers()
+        self._stop = stop
         await self.cluster.connect()
         self.cluster_id = await self.cluster.cluster_id()
         if self.authorizer is not None:
@@ -138,8 +150,16 @@ class Broker:
         await self._load_dynamic_configs()
         await self._load_topic_overrides()
         self.logs = LogManager(self.config.log_dir_list, self.default_log_config(),
-                               topic_config=self.log_config_for)
-        await asyncio.to_thread(self.logs.startup, self.broker_id, self.cluster_id)
+                               topic_config=self.log_config_for,
+                               on_dir_failure=self.log_dir_failures.maybe_add_offline_log_dir)
+        try:
+            await asyncio.to_thread(self.logs.startup, self.broker_id, self.cluster_id)
+        except NoLiveLogDirError as e:
+            raise BrokerFatalError(f"Shutdown broker because none of the specified log dirs "
+                                   f"can be used: {e}") from None
+        for offline_dir, why in self.logs.offline_dirs.items():
+            log.error("log dir %s is offline from the start (%s); serving the other dirs",
+                      offline_dir, why)
         if all(self.logs.had_clean_shutdown.values()):
             log.info("recovery skipped: clean shutdown (%d logs loaded)", len(self.logs.logs))
         else:
@@ -156,6 +176,7 @@ class Broker:
                 self.broker_id, lambda: self.broker_epoch, self.pool,
                 metadata_controller(self.metadata)),
             replica_lag_time_max_ms=self.config.replica_lag_time_max_ms)
+        self._start_log_dir_failure_handling()
         self.producer_ids = ProducerIdManager(self.broker_id, self.cluster)
         # the leader fence follows our ZooKeeper connection and session
         self.replicas.fence.quiet_ms = max(1000, self.config.zookeeper_session_timeout_ms // 6)
@@ -200,6 +221,28 @@ class Broker:
         if self.config.log_cleaner_enable:
             self._tasks.append(asyncio.create_task(self._run_cleaner(), name="log-cleaner"))
         log.info("[KafkaServer id=%d] started (cluster %s)", self.broker_id, self.cluster_id)
+
+    def _start_log_dir_failure_handling(self) -> None:
+        """The consumer of the failure channel and the controller notifier
+        (broker/log_dirs/); dirs offline since start-up are handled first."""
+        assert self.logs is not None and self.replicas is not None
+        handler = LogDirFailureHandler(
+            self.logs, self.replicas,
+            notify_controller=lambda: self.cluster.propagate_log_dir_event(self.broker_id),
+            on_offline=self.on_stop_replica, halt=self.halt)
+        self._tasks.append(asyncio.create_task(self.log_dir_failures.run(handler.handle),
+                                               name="log-dir-failures"))
+        self._tasks.append(asyncio.create_task(handler.run_notifier(),
+                                               name="log-dir-event-notifier"))
+
+    def halt(self, reason: str) -> None:
+        """Fatal (every log dir failed, as Kafka's Exit.halt): log ``reason`` and stop
+        the broker, exit code 1. Shutdown still deregisters the broker at once and
+        asks the controller to move its leaderships."""
+        log.error("%s", reason)
+        self.exit_code = 1
+        if self._stop is not None:
+            self._stop.set()
 
     def _on_zk_connection(self, what: str) -> None:
         """ZooKeeper connection lost / back within the session: the leader fence
@@ -259,7 +302,7 @@ class Broker:
                       self.broker_id, e)
 
     async def _settle_broker_id(self) -> int:
-        stored = {read_meta_properties(d).get("broker.id") for d in self.config.log_dir_list}
+        stored = {_stored_broker_id(d) for d in self.config.log_dir_list}
         stored.discard(None)
         if len(stored) > 1:
             raise ConfigError(f"log.dirs disagree on broker.id in meta.properties: {stored}")
@@ -483,3 +526,13 @@ class Broker:
                      attempt, error, len(remaining))
             await asyncio.sleep(0.5)
         log.warning("controlled shutdown did not complete; proceeding with a clean shutdown")
+
+
+def _stored_broker_id(log_dir: str) -> str | None:
+    """broker.id from the dir's meta.properties; None when absent or unreadable (a
+    dir that cannot be read goes offline in LogManager.startup)."""
+    try:
+        return read_meta_properties(log_dir).get("broker.id")
+    except OSError as e:
+        log.warning("cannot read meta.properties in %s: %s", log_dir, e)
+        return None

@@ -6,7 +6,8 @@ clean-shutdown marker); a second signal during shutdown exits at once. A
 signal while start-up still waits to register in ZooKeeper (after a kill -9,
 for the dead session's registration to expire) ends the wait and shuts down
 what did start; so does finding the broker id held by another live broker,
-which exits with 1.
+which exits with 1. So does a broker with no usable log dir (at start-up, or
+when the last one fails: Broker.halt, broker/log_dirs/).
 """
 
 from __future__ import annotations
@@ -59,7 +60,7 @@ def _freeze_startup_objects() -> None:
 
 
 async def _serve(config: BrokerConfig) -> int:
-    from broker.broker import Broker, StartupStopped
+    from broker.broker import Broker, BrokerFatalError, StartupStopped
     from controller import NodeExistsError
 
     loop = asyncio.get_running_loop()
@@ -83,9 +84,9 @@ async def _serve(config: BrokerConfig) -> int:
     except StartupStopped as e:
         log.info("%s; shutting down", e)
         await broker.shutdown()
-        return 0
-    except NodeExistsError as e:   # our broker id is held by another live broker
-        log.error("%s", e)
+        return broker.exit_code
+    except (NodeExistsError, BrokerFatalError) as e:   # our id is held by a live broker,
+        log.error("%s", e)                               # or no log dir can be used
         await broker.shutdown()
         return 1
     _freeze_startup_objects()
@@ -93,4 +94,4 @@ async def _serve(config: BrokerConfig) -> int:
         await stop.wait()
     finally:
         await broker.shutdown()
-    return 0
+    return broker.exit_code

@@ -5,7 +5,9 @@ backoff) until it is answered or the broker leaves the live set. Requests go
 over the Kafka protocol through the injected BrokerTransport -- to this broker
 itself too. ``RequestBatch`` collects what one event decided and builds, per
 broker, at most one LeaderAndIsr, one UpdateMetadata and one StopReplica, sent
-in that order (Kafka's ControllerBrokerRequestBatch).
+in that order (Kafka's ControllerBrokerRequestBatch). A LeaderAndIsr answer's
+per-partition errors go to the batch's ``on_leader_and_isr_response`` (the
+controller's; KAFKA_STORAGE_ERROR marks a replica offline, see log_dir_events).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+import uuid
 from dataclasses import dataclass
 from typing import Any, Callable, Protocol
 
@@ -28,6 +31,7 @@ LEADER_AND_ISR, STOP_REPLICA, UPDATE_METADATA = 4, 5, 6
 # Versions the controller sends (Kafka 3.9's ZK controller sends the newest).
 VERSIONS = {LEADER_AND_ISR: 7, STOP_REPLICA: 4, UPDATE_METADATA: 8}
 TYPE_INCREMENTAL, TYPE_FULL = 1, 2
+ZERO_UUID = uuid.UUID(int=0)
 
 
 class BrokerTransport(Protocol):
@@ -38,6 +42,8 @@ class BrokerTransport(Protocol):
 
 
 ResponseCallback = Callable[[Struct | None], None]
+# (broker id, broker epoch the request carried, per-partition errors of its answer)
+LeaderAndIsrSink = Callable[[int, int, dict[TopicPartition, int]], None]
 
 
 @dataclass
@@ -140,6 +146,7 @@ class RequestBatch:
         self.deleting: set[TopicPartition] = set()
         self.stop_replica: dict[int, dict[TopicPartition, tuple[bool, ResponseCallback | None]]] = {}
         self.full = False
+        self.on_leader_and_isr_response: LeaderAndIsrSink | None = None
 
     def add_leader_and_isr(self, brokers: list[int] | set[int], tp: TopicPartition,
                            is_new: bool = False) -> None:
@@ -163,7 +170,9 @@ class RequestBatch:
 
     def send(self, channel: ControllerChannel) -> None:
         for b, parts in sorted(self.leader_and_isr.items()):
-            channel.enqueue(b, LEADER_AND_ISR, self._leader_and_isr(b, parts), _log_errors(b))
+            body = self._leader_and_isr(b, parts)
+            channel.enqueue(b, LEADER_AND_ISR, body, _leader_and_isr_answered(
+                b, body.broker_epoch, self._topic_names(parts), self.on_leader_and_isr_response))
         um = self._update_metadata_body() if self.update_metadata_brokers else None
         for b in sorted(self.update_metadata_brokers):
             channel.enqueue(b, UPDATE_METADATA, self._with_epoch(um, b))
@@ -205,6 +214,18 @@ class RequestBatch:
             topic_states=[ts_spec.new(topic_name=t, topic_id=self.ctx.topic_ids.get(t),
                                       partition_states=ss) for t, ss in by_topic.items()],
             live_leaders=live_leaders)
+
+    def _topic_names(self, parts: dict[TopicPartition, bool]) -> dict[Any, str]:
+        """Topic id (as the request carries it) -> name, for reading a v5+ answer;
+        an id two topics share (none: the zero uuid) maps to nothing."""
+        names: dict[Any, str] = {}
+        shared: set[Any] = set()
+        for t in {t for t, _ in parts}:
+            tid = self.ctx.topic_ids.get(t) or ZERO_UUID
+            if tid in names:
+                shared.add(tid)
+            names[tid] = t
+        return {tid: t for tid, t in names.items() if tid not in shared}
 
     def _update_metadata_body(self) -> Struct:
         spec = api(UPDATE_METADATA).request
@@ -274,18 +295,28 @@ def _broker_struct(spec: Any, info: BrokerInfo) -> Struct:
             for e in info.endpoints])
 
 
-def _log_errors(broker: int) -> ResponseCallback:
+def _leader_and_isr_answered(broker: int, broker_epoch: int, topic_names: dict[Any, str],
+                             sink: LeaderAndIsrSink | None) -> ResponseCallback:
+    """Log a LeaderAndIsr answer's errors and hand its per-partition errors to ``sink``
+    (v0-4 name the topics, v5+ give topic ids: ``topic_names`` maps them back)."""
     def check(resp: Struct | None) -> None:
         if resp is None:
             return
         if resp.error_code:
             log.warning("LeaderAndIsr to broker %d failed: error %d", broker, resp.error_code)
-        errs = list(resp.partition_errors or []) + [
-            e for t in (resp.topics or []) for e in t.partition_errors]
-        bad = [e for e in errs if e.error_code]
+            return
+        errors: dict[TopicPartition, int] = {
+            (e.topic_name, e.partition_index): e.error_code for e in resp.partition_errors or []}
+        for t in resp.topics or []:
+            name = topic_names.get(t.topic_id or ZERO_UUID)
+            if name is not None:
+                errors.update(((name, e.partition_index), e.error_code) for e in t.partition_errors)
+        bad = [code for code in errors.values() if code]
         if bad:
             log.warning("LeaderAndIsr to broker %d: %d partitions failed (first error %d)",
-                        broker, len(bad), bad[0].error_code)
+                        broker, len(bad), bad[0])
+        if sink is not None:
+            sink(broker, broker_epoch, errors)
     return check
 
 

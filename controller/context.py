@@ -7,6 +7,10 @@ Only Controller.process (one event at a time) mutates it. Invariants:
     including its znode version (the next conditional write must match it).
   * ``live`` holds the brokers registered under /brokers/ids, with their
     epochs (czxid of the registration).
+  * ``replicas_on_offline_dirs[b]``: the partitions whose replica on live broker
+    b is in a failed log dir (b answered LeaderAndIsr with KAFKA_STORAGE_ERROR);
+    such a replica is not online: never elected, listed in offline_replicas.
+    Dropped when b restarts (controller/log_dir_events.py).
   * ``reassigning[tp]`` = (adding, removing) while a reassignment runs; then
     ``assignments`` holds the full set RS = target + (origin - target), and
     adding = target - origin, removing = origin - target (KIP-455), exactly
@@ -37,6 +41,7 @@ class ControllerContext:
     deletion_pending: dict[str, set[tuple[int, int]]] = field(default_factory=dict)
     reassigning: dict[TopicPartition, tuple[list[int], list[int]]] = field(default_factory=dict)
     zk_reassigning: set[TopicPartition] = field(default_factory=set)  # from the znode API
+    replicas_on_offline_dirs: dict[int, set[TopicPartition]] = field(default_factory=dict)
 
     def is_live(self, broker_id: int) -> bool:
         return broker_id in self.live
@@ -53,8 +58,16 @@ class ControllerContext:
     def partitions_on(self, broker_id: int) -> list[TopicPartition]:
         return [tp for tp in self.all_partitions() if broker_id in self.replicas(tp)]
 
+    def is_replica_online(self, broker_id: int, tp: TopicPartition) -> bool:
+        """Kafka's isReplicaOnline: the broker is live and the replica's dir is not offline."""
+        return broker_id in self.live and tp not in self.replicas_on_offline_dirs.get(broker_id, ())
+
+    def online_brokers(self, tp: TopicPartition) -> set[int]:
+        """Live brokers, less those whose replica of ``tp`` is in an offline log dir."""
+        return {b for b in self.live if tp not in self.replicas_on_offline_dirs.get(b, ())}
+
     def offline_replicas(self, tp: TopicPartition) -> list[int]:
-        return [b for b in self.replicas(tp) if b not in self.live]
+        return [b for b in self.replicas(tp) if not self.is_replica_online(b, tp)]
 
     def target_replicas(self, tp: TopicPartition) -> list[int]:
         """The replicas a partition will have once its reassignment (if any) is done."""

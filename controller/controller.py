@@ -13,7 +13,9 @@ Besides elections on broker changes, topics and deletion (deletion.py), the
 queue carries requests answered through futures: AlterPartition
 (alter_partition.py), ElectLeaders and the periodic leader-imbalance check
 (leader_election.py), reassignments from AlterPartitionReassignments or
-/admin/reassign_partitions (reassignment.py), and ControlledShutdown.
+/admin/reassign_partitions (reassignment.py), and ControlledShutdown. Log dir
+failures (KIP-112: /log_dir_event_notification, LeaderAndIsr answers with
+KAFKA_STORAGE_ERROR) are log_dir_events.py's.
 ZooKeeper writes go out as pipelined, chunked, fenced transactions
 (ClusterStore), and each event sends at most one LeaderAndIsr and one
 UpdateMetadata per broker (channel.RequestBatch).
@@ -25,7 +27,7 @@ import asyncio
 import logging
 from typing import Any, Callable
 
-from controller import alter_partition, deletion, leader_election, reassignment
+from controller import alter_partition, deletion, leader_election, log_dir_events, reassignment
 from controller import events as ev
 from controller.channel import BrokerTransport, ControllerChannel, RequestBatch
 from controller.context import ControllerContext, TopicPartition
@@ -103,6 +105,8 @@ class Controller:
             self.store.watch_children(zd.DELETE_TOPICS, lambda _c: put(ev.TopicDeletion())),
             self.store.watch_data(zd.REASSIGN_PARTITIONS, lambda d: None if d is None
                                   else put(ev.ZkPartitionReassignment())),
+            self.store.watch_children(zd.LOG_DIR_EVENT,
+                                      lambda c: put(ev.LogDirEventNotification()) if c else None),
         ]
         put(ev.Startup())
 
@@ -221,6 +225,10 @@ class Controller:
                 await self._topic_deletion()
             case ev.StopReplicaResult():
                 await self._stop_replica_result(event)
+            case ev.LogDirEventNotification():
+                await log_dir_events.on_notification(self)
+            case ev.LeaderAndIsrResponseReceived():
+                await log_dir_events.on_leader_and_isr_response(self, event)
 
     # -- election ------------------------------------------------------------------------
 
@@ -257,7 +265,9 @@ class Controller:
         self.ctx = ControllerContext()
 
     def _batch(self) -> RequestBatch:
-        return RequestBatch(self.ctx, self.broker_id, self.channel.listener)
+        batch = RequestBatch(self.ctx, self.broker_id, self.channel.listener)
+        batch.on_leader_and_isr_response = log_dir_events.response_sink(self)
+        return batch
 
     async def _on_failover(self) -> None:
         """Load everything, then tell every broker everything (Kafka's onControllerFailover)."""
@@ -268,6 +278,9 @@ class Controller:
         topics = await self.store.read_topics()
         self._load_topics(topics)
         ctx.states.update(await self.store.partition_states(ctx.all_partitions()))
+        # pending log dir events are moot: every broker gets the full LeaderAndIsr below
+        await self.store.delete_log_dir_events(await self.store.log_dir_events(),
+                                               ctx.epoch_zk_version)
         batch = self._batch()
         batch.full = True
         batch.add_update_metadata(ctx.live, ctx.all_partitions())
@@ -333,8 +346,9 @@ class Controller:
                     self._set_partition_state(tp, _P.NEW)
                     continue
                 to_create[tp] = LeaderIsr(init[0], 0, tuple(init[1]), ctx.epoch)
-            elif s.leader not in live or s.leader in ctx.shutting_down:
-                chosen = offline_leader(replicas, s.isr, live - ctx.shutting_down,
+            elif not ctx.is_replica_online(s.leader, tp) or s.leader in ctx.shutting_down:
+                chosen = offline_leader(replicas, s.isr,
+                                        ctx.online_brokers(tp) - ctx.shutting_down,
                                         tp[0] in unclean)
                 if chosen is None:
                     self._set_partition_state(tp, _P.OFFLINE)
@@ -369,10 +383,12 @@ class Controller:
         member (Kafka reads the topic config only then); the topic's
         unclean.leader.election.enable overrides the broker default either way."""
         ctx = self.ctx
-        live = set(ctx.live) - ctx.shutting_down
+
+        def online(b: int, tp: TopicPartition) -> bool:
+            return b not in ctx.shutting_down and ctx.is_replica_online(b, tp)
         stuck = {tp[0] for tp in parts
-                 if (s := ctx.states.get(tp)) is not None and s.leader not in live
-                 and not any(r in live for r in s.isr)}
+                 if (s := ctx.states.get(tp)) is not None and not online(s.leader, tp)
+                 and not any(online(r, tp) for r in s.isr)}
         out = set()
         for t in sorted(stuck):
             raw = (await self.store.topic_configs(t)).get("unclean.leader.election.enable")
@@ -401,6 +417,7 @@ class Controller:
                  sorted(new), sorted(dead))
         # Kafka's order: bounced brokers count as dead first, then as new.
         affected = [tp for tp in ctx.all_partitions() if set(ctx.replicas(tp)) & (dead | new)]
+        log_dir_events.forget_brokers(self, dead | new)
         batch = self._batch()
         for b in dead:
             ctx.live.pop(b, None)

@@ -118,7 +118,24 @@ class ZkPartitionReassignment:
     """/admin/reassign_partitions was created or changed (the pre-KIP-455 API)."""
 
 
+@dataclass(frozen=True)
+class LogDirEventNotification:
+    """/log_dir_event_notification children changed: a broker's log dir failed
+    (controller/log_dir_events.py)."""
+
+
+@dataclass(frozen=True)
+class LeaderAndIsrResponseReceived:
+    """A broker answered a LeaderAndIsr (sent to it at ``broker_epoch``) with
+    KAFKA_STORAGE_ERROR for some partitions, or while replicas of it are recorded
+    offline: its per-partition errors."""
+    broker_id: int
+    broker_epoch: int
+    errors: tuple[tuple[TopicPartition, int], ...]
+
+
 Event = (Startup | ControllerChange | BrokerChange | TopicChange | PartitionModifications
          | TopicDeletion | StopReplicaResult | ControlledShutdown | SessionExpired
          | SessionRenewed | AlterPartitionReceived | ElectLeaders | AutoLeaderRebalance
-         | ApiPartitionReassignment | ListPartitionReassignments | ZkPartitionReassignment)
+         | ApiPartitionReassignment | ListPartitionReassignments | ZkPartitionReassignment
+         | LogDirEventNotification | LeaderAndIsrResponseReceived)

@@ -19,6 +19,7 @@ from typing import Any, Callable
 from kazoo import exceptions as kx
 from kazoo.client import KazooClient
 from kazoo.recipe.watchers import ChildrenWatch, DataWatch
+from kazoo.retry import KazooRetry
 
 from controller.errors import BadVersionError, NodeExistsError, NoNodeError, NotEmptyError, \
     ZkError
@@ -41,19 +42,29 @@ def _stat(s: Any) -> Stat:
     return Stat(s.version, s.czxid, s.ephemeralOwner)
 
 
+def _reconnect_retry() -> KazooRetry:
+    """Reconnect attempts at most 1 s apart, for ever. kazoo's default doubles the wait
+    up to an hour, so after a ZooKeeper outage of T seconds the next attempt may come
+    T seconds after ZooKeeper is back: later than a short session timeout, and a
+    session that ZooKeeper had kept across its restart expires for nothing. (Kafka's
+    client waits at most about 1 s between attempts too.)"""
+    return KazooRetry(max_tries=-1, delay=0.1, backoff=2, max_delay=1.0)
+
+
 class KazooZk:
     """ZkClient over kazoo. ``hosts`` may carry a chroot ("h:2181/pybroker"): kazoo
     prefixes every path with it; the chroot node itself is created on start."""
 
     def __init__(self, hosts: str, session_timeout_ms: int = 18000) -> None:
         self._hosts = hosts
-        self._kz = KazooClient(hosts=hosts, timeout=session_timeout_ms / 1000.0)
+        self._kz = KazooClient(hosts=hosts, timeout=session_timeout_ms / 1000.0,
+                               connection_retry=_reconnect_retry())
 
     def start(self, timeout: float) -> None:
         host_part, slash, chroot = self._hosts.partition("/")
         if slash and chroot.strip("/"):
             # kazoo does not create the chroot; Kafka does (createChrootIfNecessary).
-            boot = KazooClient(hosts=host_part)
+            boot = KazooClient(hosts=host_part, connection_retry=_reconnect_retry())
             boot.start(timeout=timeout)
             try:
                 boot.ensure_path("/" + chroot.strip("/"))

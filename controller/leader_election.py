@@ -63,16 +63,18 @@ async def elect(c: Controller, parts: list[TopicPartition] | None, election_type
             replicas = ctx.replicas(tp)
             if s.leader == replicas[0]:
                 out[tp] = ErrorCode.ELECTION_NOT_NEEDED, None
-            elif (leader := preferred_leader(replicas, s.isr, live)) is None:
+            elif (leader := preferred_leader(replicas, s.isr,
+                                             live & ctx.online_brokers(tp))) is None:
                 out[tp] = (ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE,
                            f"Failed to elect leader for partition {tp[0]}-{tp[1]} under "
                            f"strategy PreferredReplicaPartitionLeaderElectionStrategy")
             else:
                 changes[tp] = s.new_leader(leader, s.isr)
         else:
-            if s.leader != NO_LEADER and s.leader in ctx.live:
+            if s.leader != NO_LEADER and ctx.is_replica_online(s.leader, tp):
                 out[tp] = ErrorCode.ELECTION_NOT_NEEDED, None
-            elif (chosen := offline_leader(ctx.replicas(tp), s.isr, live, True)) is None:
+            elif (chosen := offline_leader(ctx.replicas(tp), s.isr, live & ctx.online_brokers(tp),
+                                           True)) is None:
                 out[tp] = (ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE,
                            f"Failed to elect leader for partition {tp[0]}-{tp[1]} under "
                            f"strategy OfflinePartitionLeaderElectionStrategy(true)")
@@ -117,7 +119,8 @@ def imbalanced(c: Controller, percentage: int) -> list[TopicPartition]:
         off = [tp for tp in parts if ctx.states[tp].leader != broker]
         if len(off) / len(parts) > percentage / 100:
             out += [tp for tp in off
-                    if preferred_leader(ctx.replicas(tp), ctx.states[tp].isr, live) is not None]
+                    if preferred_leader(ctx.replicas(tp), ctx.states[tp].isr,
+                                        live & ctx.online_brokers(tp)) is not None]
     return out
 
 

@@ -30,7 +30,8 @@ from controller.zk_partitions import TopicPartition as TopicPartition  # re-expo
 from controller.errors import (BadVersionError, ControllerMovedError, NodeExistsError,
                                NoNodeError, TopicAlreadyExists, TopicNotFound, ZkError)
 from controller.kazoo_zk import KazooZk
-from controller.zkclient import CONNECTED, LOST, SUSPENDED, CreateOp, SetOp, Stat, ZkClient
+from controller.zkclient import (CONNECTED, LOST, SUSPENDED, CreateOp, DeleteOp, SetOp, Stat,
+                                 ZkClient)
 
 log = logging.getLogger("pybroker.zk")
 
@@ -447,6 +448,36 @@ class ClusterStore(FencedPartitionAccess, GenericZnodeAccess):
                     continue
         first, last = await self._run(claim)
         return int(first), int(last)
+
+    # -- log dir failures (KIP-112; broker/log_dirs/, controller/log_dir_events.py) ------
+
+    async def propagate_log_dir_event(self, broker_id: int) -> str:
+        """KafkaZkClient.propagateLogDirEvent: a persistent sequential
+        /log_dir_event_notification/log_dir_event_<seq> naming this broker; -> its path."""
+        path = await self._run(self.zk.create, f"{zd.LOG_DIR_EVENT}/{zd.LOG_DIR_EVENT_PREFIX}",
+                               zd.encode_log_dir_event(broker_id), sequence=True, makepath=True)
+        return str(path)
+
+    async def log_dir_events(self) -> dict[str, int | None]:
+        """Every pending notification: znode name -> the broker it names (None when
+        unreadable; a notification deleted meanwhile is left out)."""
+        def read() -> dict[str, int | None]:
+            try:
+                children = self.zk.children(zd.LOG_DIR_EVENT)
+            except NoNodeError:
+                return {}
+            names = sorted(c for c in children if c.startswith(zd.LOG_DIR_EVENT_PREFIX))
+            got = self.zk.get_many([f"{zd.LOG_DIR_EVENT}/{n}" for n in names])
+            return {n: zd.decode_log_dir_event(r[0]) for n, r in zip(names, got)
+                    if not isinstance(r, Exception)}
+        return dict(await self._run(read))
+
+    async def delete_log_dir_events(self, names: Iterable[str], epoch_zk_version: int) -> None:
+        """Delete handled notifications, fenced by the controller epoch (one already
+        gone is fine). Raises ControllerMovedError when fenced."""
+        ops = [DeleteOp(f"{zd.LOG_DIR_EVENT}/{n}") for n in names]
+        if ops:
+            await self._run(self._fenced_chunked, epoch_zk_version, ops)
 
     # -- controller election and fenced writes -------------------------------------------
 

@@ -22,6 +22,9 @@
                                          "replicas":[1,2]}]}  (the pre-KIP-455 reassignment API;
                                          the controller removes entries as they complete)
     /latest_producer_id_block           {"version":1,"broker":N,"block_start":"<first>","block_end":"<last>"}
+    /log_dir_event_notification/log_dir_event_<10-digit seq>
+                                        {"version":1,"broker":N,"event":1} (persistent, sequential;
+                                        event 1 = LogDirFailure; the controller deletes it)
 """
 
 from __future__ import annotations
@@ -46,11 +49,14 @@ DELETE_TOPICS = "/admin/delete_topics"
 REASSIGN_PARTITIONS = "/admin/reassign_partitions"
 PRODUCER_ID_BLOCK = "/latest_producer_id_block"
 ISR_CHANGE = "/isr_change_notification"
+LOG_DIR_EVENT = "/log_dir_event_notification"
+LOG_DIR_EVENT_PREFIX = "log_dir_event_"
+LOG_DIR_FAILURE_EVENT = 1                # LogDirEventNotificationHandler.LogDirFailureEvent
 
 # Kafka's KafkaZkClient.createTopLevelPaths (persistent paths created at start-up).
 PERSISTENT_PATHS = (
     "/consumers", BROKER_IDS, TOPICS, CONFIG_CHANGES, DELETE_TOPICS, BROKER_SEQID,
-    ISR_CHANGE, PRODUCER_ID_BLOCK, "/log_dir_event_notification",
+    ISR_CHANGE, PRODUCER_ID_BLOCK, LOG_DIR_EVENT,
     CONFIG_TOPICS, "/config/clients", "/config/users", "/config/brokers", "/config/ips",
 )
 
@@ -315,6 +321,21 @@ def decode_producer_id_block(data: bytes | None) -> tuple[int, int] | None:
     if obj is None:
         return None
     return int(obj["block_start"]), int(obj["block_end"])
+
+
+# --- log dir failures (KIP-112) ---------------------------------------------------------
+
+def encode_log_dir_event(broker_id: int) -> bytes:
+    return _dumps({"version": 1, "broker": broker_id, "event": LOG_DIR_FAILURE_EVENT})
+
+
+def decode_log_dir_event(data: bytes | None) -> int | None:
+    """-> the broker a log dir event names (None when unreadable)."""
+    try:
+        obj = _loads(data) or {}
+        return int(obj["broker"])
+    except (ValueError, KeyError, TypeError):
+        return None
 
 
 # --- partition reassignment -------------------------------------------------------------

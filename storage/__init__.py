@@ -15,10 +15,13 @@ Map (Kafka's class in brackets):
     segment.py          one segment: .log + .index + .timeindex [LogSegment]
     log.py              one partition's segments: append, read, roll, truncate,
                         retention [UnifiedLog]
+    log_types.py        what a log's append and read return, and its errors
+    io_guard.py         the write-path guard: an OSError takes the log dir offline
+                        [maybeHandleIOException, KafkaStorageException]
     recovery.py         loading a partition directory, recovery after a crash [LogLoader]
     leader_epoch.py     leader-epoch cache and checkpoint [LeaderEpochFileCache]
     checkpoints.py      recovery-point / high-watermark / log-start checkpoint files
-    log_manager.py      every partition under log.dirs [LogManager]
+    log_manager.py      every partition under log.dirs, offline log dirs [LogManager]
     cleaner.py          compaction scheduling and runs [LogCleaner]
     compaction.py       the offset map and the batch filter of a compaction
     config.py           the settings storage reads (LogConfig), Kafka's defaults

@@ -52,6 +52,7 @@ from protocol import records as R
 from storage import checkpoints, filenames
 from storage.compaction import CleanContext, FilterStats, OffsetMap, filter_batch, map_batch
 from storage.config import LogConfig
+from storage.io_guard import LogDirOfflineError
 from storage.log import PartitionLog
 from storage.offset_index import OffsetIndex
 from storage.segment import INT32_MAX, LogSegment
@@ -232,7 +233,8 @@ class LogCleaner:
 
         On an error the partition is marked uncleanable (skipped until
         ``uncleanable`` is cleared), its temporary files are removed and the
-        error propagates.
+        error propagates; an OSError also goes to the log's failure sink, which
+        takes its log dir offline (as Kafka's cleaner tells the LogDirFailureChannel).
         """
         now_ms = int(time.time() * 1000) if now_ms is None else now_ms
         candidates = self.logs_to_clean(now_ms)
@@ -243,11 +245,17 @@ class LogCleaner:
             stats = clean_log(ltc.log, ltc.first_dirty_offset, ltc.first_uncleanable_offset,
                               now_ms, self.config.max_map_entries,
                               self.producer_last_offsets(ltc.log), self.lock_for(ltc.log))
-        except BaseException:
+        except BaseException as e:
             self.uncleanable.add(ltc.topic_partition)
+            if isinstance(e, OSError) and not isinstance(e, LogDirOfflineError):
+                ltc.log.report_io_error("cleaning", e)
             raise
         stats.topic_partition = ltc.topic_partition
-        self.update_checkpoint(ltc.topic_partition, stats.end_offset)
+        try:
+            self.update_checkpoint(ltc.topic_partition, stats.end_offset)
+        except OSError as e:
+            ltc.log.report_io_error("writing the cleaner checkpoint", e)
+            raise
         return stats
 
 

@@ -10,6 +10,12 @@ Segments are kept sorted by base offset in ``segments`` with their bases in
 Time comes from a clock seam (``clock() -> ms``) so roll/retention/flush by
 time are testable without sleeping.
 
+Disk failures: every method that writes is a ``write_path`` (storage/io_guard.py):
+an OSError there goes to ``failure_sink`` (the LogManager's, which takes the whole
+log dir offline), and while ``offline`` is set every write is refused with
+LogDirOfflineError. ``release`` drops the files of a log in an offline dir
+without writing anything.
+
 Threads: the broker calls a log from its event loop only, but the log cleaner
 (storage/cleaner.py) runs in a worker thread and swaps cleaned segments in.
 So every public method that reads or changes the segment list holds
@@ -21,65 +27,30 @@ from __future__ import annotations
 
 import bisect
 import functools
-import logging
 import os
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from protocol import records
 from protocol.records import BatchHeader
 from storage import filenames, producer_snapshot, recovery
 from storage.config import LogConfig
+from storage.io_guard import FailureSink, LogDirOfflineError, write_path
 from storage.leader_epoch import LeaderEpochCache
+from storage.log_types import (AppendInfo, OffsetOutOfRangeError, ReadResult,
+                               RecordBatchTooLargeError, UnexpectedAppendOffsetError)
 from storage.producer_snapshot import SnapshotEntry
 from storage.segment import EMPTY_SLICE, FileSlice, LogSegment
 from storage.txn_index import AbortedTxn
 
 Clock = Callable[[], int]
-logger = logging.getLogger(__name__)
 SNAPSHOTS_KEPT = 2              # producer snapshots kept (the newest ones)
 
 
 def wall_clock_ms() -> int:
     return time.time_ns() // 1_000_000
-
-
-class OffsetOutOfRangeError(Exception):
-    """Fetch offset outside [log_start_offset, log_end_offset]: OFFSET_OUT_OF_RANGE (1)."""
-
-
-class RecordBatchTooLargeError(Exception):
-    """An append larger than a segment: RECORD_LIST_TOO_LARGE (18)."""
-
-
-class UnexpectedAppendOffsetError(Exception):
-    """A follower append whose offsets go backwards."""
-
-
-@dataclass(frozen=True, slots=True)
-class AppendInfo:
-    first_offset: int
-    last_offset: int
-    max_timestamp: int            # -1 when no batch has a timestamp
-    offset_of_max_timestamp: int
-    log_append_time: int          # -1 unless the log stamps LogAppendTime
-    num_batches: int
-    num_records: int
-    size: int
-    log_start_offset: int
-
-
-@dataclass(frozen=True, slots=True)
-class ReadResult:
-    """What ``read`` found: ``slice`` may be empty and may end in a partial batch."""
-
-    slice: FileSlice
-    fetch_offset: int
-    segment_base_offset: int
-    position: int
 
 
 def _locked(method: Callable[..., Any]) -> Callable[..., Any]:
@@ -115,6 +86,21 @@ class PartitionLog:
         # sets it): written to <offset>.snapshot at every roll and at close, so that
         # opening the log replays only the batches after the newest snapshot.
         self.snapshot_source: Callable[[], list[SnapshotEntry]] | None = None
+
+    # Disk failures (storage/io_guard.py). Class-level defaults on purpose: only the
+    # LogManager sets them on an instance, and a reopen in place keeps them.
+    offline = False                        # the log dir is offline: writes are refused
+    failure_sink: FailureSink | None = None
+
+    def report_io_error(self, what: str, error: OSError) -> None:
+        """An OSError on a write path: tell the sink (the LogManager) about the log dir."""
+        sink = self.failure_sink
+        if sink is not None:
+            sink(os.path.dirname(self.dir), f"{what} of {os.path.basename(self.dir)}", error)
+
+    def offline_error(self) -> LogDirOfflineError:
+        return LogDirOfflineError(f"log dir {os.path.dirname(self.dir)} of "
+                                  f"{os.path.basename(self.dir)} is offline")
 
     @classmethod
     def open(cls, dir_path: str, config: LogConfig | None = None, *, recovery_point: int = 0,
@@ -167,7 +153,7 @@ class PartitionLog:
 
     # -- append -----------------------------------------------------------------------
 
-    @_locked
+    @write_path
     def append(self, data: bytes | bytearray | memoryview, *, leader_epoch: int | None = None,
                assign_offsets: bool = True) -> AppendInfo:
         """Append whole batches (already validated by ``records.validate``).
@@ -238,7 +224,7 @@ class PartitionLog:
 
     # -- roll and flush ---------------------------------------------------------------
 
-    @_locked
+    @write_path
     def roll(self, expected_next_offset: int | None = None) -> LogSegment:
         """Seal the active segment and start one at max(expected, log end offset)."""
         old = self.active_segment
@@ -270,7 +256,7 @@ class PartitionLog:
         producer_snapshot.delete(self.dir, below=self.log_start_offset,
                                  keep_latest=SNAPSHOTS_KEPT)
 
-    @_locked
+    @write_path
     def flush(self, offset: int | None = None) -> None:
         """fsync segments holding offsets in [recovery_point, offset); advance the recovery point.
 
@@ -288,7 +274,7 @@ class PartitionLog:
         self._unflushed_messages = 0
         self._last_flush_ms = self.clock()
 
-    @_locked
+    @write_path
     def maybe_flush(self) -> bool:
         """Flush policy: log.flush.interval.messages / .ms (defaults: never, page cache)."""
         cfg = self.config
@@ -298,6 +284,17 @@ class PartitionLog:
             self.flush()
             return True
         return False
+
+    @write_path
+    def delete_snapshots_above(self, offset: int) -> None:
+        """Remove producer snapshots above ``offset`` (left by a recovery that cut the tail)."""
+        producer_snapshot.delete(self.dir, above=offset)
+
+    @write_path
+    def assign_leader_epoch(self, epoch: int, start_offset: int) -> bool:
+        """A new leader epoch starts at ``start_offset`` (the leader-epoch checkpoint
+        is written); True when the cache changed."""
+        return self.leader_epoch_cache.assign(epoch, start_offset)
 
     # -- read -----------------------------------------------------------------------
 
@@ -336,7 +333,7 @@ class PartitionLog:
 
     # -- aborted transactions (the segments' .txnindex) ------------------------------------
 
-    @_locked
+    @write_path
     def append_aborted_txn(self, txn: AbortedTxn) -> None:
         """Record an aborted transaction whose abort marker was just appended (so it is
         in the active segment, whose .txnindex holds it, as Kafka's updateTxnIndex)."""
@@ -397,12 +394,18 @@ class PartitionLog:
 
     # -- truncation -------------------------------------------------------------------
 
-    @_locked
+    @write_path
     def truncate_to(self, offset: int) -> bool:
-        """Follower truncation: remove offsets >= ``offset``; False if nothing to do."""
+        """Follower truncation: remove offsets >= ``offset``; False if no record was
+        removed. The leader-epoch cache is cut at ``offset`` even then (as Kafka's
+        ``UnifiedLog.truncateTo``): a replica that was leader at epoch E and lost it
+        before appending holds "E starts at LEO" although no record has epoch E; left
+        there, its fetches claim epoch E, the leader answers "diverging: E-1 ends at
+        LEO" again and again, and the replica never fetches another record."""
         if offset < 0:
             raise ValueError(f"cannot truncate to a negative offset {offset}")
         if offset >= self.log_end_offset:
+            self.leader_epoch_cache.truncate_from_end(offset)
             return False
         if self.segments[0].base_offset > offset:
             self.truncate_fully_and_start_at(offset)
@@ -419,7 +422,7 @@ class PartitionLog:
         self.high_watermark = min(self.high_watermark, offset)
         return True
 
-    @_locked
+    @write_path
     def truncate_fully_and_start_at(self, offset: int) -> None:
         """Delete every segment and restart empty at ``offset``."""
         for segment in self.segments:
@@ -432,7 +435,7 @@ class PartitionLog:
 
     # -- retention ------------------------------------------------------------------
 
-    @_locked
+    @write_path
     def maybe_increment_log_start_offset(self, offset: int) -> bool:
         """DeleteRecords: move the log start up to ``offset`` (<= high watermark)."""
         if offset > self.high_watermark:
@@ -444,7 +447,7 @@ class PartitionLog:
         self.leader_epoch_cache.truncate_from_start(offset)
         return True
 
-    @_locked
+    @write_path
     def delete_old_segments(self) -> int:
         """Apply log start offset, retention.bytes and retention.ms; segments deleted.
 
@@ -517,25 +520,38 @@ class PartitionLog:
 
     # -- lifecycle and metadata -----------------------------------------------------
 
-    @_locked
+    @write_path
     def close(self) -> None:
         """Snapshot the producer state at the log end, seal the active segment
-        (trimming files) and release every file."""
+        (trimming files) and release every file. A failed snapshot is reported
+        (write_path) once the segments are closed."""
+        failed: OSError | None = None
         if self.segments and self.snapshot_source is not None:
             try:
                 self._take_snapshot(self.log_end_offset)
-            except OSError as e:      # a missing snapshot only costs a longer reopen
-                logger.warning("%s: producer snapshot at close failed: %s", self.dir, e)
+            except OSError as e:
+                failed = e
         for segment in self.segments:
             segment.close()
+        if failed is not None:
+            raise failed
 
     @_locked
+    def release(self) -> None:
+        """The log dir went offline: drop every open file and map without writing
+        (no seal, no trim, no snapshot) and refuse writes from now on."""
+        self.offline = True
+        for segment in self.segments:
+            segment.release()
+
+    @write_path
     def delete_files(self) -> None:
         for segment in self.segments:
             segment.delete()
         self.segments = []
         self._bases = []
 
+    @write_path
     def write_partition_metadata(self, topic_id: str) -> None:
         """``partition.metadata``: "version: 0" and "topic_id: <base64 uuid>" lines."""
         from storage.checkpoints import write_lines_atomically

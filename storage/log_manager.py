@@ -11,61 +11,156 @@ Per log dir::
     <topic>-<partition>.<uuid>-delete/   a deleted log awaiting removal
     <topic>-<partition>.<uuid>-future/   a log being moved here (``move_log``)
 
-Startup (numbered as it happens): 1. check/write meta.properties; 2. note the
-clean-shutdown marker; 3. remove ``-delete`` dirs; 4. read the three
-checkpoints; 5. open every partition directory (recovering it unless the
-shutdown was clean); 6. remove the marker, so a crash from now on is seen.
+Startup (numbered as it happens): 1. create each dir and check it takes a
+write (a probe file, written, fsync'd, removed); 2. check/write meta.properties;
+3. note the clean-shutdown marker; 4. remove ``-delete`` dirs; 5. read the three
+checkpoints; 6. open every partition directory (recovering it unless the
+shutdown was clean); 7. remove the marker, so a crash from now on is seen.
+
+Offline log dirs (KIP-112; Kafka's LogManager.handleLogDirFailure). A dir goes
+offline through ``report_failure`` only: the write-path guard of every log
+(storage/io_guard.py) calls it on an OSError, and so do this manager's own
+writes (checkpoints, the marker, creating or deleting a log) and a start-up
+step that fails for one dir. From that moment every log in the dir refuses
+writes, and the dir gets nothing written again in this process: no checkpoint,
+no clean-shutdown marker (so the next start recovers it), no new log. The
+owner is told through ``on_dir_failure`` (the broker's failure channel); it
+then calls ``take_dir_offline``, which closes the dir's logs without writing
+and drops them from the live set. At start-up a dir that fails is offline
+from the start and the others load; ``NoLiveLogDirError`` when none is left.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 
 from storage import checkpoints, filenames
 from storage.config import LogConfig
+from storage.io_guard import FailureSink, LogDirOfflineError
 from storage.log import Clock, PartitionLog, wall_clock_ms
 
 TopicPartition = tuple[str, int]
+PROBE_FILE = ".writable-probe"      # written, fsync'd and removed at start-up
+logger = logging.getLogger(__name__)
 
 
 class InconsistentMetaPropertiesError(Exception):
     """meta.properties disagrees with this broker's id or cluster id."""
 
 
+class NoLiveLogDirError(Exception):
+    """Every configured log dir is offline (Kafka shuts the broker down)."""
+
+
 class LogManager:
     def __init__(self, log_dirs: Sequence[str], config: LogConfig | None = None, *,
                  clock: Clock = wall_clock_ms,
-                 topic_config: Callable[[str], LogConfig] | None = None) -> None:
+                 topic_config: Callable[[str], LogConfig] | None = None,
+                 on_dir_failure: FailureSink | None = None) -> None:
         if not log_dirs:
             raise ValueError("at least one log dir is needed")
         self.log_dirs = [os.path.abspath(d) for d in log_dirs]
         self.config = config or LogConfig()
         self.clock = clock
         self.topic_config = topic_config or (lambda _topic: self.config)
+        self.on_dir_failure = on_dir_failure
         self.logs: dict[TopicPartition, PartitionLog] = {}
         self._dir_of: dict[TopicPartition, str] = {}
         self.had_clean_shutdown: dict[str, bool] = {}
+        # log dir -> why it is offline; entries are only ever added (report_failure)
+        self.offline_dirs: dict[str, str] = {}
+        self._offline_lock = threading.Lock()   # report_failure runs in worker threads too
+
+    # -- offline log dirs (see the module docstring) ----------------------------------
+
+    @property
+    def live_log_dirs(self) -> list[str]:
+        return [d for d in self.log_dirs if d not in self.offline_dirs]
+
+    def is_offline(self, log_dir: str) -> bool:
+        return os.path.abspath(log_dir) in self.offline_dirs
+
+    def report_failure(self, log_dir: str, what: str, error: OSError) -> None:
+        """An OSError on a write path in ``log_dir``: the whole dir goes offline now
+        (its logs refuse writes) and ``on_dir_failure`` is told, once per dir. Any
+        thread; idempotent."""
+        log_dir = os.path.abspath(log_dir)
+        with self._offline_lock:
+            if log_dir in self.offline_dirs or log_dir not in self.log_dirs:
+                return
+            self.offline_dirs[log_dir] = f"{what}: {error}"
+        for tp, d in list(self._dir_of.items()):
+            plog = self.logs.get(tp)
+            if d == log_dir and plog is not None:
+                plog.offline = True
+        if self.on_dir_failure is not None:
+            self.on_dir_failure(log_dir, what, error)      # which logs it (the channel)
+        else:
+            logger.error("log dir %s is offline: %s failed: %s", log_dir, what, error)
+
+    def take_dir_offline(self, log_dir: str) -> list[TopicPartition]:
+        """Close the logs of an offline dir without writing anything (no checkpoint,
+        no marker, no trim) and drop them from the live set; -> their partitions."""
+        log_dir = os.path.abspath(log_dir)
+        with self._offline_lock:
+            self.offline_dirs.setdefault(log_dir, "taken offline")
+        gone = sorted(tp for tp, d in self._dir_of.items() if d == log_dir)
+        for tp in gone:
+            plog = self.logs.pop(tp)
+            del self._dir_of[tp]
+            try:
+                plog.release()
+            except OSError as e:     # munmap does not write; nothing else to do
+                logger.warning("%s: releasing its files: %s", plog.dir, e)
+        return gone
+
+    def _adopt(self, tp: TopicPartition, plog: PartitionLog, log_dir: str) -> None:
+        plog.failure_sink = self.report_failure
+        self.logs[tp] = plog
+        self._dir_of[tp] = log_dir
 
     # -- startup / shutdown ---------------------------------------------------------
 
     def startup(self, broker_id: int | None = None, cluster_id: str | None = None) -> None:
+        """Load every usable log dir (the module docstring's steps). A dir failing a
+        step with an OSError is offline from the start; NoLiveLogDirError when no
+        dir is left. InconsistentMetaPropertiesError still stops everything."""
         for log_dir in self.log_dirs:
-            os.makedirs(log_dir, exist_ok=True)
+            self._startup_step(log_dir, "creating and probing the log dir", _create_and_probe)
         self._settle_future_dirs()
-        for log_dir in self.log_dirs:
-            if broker_id is not None:
-                ensure_meta_properties(log_dir, broker_id, cluster_id)
-            marker = os.path.join(log_dir, filenames.CLEAN_SHUTDOWN)
-            clean = os.path.exists(marker)
-            self.had_clean_shutdown[log_dir] = clean
-            self._load_dir(log_dir, clean)
-            if clean:
-                os.unlink(marker)
-                checkpoints.fsync_dir(log_dir)
+        for log_dir in self.live_log_dirs:
+            self._startup_step(log_dir, "loading the log dir",
+                               lambda d: self._load_checked(d, broker_id, cluster_id))
+        if not self.live_log_dirs:
+            raise NoLiveLogDirError(
+                "none of the log dirs " + ", ".join(self.log_dirs) + " can be used: "
+                + "; ".join(f"{d}: {why}" for d, why in self.offline_dirs.items()))
+
+    def _startup_step(self, log_dir: str, what: str, step: Callable[[str], None]) -> None:
+        if log_dir in self.offline_dirs:
+            return
+        try:
+            step(log_dir)
+        except OSError as e:
+            self.report_failure(log_dir, what, e)
+            self.take_dir_offline(log_dir)
+
+    def _load_checked(self, log_dir: str, broker_id: int | None, cluster_id: str | None) -> None:
+        if broker_id is not None:
+            ensure_meta_properties(log_dir, broker_id, cluster_id)
+        marker = os.path.join(log_dir, filenames.CLEAN_SHUTDOWN)
+        clean = os.path.exists(marker)
+        self.had_clean_shutdown[log_dir] = clean
+        self._load_dir(log_dir, clean)
+        if clean:
+            os.unlink(marker)
+            checkpoints.fsync_dir(log_dir)
 
     def _load_dir(self, log_dir: str, clean: bool) -> None:
         recovery = checkpoints.read_offsets(os.path.join(log_dir, filenames.RECOVERY_POINT_CHECKPOINT))
@@ -89,17 +184,28 @@ class LogManager:
                                     log_start_offset=starts.get(tp, 0),
                                     clean_shutdown=clean, clock=self.clock)
             log.update_high_watermark(hws.get(tp, 0))
-            self.logs[tp] = log
-            self._dir_of[tp] = log_dir
+            if log.last_load is not None and log.last_load.truncated_bytes:
+                logger.warning("%s: recovery cut %d bytes of torn or invalid data", path,
+                               log.last_load.truncated_bytes)
+            self._adopt(tp, log, log_dir)
 
     def shutdown(self) -> None:
-        """Flush and close every log, write the checkpoints, then the clean-shutdown marker."""
-        for log in self.logs.values():
-            log.flush()
-            log.close()
+        """Flush and close every log, write the checkpoints, then the clean-shutdown
+        marker: in live dirs only. A log whose dir is offline, or fails now, is
+        released without writes, and its dir gets no marker (recovered next start)."""
+        for plog in list(self.logs.values()):
+            try:
+                plog.flush()
+                plog.close()
+            except OSError:          # reported by the log's guard: its dir is offline
+                plog.release()
         self.checkpoint_all()
-        for log_dir in self.log_dirs:
-            checkpoints.write_lines_atomically(os.path.join(log_dir, filenames.CLEAN_SHUTDOWN), [])
+        for log_dir in self.live_log_dirs:
+            try:
+                checkpoints.write_lines_atomically(
+                    os.path.join(log_dir, filenames.CLEAN_SHUTDOWN), [])
+            except OSError as e:
+                self.report_failure(log_dir, "writing the clean-shutdown marker", e)
         self.logs.clear()
         self._dir_of.clear()
 
@@ -112,20 +218,35 @@ class LogManager:
         return iter(list(self.logs.items()))
 
     def get_or_create_log(self, topic: str, partition: int, *, config: LogConfig | None = None,
-                          topic_id: str | None = None) -> PartitionLog:
-        """The log of (topic, partition), created in the log dir holding fewest logs."""
+                          topic_id: str | None = None, is_new: bool = False) -> PartitionLog:
+        """The log of (topic, partition), created in the live log dir holding fewest logs.
+
+        KIP-112: while a log dir is offline, a partition that is not new (the
+        controller created it before: LeaderAndIsr is_new false) and is in no live
+        dir may well be in the offline one, so LogDirOfflineError is raised rather
+        than an empty log created (which would lose its data on the next leader
+        change). LogDirOfflineError too when no dir is live."""
         tp = (topic, partition)
         log = self.logs.get(tp)
         if log is None:
-            counts = {d: 0 for d in self.log_dirs}
+            live = self.live_log_dirs
+            if (self.offline_dirs and not is_new) or not live:
+                raise LogDirOfflineError(
+                    f"cannot create the log of {topic}-{partition}: log dirs "
+                    f"{', '.join(sorted(self.offline_dirs))} are offline")
+            counts = {d: 0 for d in live}
             for d in self._dir_of.values():
-                counts[d] += 1
-            log_dir = min(self.log_dirs, key=lambda d: counts[d])
+                if d in counts:
+                    counts[d] += 1
+            log_dir = min(live, key=lambda d: counts[d])
             path = os.path.join(log_dir, filenames.partition_dir_name(topic, partition))
-            log = PartitionLog.open(path, config or self.topic_config(topic), clock=self.clock)
-            checkpoints.fsync_dir(log_dir)
-            self.logs[tp] = log
-            self._dir_of[tp] = log_dir
+            try:
+                log = PartitionLog.open(path, config or self.topic_config(topic), clock=self.clock)
+                checkpoints.fsync_dir(log_dir)
+            except OSError as e:
+                self.report_failure(log_dir, f"creating the log of {topic}-{partition}", e)
+                raise
+            self._adopt(tp, log, log_dir)
         if topic_id is not None and log.read_partition_metadata() != topic_id:
             log.write_partition_metadata(topic_id)
         return log
@@ -137,10 +258,15 @@ class LogManager:
         if log is None:
             return False
         log_dir = self._dir_of.pop(tp)
-        log.close()
         doomed = f"{log.dir}.{uuid.uuid4().hex}{filenames.DELETE_DIR_SUFFIX}"
-        os.replace(log.dir, doomed)
-        checkpoints.fsync_dir(log_dir)
+        try:
+            log.close()
+            os.replace(log.dir, doomed)
+            checkpoints.fsync_dir(log_dir)
+        except OSError as e:
+            self.report_failure(log_dir, f"deleting the log of {topic}-{partition}", e)
+            log.release()
+            raise
         shutil.rmtree(doomed, ignore_errors=True)
         self.checkpoint_all()
         return True
@@ -169,6 +295,8 @@ class LogManager:
         target = os.path.abspath(target_dir)
         if target not in self.log_dirs:
             raise ValueError(f"Log dir {target_dir} is not found in the config.")
+        if target in self.offline_dirs:
+            raise LogDirOfflineError(f"log dir {target} is offline")
         source = self._dir_of[tp]
         if source == target:
             return False
@@ -197,31 +325,26 @@ class LogManager:
     def _settle_future_dirs(self) -> None:
         """Finish or drop replica moves a crash interrupted (see ``move_log``): a
         ``<tp>.<uuid>-future`` dir is dropped when the partition has a live dir
-        anywhere, else renamed to ``<tp>`` (its old dir was already retired)."""
-        live = {name for d in self.log_dirs for name in os.listdir(d)
-                if os.path.isdir(os.path.join(d, name))}
-        for log_dir in self.log_dirs:
-            for name in sorted(os.listdir(log_dir)):
-                if not name.endswith(filenames.FUTURE_DIR_SUFFIX):
-                    continue
-                path = os.path.join(log_dir, name)
-                base = name[:-len(filenames.FUTURE_DIR_SUFFIX)].rsplit(".", 1)[0]
-                if base in live:
-                    shutil.rmtree(path, ignore_errors=True)
-                else:
-                    os.replace(path, os.path.join(log_dir, base))
-                    live.add(base)
-                checkpoints.fsync_dir(log_dir)
+        anywhere, else renamed to ``<tp>`` (its old dir was already retired).
+        Only live dirs count (an offline dir is not listed)."""
+        live: set[str] = set()
+        for log_dir in self.live_log_dirs:
+            self._startup_step(log_dir, "listing the log dir", lambda d: live.update(
+                name for name in os.listdir(d) if os.path.isdir(os.path.join(d, name))))
+        for log_dir in self.live_log_dirs:
+            self._startup_step(log_dir, "settling replica moves",
+                               lambda d: _settle_future_dir(d, live))
 
     # -- periodic work (the broker schedules these) -----------------------------------
 
     def flush_dirty_logs(self) -> int:
-        """Apply each log's flush policy; logs flushed."""
-        return sum(1 for _, log in self if log.maybe_flush())
+        """Apply each log's flush policy; logs flushed. (A log whose dir fails is
+        skipped: its guard reported the dir.)"""
+        return sum(1 for _, log in self if _or_zero(log.maybe_flush))
 
     def cleanup_logs(self) -> int:
         """Retention over every log; segments deleted."""
-        return sum(log.delete_old_segments() for _, log in self)
+        return sum(_or_zero(log.delete_old_segments) for _, log in self)
 
     def checkpoint_all(self) -> None:
         self.checkpoint_recovery_points()
@@ -229,14 +352,19 @@ class LogManager:
         self.checkpoint_log_start_offsets()
 
     def _write(self, name: str, value: Callable[[PartitionLog], int | None]) -> None:
-        for log_dir in self.log_dirs:
+        """Write checkpoint ``name`` in every live dir; a dir whose write fails goes
+        offline (the others are still written)."""
+        for log_dir in self.live_log_dirs:
             entries = {}
-            for tp, log in self.logs.items():
-                if self._dir_of[tp] == log_dir:
+            for tp, log in list(self.logs.items()):
+                if self._dir_of.get(tp) == log_dir:
                     offset = value(log)
                     if offset is not None:
                         entries[tp] = offset
-            checkpoints.write_offsets(os.path.join(log_dir, name), entries)
+            try:
+                checkpoints.write_offsets(os.path.join(log_dir, name), entries)
+            except OSError as e:
+                self.report_failure(log_dir, f"writing {name}", e)
 
     def checkpoint_recovery_points(self) -> None:
         self._write(filenames.RECOVERY_POINT_CHECKPOINT, lambda log: log.recovery_point)
@@ -251,11 +379,49 @@ class LogManager:
                     if log.log_start_offset > log.segments[0].base_offset else None)
 
 
+def _or_zero(step: Callable[[], int | bool]) -> int:
+    """``step()`` as a count; 0 when it raised an OSError (its log's guard has
+    reported the dir, which is going offline)."""
+    try:
+        return int(step())
+    except OSError:
+        return 0
+
+
+def _create_and_probe(log_dir: str) -> None:
+    """Create the dir if needed and check it takes a write: a probe file written,
+    fsync'd and removed (a read-only or failed file system, or a full one, fails)."""
+    os.makedirs(log_dir, exist_ok=True)
+    probe = os.path.join(log_dir, PROBE_FILE)
+    fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        os.write(fd, b"probe\n")
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.unlink(probe)
+
+
+def _settle_future_dir(log_dir: str, live: set[str]) -> None:
+    """``_settle_future_dirs`` for one dir; ``live`` holds the partition dir names
+    of every live dir (updated as futures are promoted)."""
+    for name in sorted(os.listdir(log_dir)):
+        if not name.endswith(filenames.FUTURE_DIR_SUFFIX):
+            continue
+        path = os.path.join(log_dir, name)
+        base = name[:-len(filenames.FUTURE_DIR_SUFFIX)].rsplit(".", 1)[0]
+        if base in live:
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            os.replace(path, os.path.join(log_dir, base))
+            live.add(base)
+        checkpoints.fsync_dir(log_dir)
+
 
 def _reopen_in_place(log: PartitionLog, path: str) -> None:
     """Open the (closed) log's files again from ``path`` into the same object,
     keeping its lock and its in-memory offsets (high watermark, log start,
-    recovery point)."""
+    recovery point) and its failure sink (a class default the fresh one lacks)."""
     hw, start, recovery_point = log.high_watermark, log.log_start_offset, log.recovery_point
     fresh = PartitionLog.open(path, log.config, recovery_point=recovery_point,
                               log_start_offset=start, clean_shutdown=True, clock=log.clock)

@@ -137,15 +137,28 @@ def _list_segments(dir_path: str, config: LogConfig, now_ms: int,
 
 def _recover(segments: list[LogSegment], recovery_point: int,
              epoch_cache: LeaderEpochCache | None, result: LoadResult) -> list[LogSegment]:
-    """Revalidate the segments holding offsets >= ``recovery_point``."""
+    """Revalidate the segments holding offsets >= ``recovery_point``.
+
+    The leader-epoch cache is rebuilt over the same range from the batches
+    themselves: cut at the first recovered segment's base (entries from there on
+    may be unsynced, or name offsets recovery cuts off), then an entry for each
+    batch whose epoch is above the latest (Kafka's rule). Assigning every batch's
+    epoch instead would re-start an epoch that began before the cut at the first
+    recovered batch: ``assign`` drops every entry of an equal or later epoch, so a
+    crash with the checkpoint intact turned "epoch 10 starts at 4000" into
+    "starts at 4881" (the recovery point), and OffsetForLeaderEpoch answers for
+    epoch 9 then said 4881 (found by tests/fault/net_campaign.py).
+    """
     def assign_epoch(header: BatchHeader) -> None:
-        if epoch_cache is not None and header.partition_leader_epoch >= 0:
+        if epoch_cache is not None and header.partition_leader_epoch > epoch_cache.latest_epoch:
             epoch_cache.assign(header.partition_leader_epoch, header.base_offset)
 
     start = 0
     for i, seg in enumerate(segments):
         if seg.base_offset <= recovery_point:
             start = i
+    if epoch_cache is not None and start < len(segments):
+        epoch_cache.truncate_from_end(segments[start].base_offset)
     for i in range(start, len(segments)):
         truncated = segments[i].recover(assign_epoch)
         result.recovered_segments += 1

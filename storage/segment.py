@@ -32,6 +32,7 @@ it (the inode lives while the fd does).
 
 from __future__ import annotations
 
+import errno
 import mmap
 import os
 from collections.abc import Callable, Iterator
@@ -168,6 +169,17 @@ class LogSegment:
             if index is not None:
                 index.close(trim=True)
         self._offset_index = self._time_index = None
+
+    def release(self) -> None:
+        """Drop every open file and map without writing anything (no seal, no trim):
+        the segment's log dir went offline. The files stay as they are on disk."""
+        self._active = False
+        for index in (self._offset_index, self._time_index):
+            if index is not None:
+                index.close(trim=False)
+        self._offset_index = self._time_index = None
+        self._handle = None
+        self._txn_index = None
 
     def delete(self) -> None:
         """Rename every file to ``.deleted`` then remove it (open slices keep their data)."""
@@ -392,13 +404,20 @@ class LogSegment:
                 records.set_log_append_time(buf, rel, append_time)
                 max_ts = append_time
             entries.append((start + rel, header.size, base + header.last_offset_delta, max_ts))
-        written = os.pwrite(self._handle.fd, buf, start)
-        if written != len(buf):
-            raise OSError(f"short write to {self.log_path}: {written} of {len(buf)} bytes")
+        _pwrite_all(self._handle.fd, buf, start)   # a short write raises (ENOSPC, EIO)
         if start == 0:
             self._rolling_ts_loaded = False  # the first batch sets it
-        for entry in entries:               # indexed only once the bytes are in the file
-            self._index_batch(*entry)
+        tail = (self._next_offset, self._max_ts, self._offset_of_max_ts, self._bytes_since_index,
+                self.offset_index.entries, self.time_index.entries)
+        try:
+            for entry in entries:           # indexed only once the bytes are in the file
+                self._index_batch(*entry)
+        except OSError:
+            # an index write failed (its dir is going offline): the segment ends where it
+            # did, so the log end offset does not move past what the append answers
+            (self._next_offset, self._max_ts, self._offset_of_max_ts, self._bytes_since_index,
+             self.offset_index.entries, self.time_index.entries) = tail
+            raise
         self.size = start + len(data)
         if not self._rolling_ts_loaded:
             self.rolling_timestamp()
@@ -474,6 +493,20 @@ class LogSegment:
         self._close_indexes()
         self._rolling_ts_loaded = False
         return file_size - valid if truncate else 0
+
+
+def _pwrite_all(fd: int, buf: bytes | bytearray | memoryview, position: int) -> None:
+    """pwrite all of ``buf`` at ``position``: a short write is retried for the rest,
+    so a full disk raises its own OSError (ENOSPC) rather than returning a count."""
+    done = os.pwrite(fd, buf, position)
+    if done == len(buf):
+        return
+    view = memoryview(buf)
+    while done < len(view):
+        n = os.pwrite(fd, view[done:], position + done)
+        if n <= 0:
+            raise OSError(errno.EIO, f"pwrite wrote nothing at {position + done}")
+        done += n
 
 
 def _scan_valid(seg: LogSegment, file_size: int,

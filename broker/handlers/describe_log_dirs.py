@@ -3,8 +3,9 @@ ReplicaManager.describeLogDirs.
 
 * The caller needs DESCRIBE on the CLUSTER (broker/acl); else no results and
   the top-level ErrorCode (v3+) CLUSTER_AUTHORIZATION_FAILED.
-* One result per configured log dir (absolute path): a dir that cannot be
-  read is KAFKA_STORAGE_ERROR with no topics; otherwise its partitions (all of
+* One result per configured log dir (absolute path): a dir that is offline
+  (its disk failed, broker/log_dirs/) or cannot be read is KAFKA_STORAGE_ERROR
+  with no topics, as Kafka; otherwise its partitions (all of
   them for a null topic list, else only those asked for), each with its size
   in bytes, its offset lag (max(HW - LEO, 0): 0 unless a future replica, which
   this broker never keeps across requests since moves complete in place) and
@@ -43,9 +44,14 @@ def _space(path: str) -> tuple[int, int]:
 
 
 def _dir_result(logs: Any, log_dir: str, wanted: set[tuple[str, int]] | None) -> Struct:
-    if not os.path.isdir(log_dir) or not os.access(log_dir, os.R_OK | os.X_OK):
-        return RESULT.new(error_code=ErrorCode.KAFKA_STORAGE_ERROR, log_dir=log_dir, topics=[])
-    total, usable = _space(log_dir)
+    offline = RESULT.new(error_code=ErrorCode.KAFKA_STORAGE_ERROR, log_dir=log_dir, topics=[])
+    if logs.is_offline(log_dir) or not os.path.isdir(log_dir) \
+            or not os.access(log_dir, os.R_OK | os.X_OK):
+        return offline
+    try:
+        total, usable = _space(log_dir)
+    except OSError:
+        return offline
     by_topic: dict[str, list[Struct]] = {}
     for (topic, partition), plog in sorted(logs, key=lambda item: item[0]):
         if logs.dir_of(topic, partition) != log_dir:

@@ -29,6 +29,9 @@ Theory of operation, per partition (``PartitionFetchState``):
 4. Fencing errors (FENCED/UNKNOWN_LEADER_EPOCH, NOT_LEADER_OR_FOLLOWER,
    UNKNOWN_TOPIC_OR_PARTITION) and others delay the partition by the
    backoff; the controller's next LeaderAndIsr re-adds it at a new epoch.
+   A local write that fails (append, truncation: the log's guard took its dir
+   offline) delays only that partition, as KAFKA_STORAGE_ERROR; the broker's
+   log-dir failure handling then removes it from the fetcher.
 
 Every answer is checked against the partition's state after the await: a
 partition removed or re-added meanwhile (new epoch) ignores it.
@@ -226,7 +229,11 @@ class ReplicaFetcher:
                 if p.log_end_offset > p.log_start_offset:
                     # data but no epoch information (a lost leader-epoch checkpoint): the
                     # pre-KIP-101 fallback, the one case we cut at our HW; the leader refills it
-                    p.truncate_to(max(p.high_watermark, p.log_start_offset))
+                    try:
+                        p.truncate_to(max(p.high_watermark, p.log_start_offset))
+                    except OSError as e:
+                        self._storage_failed(s, e)
+                        continue
                     s.request = None
                 s.state = FETCHING
                 continue
@@ -242,7 +249,10 @@ class ReplicaFetcher:
             if answer.error:
                 self._delay(s, answer.error)
                 continue
-            self._apply_epoch_answer(s, answer)
+            try:
+                self._apply_epoch_answer(s, answer)
+            except OSError as e:
+                self._storage_failed(s, e)
 
     def _apply_epoch_answer(self, s: PartitionFetchState, answer: EpochEndOffset) -> None:
         p = s.partition
@@ -253,6 +263,8 @@ class ReplicaFetcher:
                      p.topic, p.partition, self.leader_id, answer.leader_epoch, answer.end_offset,
                      p.log_end_offset, offset)
             p.truncate_to(offset)
+        elif offset is not None and offset == p.log_end_offset:
+            p.truncate_to(offset)       # no record goes; epochs that start at the LEO do
         s.state = FETCHING if done else TRUNCATING
 
     # -- step 2: fetch -----------------------------------------------------------------
@@ -274,7 +286,17 @@ class ReplicaFetcher:
                 continue
             if s.partition.log_end_offset != sent.fetch_offset:
                 continue  # our log moved meanwhile; this answer is for an old offset
-            await self._apply_fetch_answer(s, answer)
+            try:
+                await self._apply_fetch_answer(s, answer)
+            except OSError as e:
+                self._storage_failed(s, e)
+
+    def _storage_failed(self, s: PartitionFetchState, error: OSError) -> None:
+        """A write to our copy failed (its log dir is offline): delay this partition
+        only; the log-dir failure handling takes it out of the fetcher."""
+        log.error("%s-%d: local log write failed: %s", s.tp[0], s.tp[1], error)
+        s.request = None
+        self._delay(s, ErrorCode.KAFKA_STORAGE_ERROR)
 
     async def _apply_fetch_answer(self, s: PartitionFetchState, answer: FetchedPartition) -> None:
         p = s.partition
@@ -291,6 +313,8 @@ class ReplicaFetcher:
         if len(answer.records):
             try:
                 p.append_records_as_follower(answer.records)
+            except OSError:
+                raise                # _storage_failed
             except Exception:
                 log.exception("%s-%d: cannot append the leader's records at %d", p.topic,
                               p.partition, p.log_end_offset)

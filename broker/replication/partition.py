@@ -182,7 +182,7 @@ class Partition:
         self._apply(state)
         if new_epoch:
             self.leader_epoch_start_offset = plog.log_end_offset
-            plog.leader_epoch_cache.assign(state.leader_epoch, plog.log_end_offset)
+            plog.assign_leader_epoch(state.leader_epoch, plog.log_end_offset)
             now = self.clock()
             self.followers = {
                 r: FollowerState(r, last_caught_up_ms=now if r in self.isr else 0)

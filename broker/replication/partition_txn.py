@@ -117,7 +117,7 @@ def load_snapshot(plog: PartitionLog, producers: ProducerStateManager) -> int | 
     no use) into ``producers``. -> its offset, from where the log must be replayed,
     or None when there is no usable snapshot."""
     leo = plog.log_end_offset
-    producer_snapshot.delete(plog.dir, above=leo)
+    plog.delete_snapshots_above(leo)
     found = producer_snapshot.latest_at_or_below(plog.dir, leo)
     if found is None or found[0] < plog.log_start_offset:
         return None

@@ -16,6 +16,13 @@
 Purgatory keys are (topic, partition). Whoever moves a partition calls
 ``_partition_changed`` so waiting produces and fetches re-check.
 
+Offline partitions (KIP-112): a partition whose log dir failed is in
+``offline_partitions`` instead of ``partitions`` (Kafka's HostedPartition.Offline;
+broker/log_dirs/ puts it there). Every request for it — Produce, Fetch,
+ListOffsets, OffsetForLeaderEpoch, DeleteRecords, LeaderAndIsr, StopReplica —
+answers KAFKA_STORAGE_ERROR until the broker restarts. A storage OSError met on
+the way (the log's guard has already reported its dir) is KAFKA_STORAGE_ERROR too.
+
 Replication (issue 4) through two seams, no-ops by default (RF 1 needs neither):
 
 * ``fetchers`` (broker.replication.fetcher.ReplicaFetcherManager): on
@@ -124,6 +131,7 @@ class ReplicaManager:
         self.min_insync_replicas = min_insync_replicas  # topic -> min.insync.replicas (topic config)
         self.producer_id_expiration_ms = producer_id_expiration_ms
         self.partitions: dict[TopicPartition, Partition] = {}
+        self.offline_partitions: set[TopicPartition] = set()   # in a failed log dir
         self.controller_epoch = 0
         self.produce_purgatory = Purgatory("Produce", timer)
         self.fetch_purgatory = Purgatory("Fetch", timer)
@@ -135,6 +143,26 @@ class ReplicaManager:
 
     def leader_partitions(self) -> list[Partition]:
         return [p for p in self.partitions.values() if p.is_leader]
+
+    def _absent(self, tp: TopicPartition) -> int:
+        """The error for a partition not in ``partitions``: KAFKA_STORAGE_ERROR when it
+        is offline here, else UNKNOWN_TOPIC_OR_PARTITION."""
+        if tp in self.offline_partitions:
+            return ErrorCode.KAFKA_STORAGE_ERROR
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+
+    def mark_partition_offline(self, tp: TopicPartition) -> Partition | None:
+        """Stop hosting ``tp`` because its log dir failed: out of ``partitions`` (its
+        role dropped), into ``offline_partitions``; waiting produces and fetches
+        re-check (and fail with KAFKA_STORAGE_ERROR). -> the Partition it was."""
+        p = self.partitions.pop(tp, None)
+        self.offline_partitions.add(tp)
+        if p is not None:
+            p.leader_id = -1
+            p.pending_isr = None
+            p.log = None          # its files are released (LogManager.take_dir_offline)
+        self._partition_changed(tp)
+        return p
 
     # -- LeaderAndIsr / StopReplica ----------------------------------------------------
 
@@ -162,6 +190,9 @@ class ReplicaManager:
         leaders: list[Partition] = []
         followers: list[Partition] = []
         for state in states:
+            if state.tp in self.offline_partitions:
+                result[state.tp] = ErrorCode.KAFKA_STORAGE_ERROR   # the controller's cue
+                continue
             result[state.tp] = self._become(state, leaders, followers)
             self.fence.leader_and_isr(state.tp)   # the current controller's word, even "as is"
         if leaders:
@@ -187,8 +218,7 @@ class ReplicaManager:
         if p is not None and state.leader_epoch <= p.leader_epoch:
             if state.leader_epoch == p.leader_epoch and p.topic_id == NO_TOPIC_ID != state.topic_id:
                 p.topic_id = state.topic_id
-                self._attach(p, state)
-                return ErrorCode.NONE
+                return self._attach_or_offline(p, state)
             log.warning("%s-%d: ignoring leader epoch %d, ours is %d", state.topic, state.partition,
                         state.leader_epoch, p.leader_epoch)
             return ErrorCode.STALE_CONTROLLER_EPOCH
@@ -199,23 +229,33 @@ class ReplicaManager:
             if self.alter_partitions is not None:
                 p.isr_sink = self._submit_isr_change
             self.partitions[state.tp] = p
+        error = self._attach_or_offline(p, state, become=True)
+        if error:
+            return error
+        (leaders if state.leader == self.broker_id else followers).append(p)
+        self._partition_changed(state.tp)
+        return ErrorCode.NONE
+
+    def _attach_or_offline(self, p: Partition, state: PartitionState, become: bool = False) -> int:
+        """Attach the log (and with ``become`` take the role); a storage OSError (its
+        log dir is offline or just failed) marks the partition offline, as Kafka's
+        markPartitionOffline, and answers KAFKA_STORAGE_ERROR."""
         try:
             self._attach(p, state)
+            if become and state.leader == self.broker_id:
+                p.make_leader(state)
+            elif become:
+                p.make_follower(state)
         except OSError as e:
-            log.error("%s-%d: cannot open its log: %s", state.topic, state.partition, e)
+            log.error("%s-%d: its log is unavailable: %s", state.topic, state.partition, e)
+            self.mark_partition_offline(state.tp)
             return ErrorCode.KAFKA_STORAGE_ERROR
-        if state.leader == self.broker_id:
-            p.make_leader(state)
-            leaders.append(p)
-        else:
-            p.make_follower(state)
-            followers.append(p)
-        self._partition_changed(state.tp)
         return ErrorCode.NONE
 
     def _attach(self, p: Partition, state: PartitionState) -> None:
         topic_id = topic_id_text(state.topic_id) if state.topic_id != NO_TOPIC_ID else None
-        plog = self.logs.get_or_create_log(state.topic, state.partition, topic_id=topic_id)
+        plog = self.logs.get_or_create_log(state.topic, state.partition, topic_id=topic_id,
+                                           is_new=state.is_new)
         if p.log is not plog:
             p.attach_log(plog, self.producer_id_expiration_ms)
 
@@ -237,6 +277,9 @@ class ReplicaManager:
             epoch = entry[3] if len(entry) > 3 else NO_EPOCH  # type: ignore[misc]
             tp = (topic, index)
             p = self.partitions.get(tp)
+            if tp in self.offline_partitions:
+                result[tp] = ErrorCode.KAFKA_STORAGE_ERROR     # as Kafka: nothing to stop
+                continue
             if p is not None and epoch not in (NO_EPOCH, EPOCH_DURING_DELETE) and epoch < p.leader_epoch:
                 result[tp] = ErrorCode.FENCED_LEADER_EPOCH
                 continue
@@ -330,7 +373,7 @@ class ReplicaManager:
         for tp, data in entries.items():
             p = self.partitions.get(tp)
             if p is None:
-                results[tp] = ProduceResult(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+                results[tp] = ProduceResult(self._absent(tp))
                 continue
             try:
                 self.fence.check(tp, p, self.clock())
@@ -341,7 +384,7 @@ class ReplicaManager:
             except KafkaError as e:
                 results[tp] = ProduceResult(e.code, error_message=e.message)
                 continue
-            except OSError as e:
+            except OSError as e:    # its log dir failed (the log's guard reported it)
                 log.error("%s-%d: append failed: %s", tp[0], tp[1], e)
                 results[tp] = ProduceResult(ErrorCode.KAFKA_STORAGE_ERROR, error_message=str(e))
                 continue
@@ -372,7 +415,7 @@ class ReplicaManager:
         for tp in tps:
             p = self.partitions.get(tp)
             if p is None:
-                errors[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                errors[tp] = self._absent(tp)
                 continue
             try:
                 self.fence.check(tp, p, self.clock())
@@ -404,7 +447,8 @@ class ReplicaManager:
     def _enough_replicas(self, tp: TopicPartition, required: int) -> tuple[bool, int]:
         p = self.partitions.get(tp)
         if p is None:
-            return True, ErrorCode.NOT_LEADER_OR_FOLLOWER
+            return True, (ErrorCode.KAFKA_STORAGE_ERROR if tp in self.offline_partitions
+                          else ErrorCode.NOT_LEADER_OR_FOLLOWER)
         return p.check_enough_replicas_reach_offset(required, self.min_insync_replicas(tp[0]))
 
     # -- Fetch ---------------------------------------------------------------------------
@@ -451,11 +495,11 @@ class ReplicaManager:
             """The delayed read: partitions changed while the fetch waited are read."""
             still = {tp for tp in skip
                      if (p := partitions.get(tp)) is not None and p.change_seq == known[tp]}
-            return read_all(partitions, replica_id, max_bytes, isolation, entries,
-                            hard_max_bytes_limit, still)
+            return self._offline_answers(read_all(partitions, replica_id, max_bytes, isolation,
+                                                  entries, hard_max_bytes_limit, still))
 
-        results = read_all(partitions, replica_id, max_bytes, isolation, entries,
-                           hard_max_bytes_limit, skip)
+        results = self._offline_answers(read_all(partitions, replica_id, max_bytes, isolation,
+                                                 entries, hard_max_bytes_limit, skip))
         if (max_wait_ms <= 0 or not entries or sum(r.size for r in results.values()) >= min_bytes
                 or any(r.error or r.diverging_epoch for r in results.values())):
             return results
@@ -472,13 +516,21 @@ class ReplicaManager:
         self.fetch_purgatory.watch(op, list(entries))   # just measured: short of min_bytes
         return await future  # type: ignore[no-any-return]
 
+    def _offline_answers(self, results: dict[TopicPartition, FetchPartitionResult]
+                         ) -> dict[TopicPartition, FetchPartitionResult]:
+        """Fetch answers KAFKA_STORAGE_ERROR for the offline partitions among ``results``."""
+        if self.offline_partitions:
+            for tp in results.keys() & self.offline_partitions:
+                results[tp] = FetchPartitionResult(ErrorCode.KAFKA_STORAGE_ERROR)
+        return results
+
     # -- ListOffsets / OffsetForLeaderEpoch / DeleteRecords ------------------------------
 
     def leader_partition(self, tp: TopicPartition, current_leader_epoch: int = -1) -> Partition:
         """The partition if we lead it at the caller's epoch; KafkaError otherwise."""
         p = self.partitions.get(tp)
         if p is None:
-            raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+            raise KafkaError(self._absent(tp))
         if not p.is_leader:
             raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
         error = p.check_leader_epoch(current_leader_epoch)
@@ -504,7 +556,7 @@ class ReplicaManager:
         """(error, epoch, end offset) for OffsetForLeaderEpoch (leader only)."""
         p = self.partitions.get(tp)
         if p is None:
-            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, -1, -1
+            return self._absent(tp), -1, -1
         return p.last_offset_for_leader_epoch(current_leader_epoch, leader_epoch, True)
 
     def delete_records(self, tp: TopicPartition, offset: int) -> tuple[int, int]:

@@ -228,3 +228,26 @@ def test_an_unsynced_epoch_lost_in_a_crash_is_rebuilt_by_recovery(tmp_path: obje
     again = PartitionLog.open(d, CONFIG, recovery_point=13)
     assert again.log_end_offset == 30
     assert again.leader_epoch_cache.entries() == [(0, 0), (1, 10), (2, 20)]
+
+
+def test_recovery_keeps_an_epoch_that_began_before_the_recovery_point(tmp_path: object) -> None:
+    """kill -9 (the checkpoint file intact, in the page cache, epoch 2 in it) with the
+    recovery point in the segment from 13 on, inside epoch 1 (from 10): recovery
+    must not re-start epoch 1 at its first recovered batch (that moved "epoch 1
+    starts at 10" up to 13, and OffsetForLeaderEpoch(0) answered 13; found by
+    tests/fault/net_campaign.py)."""
+    d = os.path.join(str(tmp_path), "t-0")
+    log = PartitionLog.open(d, CONFIG)
+    for i in range(30):
+        log.append(R.build_batch([(None, b"v" * 90, 1000 + i)]), leader_epoch=i // 10)
+        if i == 12:
+            log.roll()                       # a segment from 13 on
+        if i == 14:
+            log.flush()                      # recovery point 15
+    assert [s.base_offset for s in log.segments][:2] == [0, 13]
+    assert log.leader_epoch_cache.entries() == [(0, 0), (1, 10), (2, 20)]
+    del log                                  # killed: no close, no clean-shutdown marker
+    again = PartitionLog.open(d, CONFIG, recovery_point=15)
+    assert again.log_end_offset == 30
+    assert again.leader_epoch_cache.entries() == [(0, 0), (1, 10), (2, 20)]
+    assert again.leader_epoch_cache.end_offset_for(0, 30) == (0, 10)

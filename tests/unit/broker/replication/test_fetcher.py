@@ -173,6 +173,28 @@ def test_diverging_epoch_in_fetch_answer_truncates(tmp_path: Path) -> None:
     run(main())
 
 
+def test_leader_of_an_empty_epoch_follows_again(tmp_path: Path) -> None:
+    """Broker 1 leads epoch 1 and loses it before appending: its cache says "epoch 1
+    starts at 3", which no other replica knows. Following broker 2 (epoch 2), it is
+    told "epoch 0 ends at 3" — its own LEO. No record goes, but the empty epoch must,
+    or it claims epoch 1 for ever and never fetches another record (found by
+    tests/fault/test_zk_faults.py)."""
+    async def main() -> None:
+        c = FakeCluster(tmp_path, ids=(1, 2, 3))
+        c.elect(2)
+        await produce(c, 2, b"v0", b"v1", b"v2")
+        await c.replicate(3)
+        c.elect(1)                                  # epoch 1: broker 1 writes nothing
+        c.elect(2)                                  # epoch 2
+        await produce(c, 2, b"v3", b"v4", b"v5")
+        await c.replicate(20)
+        follower = c.nodes[1].partition()
+        assert values(follower) == [b"v0", b"v1", b"v2", b"v3", b"v4", b"v5"]
+        assert [e for e, _ in follower.local_log().leader_epoch_cache.entries()] == [0, 2]
+        assert c.nodes[2].partition().high_watermark == 6
+    run(main())
+
+
 def test_kip279_follower_epochs_jump_over_the_leaders() -> None:
     """Truncation steps when the leader's answer names an epoch we never had."""
     class P:  # the parts of Partition truncation_for reads

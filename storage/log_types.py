@@ -1,0 +1,48 @@
+"""What PartitionLog (storage/log.py) answers and raises: the result of an append
+and of a read, and the log's own errors (each mapped to a Kafka error code by the
+broker). Re-exported by storage.log, where callers import them from."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from storage.segment import FileSlice
+
+
+class OffsetOutOfRangeError(Exception):
+    """Fetch offset outside [log_start_offset, log_end_offset]: OFFSET_OUT_OF_RANGE (1)."""
+
+
+class RecordBatchTooLargeError(Exception):
+    """An append larger than a segment: RECORD_LIST_TOO_LARGE (18)."""
+
+
+class UnexpectedAppendOffsetError(Exception):
+    """A follower append whose offsets go backwards."""
+
+
+@dataclass(frozen=True, slots=True)
+class AppendInfo:
+    first_offset: int
+    last_offset: int
+    max_timestamp: int            # -1 when no batch has a timestamp
+    offset_of_max_timestamp: int
+    log_append_time: int          # -1 unless the log stamps LogAppendTime
+    num_batches: int
+    num_records: int
+    size: int
+    log_start_offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class ReadResult:
+    """What ``read`` found: ``slice`` may be empty and may end in a partial batch."""
+
+    slice: FileSlice
+    fetch_offset: int
+    segment_base_offset: int
+    position: int
+
+
+__all__ = ["AppendInfo", "OffsetOutOfRangeError", "ReadResult", "RecordBatchTooLargeError",
+           "UnexpectedAppendOffsetError"]
