@@ -56,6 +56,23 @@ FAULT_OVERRIDES: dict[str, str] = {
 }
 
 
+# The test's own ZooKeeper calls wait this long at most: kazoo queues a call while it
+# is disconnected and would wait for ever while ZooKeeper is down or paused.
+ZK_CALL_TIMEOUT = 5.0
+
+
+def harness_kazoo(connect: str) -> Any:
+    """The test side's kazoo client: started, reconnecting at most 1 s apart (kazoo's
+    default backoff grows to an hour, far past a fault's heal)."""
+    from kazoo.client import KazooClient
+    from kazoo.retry import KazooRetry
+
+    zk = KazooClient(hosts=connect, timeout=10,
+                     connection_retry=KazooRetry(max_tries=-1, delay=0.1, max_delay=1.0))
+    zk.start(timeout=10)
+    return zk
+
+
 class FaultError(AssertionError):
     pass
 
@@ -229,24 +246,22 @@ class FaultCluster:
 
     def zk(self) -> Any:
         if self._zk is None:
-            from kazoo.client import KazooClient
-
-            self._zk = KazooClient(hosts=self.cluster.zk_connect, timeout=10)
-            self._zk.start(timeout=10)
+            self._zk = harness_kazoo(self.cluster.zk_connect)
         return self._zk
 
     def zk_controller(self) -> int | None:
         import json
 
         try:
-            data, _ = self.zk().get("/controller")
-        except Exception:  # noqa: BLE001 - NoNodeError: no controller right now
+            data, _ = self.zk().get_async("/controller").get(timeout=ZK_CALL_TIMEOUT)
+        except Exception:  # noqa: BLE001 - NoNodeError: no controller right now; timeout
             return None
         return int(json.loads(data)["brokerid"])
 
     def zk_registered(self) -> set[int]:
         try:
-            return {int(x) for x in self.zk().get_children("/brokers/ids")}
+            return {int(x) for x in
+                    self.zk().get_children_async("/brokers/ids").get(timeout=ZK_CALL_TIMEOUT)}
         except Exception:  # noqa: BLE001
             return set()
 
@@ -257,7 +272,8 @@ class FaultCluster:
         """(state JSON: leader, leader_epoch, isr, controller_epoch; znode version)."""
         import json
 
-        data, stat = self.zk().get(f"/brokers/topics/{topic}/partitions/{p}/state")
+        data, stat = self.zk().get_async(f"/brokers/topics/{topic}/partitions/{p}/state").get(
+            timeout=ZK_CALL_TIMEOUT)
         return dict(json.loads(data)), int(stat.version)
 
     # -- requests ----------------------------------------------------------------------

@@ -10,21 +10,21 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
-import shutil
-import signal
 import socket
-import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from broker.zookeeper_runner import build_command, write_zoo_cfg
-from tests.fault.cluster_faults import FaultCluster, FaultError, wait_for
-from tests.fault.netns import BROKER_PORT, ZK_PORT, VirtualNetwork
+from tests.fault.cluster_faults import FaultCluster, FaultError, harness_kazoo, wait_for
+from tests.fault.netns import BROKER_PORT, VirtualNetwork
+from tests.fault.zk_ensemble import ZkEnsemble
 from tests.integration.cluster import REPO, BrokerProcess, BrokerStartError, WireClient
+
+T = TypeVar("T")
+
 
 class NsWireClient(WireClient):
     """tests/integration/cluster.WireClient over a connection made inside a host."""
@@ -37,50 +37,17 @@ class NsWireClient(WireClient):
         self._next_id = 1
 
 
-def _ruok(net: VirtualNetwork, src: str, host: str) -> bool:
-    try:
-        with net.connect(src, host, ZK_PORT, 0.5) as s:
-            s.sendall(b"ruok")
-            return s.recv(4) == b"imok"
-    except OSError:
-        return False
-
-
 @contextlib.contextmanager
 def zookeeper_in(net: VirtualNetwork, host: str, work: Path, probe_from: str | None = None,
                  start_timeout: float = 30.0) -> Iterator[str]:
-    """A real ZooKeeper (broker/zookeeper_runner's jars and command line) in ``host``,
-    on <its address>:2181, dataDir under ``work``; ready when it answers ``ruok``
-    from ``probe_from`` (default: ``host`` itself). Yields "<address>:2181"; stopped
-    by pid (SIGTERM, then SIGKILL after 10 s)."""
-    work.mkdir(parents=True, exist_ok=True)
-    cfg, log_cfg = work / "zoo.cfg", work / "log4j2.properties"
-    write_zoo_cfg({"dataDir": str(work / "data"), "clientPort": str(ZK_PORT),
-                   "clientPortAddress": net.ip(host), "tickTime": "500",
-                   "maxClientCnxns": "0", "admin.enableServer": "false",
-                   "4lw.commands.whitelist": "ruok,srvr", "minSessionTimeout": "1000"}, cfg)
-    log_cfg.write_text("status = error\nappender.console.type = Console\n"
-                       "appender.console.name = console\nappender.console.layout.type = "
-                       "PatternLayout\nappender.console.layout.pattern = [%d] %p %m (%c{1})%n\n"
-                       "rootLogger.level = WARN\nrootLogger.appenderRef.console.ref = console\n")
-    argv = build_command(cfg, log_cfg, shutil.which("java") or "java")
-    with open(work / "zk.out", "wb") as out:
-        proc = net.popen(host, argv, stdout=out, stderr=subprocess.STDOUT)
-    try:
-        deadline = time.monotonic() + start_timeout
-        while not _ruok(net, probe_from or host, host):
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError("ZooKeeper did not start:\n" + (work / "zk.out").read_text())
-            time.sleep(0.1)
-        yield f"{net.ip(host)}:{ZK_PORT}"
-    finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+    """A real standalone ZooKeeper (tests/fault/zk_ensemble.ZkServer: broker/
+    zookeeper_runner's jars and command line) in ``host``, on <its address>:2181,
+    files under ``work/<host>``; ready when it answers ``ruok`` from ``probe_from``
+    (default: ``host`` itself). Yields "<address>:2181"; stopped by pid (SIGTERM,
+    then SIGKILL after 10 s)."""
+    with ZkEnsemble(net, [host], work, probe_from=probe_from or host,
+                    start_timeout=start_timeout) as ensemble:
+        yield ensemble.connect
 
 
 @dataclass
@@ -151,13 +118,15 @@ class NetFaultCluster(FaultCluster):
     """tests/fault/cluster_faults.FaultCluster with broker ``i`` in ``hosts[i]``; its
     requests, and its kazoo client, go from ``client_host``. A confluent-kafka load
     (tests/fault/workload.py) runs there when built with ``in_client``:
-    ``fc.in_client(lambda: LoadProducer(fc.bootstrap, ...).start())``."""
+    ``fc.in_client(lambda: LoadProducer(fc.bootstrap, ...).start())``. ``ensemble``
+    is the ZooKeeper it runs against when ``virtual_cluster`` made it (None else)."""
 
     def __init__(self, net: VirtualNetwork, zk_connect: str, base_dir: Path,
                  hosts: Sequence[str], client_host: str = "client",
-                 overrides: dict[str, str] | None = None) -> None:
+                 overrides: dict[str, str] | None = None,
+                 ensemble: ZkEnsemble | None = None) -> None:
         super().__init__(zk_connect, base_dir, len(hosts), overrides)
-        self.net, self.client_host = net, client_host
+        self.net, self.client_host, self.ensemble = net, client_host, ensemble
         self.cluster.brokers = [
             NetBroker(b.broker_id, BROKER_PORT, b.dir, b.zk_connect, b.overrides,
                       net=net, host=h, probe_from=client_host)
@@ -184,13 +153,8 @@ class NetFaultCluster(FaultCluster):
 
     def zk(self) -> Any:
         if self._zk is None:
-            from kazoo.client import KazooClient
-
-            def start() -> Any:      # kazoo's connection thread starts in the client host
-                zk = KazooClient(hosts=self.cluster.zk_connect, timeout=10)
-                zk.start(timeout=10)
-                return zk
-            self._zk = self.in_client(start)
+            # kazoo's connection thread starts in the client host
+            self._zk = self.in_client(lambda: harness_kazoo(self.cluster.zk_connect))
         return self._zk
 
     def restart(self, b: BrokerProcess, timeout: float = 40.0) -> None:
@@ -200,8 +164,6 @@ class NetFaultCluster(FaultCluster):
         wait_for(f"/brokers/ids/{b.broker_id} gone",
                  lambda: b.broker_id not in self.zk_registered(), 30.0, 0.2)
         b.start(timeout)
-
-
 
 
 def skip_reason() -> str | None:
@@ -220,17 +182,20 @@ def skip_reason() -> str | None:
 
 
 @contextlib.contextmanager
-def virtual_cluster(work: Path, brokers: Sequence[str]
+def virtual_cluster(work: Path, brokers: Sequence[str], zk_hosts: Sequence[str] = ("zk",)
                     ) -> Iterator[tuple[VirtualNetwork, NetFaultCluster]]:
-    """ZooKeeper on host "zk", ``brokers`` on theirs, a "client" host; started, and on
-    exit stopped and checked: no thread of the test left inside a host (librdkafka may
-    take a moment to tear a closed client down), nothing left with the run's prefix."""
+    """ZooKeeper on ``zk_hosts`` (one: standalone, three: a quorum; ``fc.ensemble``
+    reaches the servers, files under ``work/zk/<host>``), ``brokers`` on theirs, a
+    "client" host; started, and on exit stopped and checked: no thread of the test
+    left inside a host (librdkafka may take a moment to tear a closed client down),
+    nothing left with the run's prefix."""
     from tests.fault.netns import leftovers
-    net = VirtualNetwork(["zk", *brokers, "client"])
+    net = VirtualNetwork([*zk_hosts, *brokers, "client"])
     lingering: list[str] = []
     try:
-        with net, zookeeper_in(net, "zk", work / "zk", probe_from="client") as zk:
-            fc = NetFaultCluster(net, zk, work, list(brokers))
+        with net, ZkEnsemble(net, zk_hosts, work / "zk", probe_from="client") as ensemble:
+            fc = NetFaultCluster(net, ensemble.connect, work, list(brokers),
+                                 ensemble=ensemble)
             try:
                 fc.start()
                 yield net, fc

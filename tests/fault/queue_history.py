@@ -35,8 +35,10 @@ from __future__ import annotations
 import json
 import threading
 import time
+from bisect import bisect_left
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
@@ -202,6 +204,12 @@ class QueueHistory:
     def snapshot(self) -> list[Op]:
         with self._lock:
             return list(self.ops)
+
+    def since(self, t: float) -> list[Op]:
+        """The ops recorded at or after (monotonic) time ``t``. Their times never go
+        down: the clock is read under the lock."""
+        with self._lock:
+            return self.ops[bisect_left(self.ops, t, key=attrgetter("time")):]
 
     def save(self, path: str | Path) -> None:
         """One JSON object per line: the ops, then one {"final": p, "records": ...} per

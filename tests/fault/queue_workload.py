@@ -3,8 +3,10 @@
 ``QueueProducer`` (confluent-kafka; acks and idempotence chosen by the test) sends, to
 each partition of one topic, the ints ``base, base + 1, ...`` (as str bytes) and records
 every send in a ``QueueHistory``; ``QueueConsumer`` (manual assign of every partition,
-from the beginning, no group) records each poll; ``final_reads`` reads every partition
-whole at the end. On virtual hosts build the clients with ``NetFaultCluster.in_client``
+from the beginning, no group) records each poll; ``GroupConsumer`` (a member of a
+consumer group, subscribed, committing) records its polls, rebalances and commits;
+``final_reads`` reads every partition whole at the end. tests/fault/queue_load.py runs
+them all together. On virtual hosts build the clients with ``NetFaultCluster.in_client``
 so that librdkafka's threads are born in the client host:
 
     prod = fc.in_client(lambda: QueueProducer(fc.bootstrap, t, [0], h, acks="1").start())
@@ -25,8 +27,8 @@ How a delivery report becomes a history op (``classify``):
 Caveat on "fail": librdkafka reports only the last attempt's error. A non-idempotent
 producer that retried after an attempt whose outcome was unknown can end with, say,
 NOT_ENOUGH_REPLICAS although the first attempt was appended; the checker would call a
-read of it G1a. The default ``retries`` is kept; pass ``conf={"retries": 0}`` where that
-matters.
+read of it G1a (and a retry that was appended too, duplicate). The default ``retries``
+is kept; pass ``conf={"retries": 0}`` where that matters (QueueLoad does).
 """
 
 from __future__ import annotations
@@ -35,10 +37,12 @@ import threading
 import time
 import uuid
 from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
 from tests.fault.cluster_faults import FaultCluster
 from tests.fault.queue_history import QueueHistory
+from tests.fault.workload import ConsumerThread, PacedProducer, reader_conf
 
 # Kafka (and librdkafka-local) errors after which the record is certainly not in the log:
 # the broker refused the batch before appending it, or it never left the client's queue.
@@ -60,7 +64,7 @@ def classify(err: Any) -> str:
     return "fail" if err.name() in DEFINITELY_NOT_WRITTEN else "info"
 
 
-class QueueProducer:
+class QueueProducer(PacedProducer):
     """One producer process: a thread that sends one value per partition per round,
     ``rate`` values/s in all (None = as fast as the queue takes them)."""
 
@@ -68,27 +72,21 @@ class QueueProducer:
                  history: QueueHistory, process: str = "producer", acks: str = "all",
                  idempotent: bool = True, rate: float | None = 200.0, base: int = 0,
                  conf: dict[str, Any] | None = None) -> None:
-        from confluent_kafka import Producer
-
-        self.topic, self.partitions, self.history = topic, list(partitions), history
-        self.process, self.rate = process, rate
-        self.next = {p: base for p in self.partitions}
-        self.errors: dict[str, int] = {}
+        self.history, self.process = history, process
+        self.next = {p: base for p in partitions}
         self.fatal: str | None = None
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-        self.producer = Producer({
+        super().__init__(topic, partitions, rate, f"queue-{process}", {
             "bootstrap.servers": bootstrap, "acks": acks, "enable.idempotence": idempotent,
-            "linger.ms": 2, "batch.size": 64 * 1024,
-            "message.timeout.ms": 60_000, "request.timeout.ms": 5_000,
-            "retry.backoff.ms": 50, "retry.backoff.max.ms": 500,
-            "topic.metadata.refresh.interval.ms": 1000,
-            "error_cb": self._on_error, "log_level": 3, **(conf or {})})
+            "request.timeout.ms": 5_000, "topic.metadata.refresh.interval.ms": 1000,
+            **(conf or {})})
         history.opened(process, "producer", idempotent)
 
     def _on_error(self, err: Any) -> None:
         if err.fatal():
             self.fatal = str(err)
+
+    def _more(self, sent: int) -> bool:
+        return self.fatal is None
 
     def _report(self, sid: int, err: Any, msg: Any) -> None:
         outcome = classify(err)
@@ -110,43 +108,16 @@ class QueueProducer:
         value = self.next[p]
         self.next[p] += 1
         sid = self.history.send_invoked(self.process, p, value)
-        while True:
-            try:
-                self.producer.produce(self.topic, str(value).encode(), partition=p,
-                                      on_delivery=lambda err, msg, sid=sid:
-                                      self._report(sid, err, msg))
-                return
-            except BufferError:
-                self.producer.poll(0.05)
-            except KafkaException as e:          # refused by the client: never queued
-                self.history.send_failed(sid, e.args[0].name())
-                return
-
-    def _run(self) -> None:
-        sent, t0 = 0, time.monotonic()
-        while not self._stop.is_set() and self.fatal is None:
-            for p in self.partitions:
-                self.send_one(p)
-                sent += 1
-            self.producer.poll(0)
-            if self.rate:
-                ahead = sent / self.rate - (time.monotonic() - t0)
-                if ahead > 0:
-                    self._stop.wait(ahead)
-
-    def start(self) -> QueueProducer:
-        self._thread = threading.Thread(target=self._run, name=f"queue-{self.process}",
-                                        daemon=True)
-        self._thread.start()
-        return self
+        try:
+            self._produce(str(value).encode(), p, partial(self._report, sid))
+        except KafkaException as e:          # refused by the client: never queued
+            self.history.send_failed(sid, e.args[0].name())
 
     def stop(self, flush_timeout: float = 60.0) -> int:
         """Stop sending and wait for outstanding reports; then purge what is left (its
         reports say purged: fail if never sent, unknown if in flight) -> how many were
         still undelivered when the flush gave up."""
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(10)
+        self._halt(10)
         left = int(self.producer.flush(flush_timeout))
         if left:
             self.producer.purge()
@@ -161,48 +132,186 @@ class QueueProducer:
         self.producer.close()
 
 
-class QueueConsumer:
+class QueueConsumer(ConsumerThread):
     """One consumer process: assigned every partition from offset 0 (no group), polling
     in a thread; every non-empty poll goes to ``history.polled`` with int values."""
 
     def __init__(self, bootstrap: str, topic: str, partitions: Sequence[int],
                  history: QueueHistory, process: str = "consumer") -> None:
-        from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+        from confluent_kafka import OFFSET_BEGINNING, TopicPartition
 
         self.history, self.process, self.partitions = history, process, list(partitions)
-        self.count = 0
         self.high: dict[int, int] = {}           # partition -> next offset after what was read
-        self._stop = threading.Event()
-        self.consumer = Consumer({
-            "bootstrap.servers": bootstrap, "group.id": f"queue-{uuid.uuid4().hex[:6]}",
-            "enable.auto.commit": False, "auto.offset.reset": "earliest",
-            "topic.metadata.refresh.interval.ms": 1000, "log_level": 3,
-            "fetch.wait.max.ms": 100})
+        super().__init__(reader_conf(bootstrap, f"queue-{uuid.uuid4().hex[:6]}", 1000),
+                         f"queue-{process}")
         history.opened(process, "consumer")
         self.consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in partitions])
         history.assigned(process, self.partitions)
-        self._thread = threading.Thread(target=self._run, name=f"queue-{process}", daemon=True)
+
+    def _read(self, msgs: list[Any]) -> None:
+        recs = [(m.partition(), m.offset(), int(m.value())) for m in msgs]
+        self.history.polled(self.process, recs)
+        self.count += len(recs)
+        for p, o, _ in recs:
+            self.high[p] = max(self.high.get(p, 0), o + 1)
+
+
+class GroupConsumer(ConsumerThread):
+    """One member of consumer group ``group``, subscribed to ``topic`` (the eager
+    range/roundrobin assignors: a rebalance revokes, then assigns, whole assignments).
+    It records, in its own process:
+
+      open, subscribe   each new client (the first, and each ``restart``)
+      rebalance         from on_revoke / on_lost (the partitions taken) and on_assign
+                        (the partitions given; reading resumes at the group's commit)
+      poll              what it read
+      commit            the positions it committed, once the broker accepted them; it
+                        commits every ``commit_interval`` seconds, one commit at a time
+
+    It polls one message at a time into a buffer that becomes one poll op when it
+    holds 500 records, when the queue runs dry, and before a commit or a rebalance is
+    recorded, so each poll op lies wholly within one assignment. (A batch ``consume``
+    serves the rebalance callback in the middle of its batch, and could return records
+    read before a revoke with records read after the next assign.)"""
+
+    def __init__(self, bootstrap: str, topic: str, history: QueueHistory, group: str,
+                 process: str = "group", commit_interval: float = 1.0,
+                 conf: dict[str, Any] | None = None) -> None:
+        self.topic, self.history, self.process = topic, history, process
+        self.group, self.commit_interval = group, commit_interval
+        self.assignment: frozenset[int] = frozenset()   # replaced whole: other threads read it
+        self.position: dict[int, int] = {}       # assigned partition -> next offset to read
+        self.rebalances = self.commits = self.restarts = 0
+        self.commit_errors: dict[str, int] = {}
+        self._buf: list[tuple[int, int, int]] = []
+        self._committing = False                 # a commit is in flight
+        self.generation = 0                      # the current client's; callbacks check it
+        self.unclosed = 0                        # clients whose close timed out
+        super().__init__({**reader_conf(bootstrap, group, 1000),
+                          "session.timeout.ms": 10_000, "heartbeat.interval.ms": 1000,
+                          **(conf or {})}, f"queue-{process}")
+
+    def _connect(self) -> None:
+        self.generation += 1
+        gen = self.generation
+        self.conf = {**self.conf, "on_commit": lambda err, parts: self._on_commit(
+            gen, err, parts)}
+        super()._connect()
+        self._committing = False
+        self.history.opened(self.process, "consumer")
+        self.consumer.subscribe(
+            [self.topic], on_assign=lambda _, parts: self._on_rebalance(gen, parts, True),
+            on_revoke=lambda _, parts: self._on_rebalance(gen, parts, False),
+            on_lost=lambda _, parts: self._on_rebalance(gen, parts, False))
+        self.history.subscribed(self.process)
+
+    # The callbacks run in the thread that polls (or closes) the client. A client
+    # whose close timed out (``stop``) may still call them later: they ignore it.
+    def _on_rebalance(self, gen: int, partitions: list[Any], assigned: bool) -> None:
+        """on_assign (``assigned``), on_revoke and on_lost."""
+        if gen != self.generation:
+            return
+        self._flush()
+        parts = [tp.partition for tp in partitions]
+        if assigned:
+            self.history.rebalanced(self.process, assigned=parts)
+            self.assignment = self.assignment | set(parts)
+        else:
+            self.history.rebalanced(self.process, revoked=parts)
+            self.assignment = self.assignment - set(parts)
+            for p in parts:
+                self.position.pop(p, None)
+        self.rebalances += 1
+
+    def _flush(self) -> None:
+        if self._buf:
+            self.history.polled(self.process, self._buf)
+            self.count += len(self._buf)
+            self._buf = []
+
+    def _commit(self) -> None:
+        """Commit the positions read in the current assignment (``_on_commit`` records
+        what the broker accepted).
+
+        Asynchronously, though one at a time: a synchronous commit waits for the group
+        coordinator, however long (measured: still blocked after 85 s with the brokers
+        paused), so a fault would hang the thread inside the client and ``restart`` /
+        ``stop`` could not close it."""
+        from confluent_kafka import KafkaException, TopicPartition
+
+        offsets = [TopicPartition(self.topic, p, o) for p, o in sorted(self.position.items())
+                   if p in self.assignment]
+        if self._committing or not offsets:
+            return
+        try:
+            self.consumer.commit(offsets=offsets, asynchronous=True)
+            self._committing = True
+        except KafkaException as e:
+            self._commit_failed(e.args[0].name())
+
+    def _on_commit(self, gen: int, err: Any, partitions: list[Any]) -> None:
+        if gen != self.generation:
+            return
+        self._committing = False
+        if err is not None:
+            self._commit_failed(err.name())
+            return
+        ok = {tp.partition: tp.offset for tp in partitions
+              if tp.error is None and tp.offset >= 0}
+        if ok:
+            self._flush()
+            self.history.committed(self.process, ok)
+            self.commits += 1
+
+    def _commit_failed(self, name: str) -> None:
+        self.commit_errors[name] = self.commit_errors.get(name, 0) + 1
 
     def _run(self) -> None:
+        next_commit = time.monotonic() + self.commit_interval
         while not self._stop.is_set():
-            recs = [(m.partition(), m.offset(), int(m.value()))
-                    for m in self.consumer.consume(500, 0.2) if m.error() is None]
-            if recs:
-                self.history.polled(self.process, recs)
-                self.count += len(recs)
-                for p, o, _ in recs:
-                    self.high[p] = max(self.high.get(p, 0), o + 1)
+            m = self.consumer.poll(0.1)
+            if m is not None and m.error() is None:
+                self._take(m)
+            if m is None or len(self._buf) >= 500:
+                self._flush()
+            if time.monotonic() >= next_commit:
+                self._flush()
+                self._commit()
+                next_commit = time.monotonic() + self.commit_interval
+        self._flush()
 
-    def start(self) -> QueueConsumer:
-        self._thread.start()
-        return self
+    def _take(self, m: Any) -> None:
+        p, o = m.partition(), m.offset()
+        self._buf.append((p, o, int(m.value())))
+        self.position[p] = o + 1
 
-    def stop(self) -> None:
+    def stop(self, close_timeout: float = 30.0) -> None:
+        """Stop polling and close the client. The close waits for a commit in flight,
+        that is for the group coordinator (with every broker paused, until they go on):
+        after ``close_timeout`` s it goes on in the background, counted in
+        ``unclosed``, and the client's callbacks are ignored from then on."""
         if self._stop.is_set():
             return
         self._stop.set()
         self._thread.join(10)
-        self.consumer.close()
+        closer = threading.Thread(target=self.consumer.close, daemon=True,
+                                  name=f"{self.thread_name}-close")
+        closer.start()
+        closer.join(close_timeout)
+        if closer.is_alive():
+            self.generation += 1
+            self.unclosed += 1
+
+    def restart(self, close_timeout: float = 30.0) -> GroupConsumer:
+        """Close the client (it leaves the group: its partitions are revoked) and open a
+        new one, subscribed afresh: a new session. On virtual hosts call it inside the
+        client host, as ``start``."""
+        self.stop(close_timeout)
+        self.assignment = frozenset()
+        self.position.clear()
+        self._connect()
+        self.restarts += 1
+        return self.start()
 
 
 def final_reads(fc: FaultCluster, topic: str, partitions: Sequence[int],
@@ -217,5 +326,5 @@ def final_reads(fc: FaultCluster, topic: str, partitions: Sequence[int],
     return out
 
 
-__all__ = ["DEFINITELY_NOT_WRITTEN", "QueueConsumer", "QueueProducer", "classify",
-           "final_reads"]
+__all__ = ["DEFINITELY_NOT_WRITTEN", "GroupConsumer", "QueueConsumer", "QueueProducer",
+           "classify", "final_reads"]

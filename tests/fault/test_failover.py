@@ -19,20 +19,10 @@ import pytest
 
 from protocol import records
 from tests.fault import checker
-from tests.fault.cluster_faults import FaultCluster, wait_for, zookeeper
+from tests.fault.cluster_faults import FaultCluster, wait_for
 from tests.fault.workload import LiveConsumer, LoadProducer, Monitor, final_check
 
 SESSION_S = 4.0          # FAULT_OVERRIDES zookeeper.session.timeout.ms
-
-
-@pytest.fixture(scope="module")
-def zk(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    from broker.zookeeper_runner import java_major
-
-    if (java_major("java") or 0) < 17:
-        pytest.skip("Java 17+ is needed to run ZooKeeper")
-    with zookeeper(tmp_path_factory.mktemp("zk")) as connect:
-        yield connect
 
 
 @pytest.fixture

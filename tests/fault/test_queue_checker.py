@@ -5,8 +5,13 @@
 - A clean history (pipelined and idempotent producers, failed and unknown sends,
   batches, seeks, rebalances, restarts) that reports nothing.
 - A save/load round trip.
+- Mixed histories: a partition that moves between group members and back, a restarted
+  member, a poll-skip within one assignment, several producers on one partition.
 - A property test: simulated correct runs pass, and one injected fault of each kind is
   found.
+- A made-up campaign-sized history (three producers, an assigned consumer, a group of
+  two) passes; ``main`` times the checker on it at full size:
+  ``.venv/bin/python -m tests.fault.test_queue_checker_mixed [VALUES]``.
 """
 
 from __future__ import annotations

@@ -6,6 +6,10 @@ callback in a ``checker.History``; ``LiveConsumer`` reads along and records what
 saw; ``Monitor`` samples HW / ISR / replica LEOs into a ``checker.InvariantMonitor``.
 ``final_check`` reads every partition back and runs the checker, the invariant
 monitor and the byte comparison of the replicas' logs.
+
+The clients are built on ``PacedProducer`` (a producer and its paced sending thread)
+and ``ConsumerThread`` (a consumer and its polling thread), which the queue workload
+(tests/fault/queue_workload.py) shares.
 """
 
 from __future__ import annotations
@@ -14,19 +18,140 @@ import contextlib
 import threading
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Self
 
 from tests.fault import checker
 from tests.fault.cluster_faults import FaultCluster, FaultError, wait_for
 
 
 # --------------------------------------------------------------------------------------
+# what the fault tests' clients share (tests/fault/queue_workload.py builds on it too)
+
+# librdkafka's syslog level: 2 (critical) keeps its stream of connect failures (level 3)
+# out of the fault runs' output; the histories record every outcome that matters
+LOG_LEVEL = 2
+
+PRODUCER_CONF: dict[str, Any] = {
+    # batch.size below the harness's 256 KiB segments: a larger batch is refused
+    # with RECORD_LIST_TOO_LARGE (as Kafka does), e.g. a backlog after an outage
+    "linger.ms": 2, "batch.size": 64 * 1024,
+    "message.timeout.ms": 60_000, "retry.backoff.ms": 50, "retry.backoff.max.ms": 500,
+    "log_level": LOG_LEVEL}
+
+
+def reader_conf(bootstrap: str, group: str, refresh_ms: int) -> dict[str, Any]:
+    """A consumer's config: ``group``, no automatic commits, from the earliest offset
+    when nothing is committed, short fetch waits."""
+    return {"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
+            "auto.offset.reset": "earliest", "topic.metadata.refresh.interval.ms": refresh_ms,
+            "log_level": LOG_LEVEL, "fetch.wait.max.ms": 100}
+
+
+class PacedProducer:
+    """A confluent-kafka producer and the thread that drives it: ``send_one(p)`` for
+    each of ``partitions`` in turn, ``rate`` records/s in all (None = as fast as the
+    queue takes them), until stopped or ``_more`` says no. Subclasses send and
+    record; ``conf`` goes over ``PRODUCER_CONF``."""
+
+    def __init__(self, topic: str, partitions: Sequence[int], rate: float | None,
+                 thread_name: str, conf: dict[str, Any]) -> None:
+        from confluent_kafka import Producer
+
+        self.topic, self.partitions, self.rate = topic, list(partitions), rate
+        self.thread_name = thread_name
+        self.errors: dict[str, int] = {}
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.producer = Producer({**PRODUCER_CONF, "error_cb": self._on_error, **conf})
+
+    def _on_error(self, err: Any) -> None:
+        """librdkafka's error callback (fatal errors matter; the rest it retries)."""
+
+    def _more(self, sent: int) -> bool:
+        """Whether to go on after ``sent`` records."""
+        return True
+
+    def send_one(self, p: int) -> None:
+        raise NotImplementedError
+
+    def _produce(self, value: bytes, p: int, on_delivery: Callable[[Any, Any], None]) -> None:
+        """Queue one record, polling while the client's queue is full."""
+        while True:
+            try:
+                self.producer.produce(self.topic, value, partition=p, on_delivery=on_delivery)
+                return
+            except BufferError:
+                self.producer.poll(0.05)
+
+    def _run(self) -> None:
+        sent, t0 = 0, time.monotonic()
+        while not self._stop.is_set() and self._more(sent):
+            for p in self.partitions:
+                self.send_one(p)
+                sent += 1
+            self.producer.poll(0)
+            if self.rate:
+                ahead = sent / self.rate - (time.monotonic() - t0)
+                if ahead > 0:
+                    self._stop.wait(ahead)
+
+    def start(self) -> Self:
+        self._thread = threading.Thread(target=self._run, name=self.thread_name, daemon=True)
+        self._thread.start()
+        return self
+
+    def _halt(self, join_timeout: float) -> None:
+        """Stop sending (the client is left as it is)."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(join_timeout)
+
+
+class ConsumerThread:
+    """A confluent-kafka consumer and the thread that polls it (``_run``: batches of
+    good messages to ``_read``). ``_connect`` makes both; ``stop`` ends the thread
+    and closes the client."""
+
+    def __init__(self, conf: dict[str, Any], thread_name: str) -> None:
+        self.conf, self.thread_name = conf, thread_name
+        self.count = 0
+        self._connect()
+
+    def _connect(self) -> None:
+        from confluent_kafka import Consumer
+
+        self._stop = threading.Event()
+        self.consumer = Consumer(self.conf)
+        self._thread = threading.Thread(target=self._run, name=self.thread_name, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            msgs = [m for m in self.consumer.consume(500, 0.2) if m.error() is None]
+            if msgs:
+                self._read(msgs)
+
+    def _read(self, msgs: list[Any]) -> None:
+        raise NotImplementedError
+
+    def start(self) -> Self:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._stop.is_set():
+            return
+        self._stop.set()
+        self._thread.join(10)
+        self.consumer.close()
+
+
+# --------------------------------------------------------------------------------------
 # load
 
 
-class LoadProducer:
+class LoadProducer(PacedProducer):
     """confluent-kafka, enable.idempotence=true, acks=all, in a thread: round-robin over
     ``partitions``, values from ``checker.make_value``; every delivery report goes to
     ``history``. ``rate`` = records/s (None = as fast as the queue allows)."""
@@ -35,28 +160,21 @@ class LoadProducer:
                  history: checker.History, tag: str | None = None, value_size: int = 100,
                  rate: float | None = 500.0, max_records: int = 10_000_000,
                  conf: dict[str, Any] | None = None) -> None:
-        from confluent_kafka import Producer
-
-        self.topic, self.partitions, self.history = topic, list(partitions), history
+        self.history = history
         self.tag = tag or f"p{uuid.uuid4().hex[:6]}"
-        self.value_size, self.rate, self.max_records = value_size, rate, max_records
-        self.seq = {p: 0 for p in self.partitions}
-        self.errors: dict[str, int] = {}
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-        self.producer = Producer({
+        self.value_size, self.max_records = value_size, max_records
+        self.seq = {p: 0 for p in partitions}
+        super().__init__(topic, partitions, rate, f"load-{self.tag}", {
             "bootstrap.servers": bootstrap, "enable.idempotence": True, "acks": "all",
-            # batch.size below the harness's 256 KiB segments: a larger batch is refused
-            # with RECORD_LIST_TOO_LARGE (as Kafka does), e.g. a backlog after an outage
-            "linger.ms": 2, "batch.size": 64 * 1024,
-            "message.timeout.ms": 60_000, "request.timeout.ms": 10_000,
-            "retry.backoff.ms": 50, "retry.backoff.max.ms": 500,
-            "topic.metadata.refresh.interval.ms": 2000,
-            "error_cb": self._on_error, "log_level": 3, **(conf or {})})
+            "request.timeout.ms": 10_000, "topic.metadata.refresh.interval.ms": 2000,
+            **(conf or {})})
 
     def _on_error(self, err: Any) -> None:
         if err.fatal():
             self.history.on_fatal(str(err))
+
+    def _more(self, sent: int) -> bool:
+        return sent < self.max_records and not self.history.fatal
 
     def _report(self, err: Any, msg: Any) -> None:
         value = msg.value()
@@ -70,42 +188,16 @@ class LoadProducer:
         value = checker.make_value(self.tag, p, self.seq[p], self.value_size)
         self.seq[p] += 1
         self.history.on_send()
-        while True:
-            try:
-                self.producer.produce(self.topic, value, partition=p, on_delivery=self._report)
-                return
-            except BufferError:
-                self.producer.poll(0.05)
-
-    def _run(self) -> None:
-        sent, t0 = 0, time.monotonic()
-        while not self._stop.is_set() and sent < self.max_records and not self.history.fatal:
-            for p in self.partitions:
-                self.send_one(p)
-                sent += 1
-            self.producer.poll(0)
-            if self.rate:
-                ahead = sent / self.rate - (time.monotonic() - t0)
-                if ahead > 0:
-                    self._stop.wait(ahead)
-
-    def start(self) -> LoadProducer:
-        self._thread = threading.Thread(target=self._run, name=f"load-{self.tag}", daemon=True)
-        self._thread.start()
-        return self
+        self._produce(value, p, self._report)
 
     def stop(self, flush_timeout: float = 60.0) -> int:
         """Stop sending, wait for outstanding deliveries; -> records still undelivered."""
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(10)
+        self._halt(10)
         return int(self.producer.flush(flush_timeout))
 
     def close(self) -> None:
         """Teardown after a failure: stop at once, drop what is queued."""
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(5)
+        self._halt(5)
         self.producer.purge()
         self.producer.flush(1)
 
@@ -120,42 +212,23 @@ class LoadProducer:
         return sum(self.seq.values())
 
 
-class LiveConsumer:
+class LiveConsumer(ConsumerThread):
     """A confluent-kafka consumer (assign, no group commits) reading every partition
     from the start while faults happen; what it sees goes to ``history.on_seen``."""
 
     def __init__(self, bootstrap: str, topic: str, partitions: Sequence[int],
                  history: checker.History) -> None:
-        from confluent_kafka import Consumer, TopicPartition
+        from confluent_kafka import TopicPartition
 
         self.history = history
-        self.count = 0
-        self._stop = threading.Event()
-        self.consumer = Consumer({
-            "bootstrap.servers": bootstrap, "group.id": f"live-{uuid.uuid4().hex[:6]}",
-            "enable.auto.commit": False, "auto.offset.reset": "earliest",
-            "topic.metadata.refresh.interval.ms": 2000, "log_level": 3,
-            "fetch.wait.max.ms": 100})
+        super().__init__(reader_conf(bootstrap, f"live-{uuid.uuid4().hex[:6]}", 2000),
+                         "live-consumer")
         self.consumer.assign([TopicPartition(topic, p, 0) for p in partitions])
-        self._thread = threading.Thread(target=self._run, name="live-consumer", daemon=True)
 
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            for m in self.consumer.consume(500, 0.2):
-                if m.error() is None:
-                    self.history.on_seen(m.partition(), m.offset(), m.value())
-                    self.count += 1
-
-    def start(self) -> LiveConsumer:
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        if self._stop.is_set():
-            return
-        self._stop.set()
-        self._thread.join(10)
-        self.consumer.close()
+    def _read(self, msgs: list[Any]) -> None:
+        for m in msgs:
+            self.history.on_seen(m.partition(), m.offset(), m.value())
+            self.count += 1
 
 
 class Monitor:
