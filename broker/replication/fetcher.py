@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
@@ -58,6 +59,8 @@ log = logging.getLogger(__name__)
 
 TopicPartition = tuple[str, int]
 UNKNOWN_LEADER_RETRY_MS = 50
+# a request to the leader waiting this long is taken as lost when a LeaderAndIsr arrives
+STUCK_REQUEST_S = 3.0
 TRUNCATING = "truncating"
 FETCHING = "fetching"
 
@@ -128,6 +131,8 @@ class ReplicaFetcher:
         self.partitions: dict[TopicPartition, PartitionFetchState] = {}
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        self._request_started: float | None = None     # monotonic; a round in flight
+        self._closing: set[asyncio.Task[None]] = set()
 
     def __repr__(self) -> str:
         return f"ReplicaFetcher(broker {self.broker_id} <- {self.leader_id}, {len(self.partitions)} partitions)"
@@ -137,6 +142,27 @@ class ReplicaFetcher:
     def add(self, p: Partition) -> None:
         self.partitions[p.tp] = PartitionFetchState(p, p.leader_epoch)
         self._wake.set()
+        self._drop_connection_if_stuck()
+
+    def _drop_connection_if_stuck(self) -> None:
+        """Called when a LeaderAndIsr (re)makes us follower of this leader: if our
+        request to it has been waiting for STUCK_REQUEST_S (far past the leader's
+        max wait), the connection most likely died in a network partition -- an
+        established TCP connection whose packets were dropped stays open until the
+        request times out (request.timeout.ms, 30 s), and the new epoch's fetches
+        would wait behind it (seen: 6 s of NOT_ENOUGH_REPLICAS after a heal). The
+        controller just reached us, so the network is back: close the connection;
+        the loop reconnects after its back-off. Kafka's fetcher waits out the timeout."""
+        started = self._request_started
+        if (self._task is None or started is None
+                or time.monotonic() - started < STUCK_REQUEST_S):
+            return
+        log.info("fetcher for broker %d: a request has waited %.1f s; reconnecting",
+                 self.leader_id, time.monotonic() - started)
+        self._request_started = None
+        task = asyncio.get_running_loop().create_task(self.endpoint.close())
+        self._closing.add(task)
+        task.add_done_callback(self._closing.discard)
 
     def remove(self, tp: TopicPartition) -> bool:
         return self.partitions.pop(tp, None) is not None
@@ -208,13 +234,18 @@ class ReplicaFetcher:
         now = self.clock()
         truncating = [s for s in self.partitions.values()
                       if s.delayed_until_ms <= now and s.state == TRUNCATING]
-        if truncating:
-            await self._truncate(truncating)
-        now = self.clock()
-        fetching = [s for s in self.partitions.values()
-                    if s.delayed_until_ms <= now and s.state == FETCHING]
-        if fetching:
-            await self._fetch(fetching)
+        self._request_started = time.monotonic()
+        try:
+            if truncating:
+                await self._truncate(truncating)
+            now = self.clock()
+            fetching = [s for s in self.partitions.values()
+                        if s.delayed_until_ms <= now and s.state == FETCHING]
+            if fetching:
+                self._request_started = time.monotonic()
+                await self._fetch(fetching)
+        finally:
+            self._request_started = None
         return bool(truncating or fetching)
 
     # -- step 1: truncation by leader epoch -----------------------------------------------

@@ -299,3 +299,63 @@ def test_error_codes_on_follower_fetch_for_non_leader(tmp_path: Path) -> None:
         res = await c.nodes[2].replicas.fetch(1, 0, 1, 1 << 20, 0, {TP: FetchPartitionRequest(0, 100)})
         assert res[TP].error == ErrorCode.NOT_LEADER_OR_FOLLOWER
     run(main())
+
+
+class _HangingEndpoint:
+    """A leader whose connection died silently: every request waits until close()."""
+
+    def __init__(self, leader_id: int) -> None:
+        self.leader_id = leader_id
+        self.calls = 0
+        self.closes = 0
+        self._pending: list[asyncio.Future[None]] = []
+
+    async def _hang(self) -> dict:  # type: ignore[type-arg]
+        self.calls += 1
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._pending.append(fut)
+        await fut
+        return {}
+
+    async def fetch(self, partitions: dict) -> dict:  # type: ignore[type-arg]
+        return await self._hang()
+
+    async def fetch_epoch_end_offsets(self, partitions: dict) -> dict:  # type: ignore[type-arg]
+        return await self._hang()
+
+    async def close(self) -> None:
+        from client import KafkaConnectionError
+        self.closes += 1
+        for fut in self._pending:
+            if not fut.done():
+                fut.set_exception(KafkaConnectionError("closed", "leader", 9092))
+        self._pending.clear()
+
+
+def test_a_new_leader_and_isr_drops_a_connection_stuck_in_a_partition(
+        tmp_path: Path, monkeypatch: object) -> None:
+    """A request that has waited past STUCK_REQUEST_S when a LeaderAndIsr re-adds
+    the partition: the connection is closed and the fetcher asks again, instead of
+    waiting for the request timeout (30 s) after the network healed."""
+    from broker.replication import fetcher as fetcher_module
+    from broker.replication.fetcher import ReplicaFetcher
+    monkeypatch.setattr(fetcher_module, "STUCK_REQUEST_S", 0.05)  # type: ignore[attr-defined]
+
+    async def main() -> None:
+        c = FakeCluster(tmp_path, ids=(1, 2))
+        c.elect(1)
+        p = c.nodes[2].partition()
+        endpoint = _HangingEndpoint(1)
+        f = ReplicaFetcher(3, endpoint, backoff_ms=10)   # type: ignore[arg-type]
+        f.start()
+        f.add(p)
+        await asyncio.sleep(0.02)
+        f.add(p)                               # not stuck long enough yet
+        await asyncio.sleep(0.01)
+        assert (endpoint.calls, endpoint.closes) == (1, 0)
+        await asyncio.sleep(0.1)
+        f.add(p)                               # the controller reached us again
+        await asyncio.sleep(0.1)
+        assert endpoint.closes >= 1 and endpoint.calls == 2
+        await f.stop()
+    run(main())
