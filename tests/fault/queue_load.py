@@ -10,8 +10,8 @@ recording one Jepsen-style history (tests/fault/queue_history.py) for the queue 
 The load, by default (tests/fault/queue_workload.py has the clients):
 
   producer-0, producer-1   idempotent, acks=all
-  producer-2               not idempotent, acks=all, retries=0,
-                           max.in.flight.requests.per.connection=1
+  producer-2               not idempotent, acks=all, one attempt per value: our own
+                           client (tests/fault/single_shot_producer.py)
   consumer                 assigned every partition from the start, no group
   group-0, group-1         members of one consumer group: subscribed, committing
 
@@ -24,13 +24,12 @@ retries a send whose first attempt had an unknown outcome (a timeout, a lost
 connection, NOT_ENOUGH_REPLICAS_AFTER_APPEND) may write the value twice, which the
 checker rightly calls duplicate (and, when the last attempt's error is one that means
 "never appended", a read of the first attempt G1a). Kafka accepts that: it is
-at-least-once delivery. So the non-idempotent producer has retries=0: each value goes
-out in one attempt, so it is written at most once, and its error is that attempt's,
-so "fail" means the broker refused it and "info" means it may or may not be in the log,
-which the checker allows. max.in.flight.requests.per.connection=1 keeps its sends in
-send order, as a sequential Jepsen client's are. The idempotent producers keep
-librdkafka's retries: their duplicates are dropped by the broker, which is one of the
-things under test.
+at-least-once delivery. librdkafka resends even with retries=0 (the campaign caught it:
+see single_shot_producer.py), so the non-idempotent producer is our own client making
+exactly one attempt per value: "fail" means the broker refused it, "info" that it may or
+may not be in the log, which the checker allows; its rounds are sequential, as a Jepsen
+client's sends. The idempotent producers keep librdkafka's retries: their duplicates
+are dropped by the broker, which is one of the things under test.
 
 ``make(fn)`` runs ``fn`` and returns its result (default: calls it). Every client is
 built and started through it, and a group consumer restarted through it, so that with
@@ -46,18 +45,17 @@ import uuid
 from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import Protocol, TypeVar
 
 from tests.fault import queue_checker, queue_workload
 from tests.fault.cluster_faults import FaultCluster
 from tests.fault.queue_history import QueueHistory
 from tests.fault.queue_workload import GroupConsumer, QueueConsumer, QueueProducer
+from tests.fault.single_shot_producer import SingleShotProducer
 
 T = TypeVar("T")
 
 BASE_STRIDE = 1_000_000_000       # producer k's values start at k * BASE_STRIDE
-NON_IDEMPOTENT_CONF: dict[str, Any] = {"retries": 0,
-                                       "max.in.flight.requests.per.connection": 1}
 
 
 class Make(Protocol):
@@ -84,7 +82,7 @@ class QueueLoad:
         self.members = members
         self.group = group or f"queue-load-{uuid.uuid4().hex[:6]}"
         self.rnd = random.Random(seed)
-        self.producers: list[QueueProducer] = []
+        self.producers: list[QueueProducer | SingleShotProducer] = []
         self.consumer: QueueConsumer | None = None
         self.group_consumers: list[GroupConsumer] = []
 
@@ -98,11 +96,14 @@ class QueueLoad:
             self.group_consumers.append(self.make(partial(self._member, i)))
         return self
 
-    def _producer(self, k: int, idempotent: bool) -> QueueProducer:
+    def _producer(self, k: int, idempotent: bool) -> QueueProducer | SingleShotProducer:
+        if not idempotent:
+            return SingleShotProducer(self.bootstrap, self.topic, self.partitions,
+                                      self.history, f"producer-{k}", rate=self.rate,
+                                      base=k * BASE_STRIDE).start()
         return QueueProducer(
             self.bootstrap, self.topic, self.partitions, self.history, f"producer-{k}",
-            acks="all", idempotent=idempotent, rate=self.rate, base=k * BASE_STRIDE,
-            conf=None if idempotent else dict(NON_IDEMPOTENT_CONF)).start()
+            acks="all", idempotent=True, rate=self.rate, base=k * BASE_STRIDE).start()
 
     def _member(self, i: int) -> GroupConsumer:
         return GroupConsumer(self.bootstrap, self.topic, self.history, self.group,
@@ -207,4 +208,4 @@ class QueueLoad:
         return ends
 
 
-__all__ = ["BASE_STRIDE", "Make", "NON_IDEMPOTENT_CONF", "QueueLoad"]
+__all__ = ["BASE_STRIDE", "Make", "QueueLoad"]
