@@ -140,6 +140,25 @@ async def _topics(ctx: RequestContext, request: Struct) -> list[Struct]:
     return out
 
 
+def _hide_fenced_leaders(ctx: RequestContext, topics: list[Struct]) -> None:
+    """Partitions we lead but fence (broker/replication/leader_fence.py: cut off from
+    ZooKeeper and our followers, or our session expired) are answered leaderless,
+    LEADER_NOT_AVAILABLE: naming ourselves would send a client that asks only us
+    straight back to the refusal, while the others know the new leader."""
+    replicas = getattr(ctx.broker, "replicas", None)     # None: a handler test's fake broker
+    fence = getattr(replicas, "fence", None)
+    if fence is None or (fence.reason is None and not fence.until_leader_and_isr):
+        return
+    me, now = ctx.broker.broker_id, replicas.clock()
+    for t in topics:
+        for part in t.partitions or ():
+            if part.leader_id != me:
+                continue
+            p = replicas.partition(t.name, part.partition_index)
+            if p is not None and fence.fenced((t.name, part.partition_index), p, now):
+                part.error_code, part.leader_id = int(ErrorCode.LEADER_NOT_AVAILABLE), -1
+
+
 @handler(ApiKey.METADATA)
 async def handle_metadata(ctx: RequestContext, request: Struct) -> Struct:
     v, metadata = ctx.version, ctx.broker.metadata
@@ -150,6 +169,7 @@ async def handle_metadata(ctx: RequestContext, request: Struct) -> Struct:
             t.name is None and t.topic_id == ZERO_UUID for t in request.topics):
         return _bad_request(v, request)
     topics = await _topics(ctx, request)
+    _hide_fenced_leaders(ctx, topics)
     if v >= 8 and request.include_topic_authorized_operations:
         for t in topics:
             if t.name is not None and t.error_code != ErrorCode.TOPIC_AUTHORIZATION_FAILED:

@@ -14,7 +14,9 @@ The rule, and its timing next to Kafka's:
   another leader, before the full session timeout since it last heard from us;
   the fence is up by 2/3 + 1/6 of it at the latest. Clients told
   NOT_LEADER_OR_FOLLOWER refresh their metadata from the other brokers and find
-  the new leader there. While every ISR follower still fetches (ZooKeeper down
+  the new leader there; our own Metadata answers name no leader for a fenced
+  partition (LEADER_NOT_AVAILABLE, leader -1), or a client that asks only us
+  would be sent straight back. While every ISR follower still fetches (ZooKeeper down
   for everyone, or we alone lost it) writes go on: no other broker can be made
   leader without ZooKeeper, and acks=all writes wait for those followers anyway;
   an RF-1 partition (no follower) is never fenced for the same reason.
@@ -65,6 +67,16 @@ class LeaderFence:
             raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER,
                              f"broker {self.broker_id}: its ZooKeeper session expired; "
                              f"{tp[0]}-{tp[1]} waits for the controller's LeaderAndIsr")
+
+    def fenced(self, tp: TopicPartition, partition: Any, now_ms: int) -> bool:
+        """``check`` as a predicate (the Metadata handler's question)."""
+        if self.reason is None and not self.until_leader_and_isr:
+            return False
+        try:
+            self.check(tp, partition, now_ms)
+        except KafkaError:
+            return True
+        return False
 
     def quiet_followers(self, partition: Any, now_ms: int) -> list[int]:
         """ISR followers that have not fetched (nor been caught up) for ``quiet_ms``."""

@@ -62,3 +62,23 @@ def test_session_expiry_waits_for_the_controllers_leader_and_isr(tmp_path: Path)
     assert produce(b) == ErrorCode.NOT_LEADER_OR_FOLLOWER
     b.lead("t")                                     # the controller's LeaderAndIsr
     assert produce(b) == ErrorCode.NONE
+
+
+def test_fenced_is_the_predicate_the_metadata_answer_uses(tmp_path: Path) -> None:
+    b = FakeBroker(tmp_path)
+    b.lead("t", replicas=(1, 2))
+    fence, p = b.replicas.fence, b.replicas.partitions[TP]
+    fence.quiet_ms = 1000
+    follower_fetches(b, 2)
+    assert not fence.fenced(TP, p, b.clock())
+    fence.connection_lost()
+    assert not fence.fenced(TP, p, b.clock())      # the follower still fetches
+    b.clock.advance(1500)
+    assert fence.fenced(TP, p, b.clock())
+    fence.connection_back()
+    assert not fence.fenced(TP, p, b.clock())
+    fence.session_expired([TP])
+    assert fence.fenced(TP, p, b.clock())          # until the controller's LeaderAndIsr
+    fence.connection_back()
+    fence.leader_and_isr(TP)
+    assert not fence.fenced(TP, p, b.clock())
