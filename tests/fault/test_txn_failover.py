@@ -9,7 +9,8 @@ ten on a loaded 2-core machine, the processors stop committing for the watchdog'
 120 s after a kill, with the input's records readable below its last stable offset.
 Such a *stalled* run proves nothing either way about exactly-once for the inputs it
 never processed, so it is reported as a warning (with its log) and the campaign runs
-once more with the next seed; a run with any safety anomaly (duplicate, foreign,
+again with the next seed, up to three seeds (two stalls in a row were seen once, with
+the stuck processors inside librdkafka's init_transactions); a run with any safety anomaly (duplicate, foreign,
 aborted or uncommitted read, phantom) fails at once, stalled or not.
 """
 
@@ -40,7 +41,7 @@ def test_consume_transform_produce_survives_coordinator_and_leader_kills(
 
     if (java_major("java") or 0) < 17:
         pytest.skip("Java 17+ is needed to run ZooKeeper")
-    for seed in (1, 2):
+    for seed in (1, 2, 3):
         # the campaign's log (kills, retries, stalls) is shown by pytest when this fails
         outcome = run(tmp_path / f"seed-{seed}", records=4000, kills=1, seed=seed, batch=100,
                       timeout=240, log=True)
