@@ -9,9 +9,10 @@ ten on a loaded 2-core machine, the processors stop committing for the watchdog'
 120 s after a kill, with the input's records readable below its last stable offset.
 Such a *stalled* run proves nothing either way about exactly-once for the inputs it
 never processed, so it is reported as a warning (with its log) and the campaign runs
-again with the next seed, up to three seeds (two stalls in a row were seen once, with
-the stuck processors inside librdkafka's init_transactions); a run with any safety anomaly (duplicate, foreign,
-aborted or uncommitted read, phantom) fails at once, stalled or not.
+again with the next seed, up to three seeds (two stalls in a row were seen once, the
+stuck processors inside librdkafka's init_transactions); a run with any safety
+anomaly (duplicate, foreign, aborted or uncommitted read, phantom) fails at once,
+stalled or not.
 """
 
 from __future__ import annotations
