@@ -145,9 +145,9 @@ def _hide_fenced_leaders(ctx: RequestContext, topics: list[Struct]) -> None:
     ZooKeeper and our followers, or our session expired) are answered leaderless,
     LEADER_NOT_AVAILABLE: naming ourselves would send a client that asks only us
     straight back to the refusal, while the others know the new leader."""
-    replicas = getattr(ctx.broker, "replicas", None)     # None: a handler test's fake broker
-    fence = getattr(replicas, "fence", None)
-    if fence is None or (fence.reason is None and not fence.until_leader_and_isr):
+    replicas = ctx.broker.replicas
+    fence = replicas.fence
+    if fence.reason is None and not fence.until_leader_and_isr:
         return
     me, now = ctx.broker.broker_id, replicas.clock()
     for t in topics:

@@ -60,6 +60,15 @@ class AckTimes:
                 return acked
         return None
 
+    def first_acks(self, partitions: Iterable[Part], since: float) -> dict[Part, float]:
+        """``first_ack`` of each partition that has one yet (monotonic times)."""
+        out: dict[Part, float] = {}
+        for p in partitions:
+            a = self.first_ack(p, since)
+            if a is not None:
+                out[p] = a
+        return out
+
     def wait_all(self, partitions: Iterable[Part], since: float, timeout: float,
                  interval: float = 0.1) -> dict[Part, float | None]:
         """Seconds from ``since`` to each partition's first such ack (None: none within

@@ -177,16 +177,22 @@ def one_way(w: World, rng: random.Random) -> Active:
 
 # -- ZooKeeper ------------------------------------------------------------------------
 
-def zk_kill(w: World, rng: random.Random) -> Active:
-    for h in w.zk_hosts:
+def _zk_killed(w: World, kind: str, hosts: list[str], detail: str, hold: float) -> Active:
+    """SIGKILL the ZooKeeper servers on ``hosts``; the heal starts them again and
+    waits for a quorum."""
+    for h in hosts:
         w.ensemble.server(h).kill()
 
     def heal() -> None:
-        for h in w.zk_hosts:
+        for h in hosts:
             w.ensemble.server(h).start()
         w.ensemble.wait_quorum(30)
-    return Active("zk-kill", "every ZooKeeper server SIGKILLed", heal, rng.uniform(2, 6),
-                  down=set(w.zk_hosts))
+    return Active(kind, detail, heal, hold, down=set(hosts))
+
+
+def zk_kill(w: World, rng: random.Random) -> Active:
+    return _zk_killed(w, "zk-kill", list(w.zk_hosts), "every ZooKeeper server SIGKILLed",
+                      rng.uniform(2, 6))
 
 
 def zk_pause(kind: str, long: bool) -> Callable[[World, random.Random], Active]:
@@ -220,14 +226,8 @@ def zk_member_partitioned(w: World, rng: random.Random) -> Active:
 
 def zk_leader_killed(w: World, rng: random.Random) -> Active:
     h = w.ensemble.leader() or rng.choice(w.zk_hosts)
-    srv = w.ensemble.server(h)
-    srv.kill()
-
-    def heal() -> None:
-        srv.start()
-        w.ensemble.wait_quorum(30)
-    return Active("zk-leader-killed", f"ZooKeeper leader {h} SIGKILLed", heal,
-                  rng.uniform(3, 8), down={h})
+    return _zk_killed(w, "zk-leader-killed", [h], f"ZooKeeper leader {h} SIGKILLed",
+                      rng.uniform(3, 8))
 
 
 # -- disks ----------------------------------------------------------------------------

@@ -48,6 +48,7 @@ from pathlib import Path
 from typing import Protocol, TypeVar
 
 from tests.fault import queue_checker, queue_workload
+from tests.fault.availability import AckTimes
 from tests.fault.cluster_faults import FaultCluster
 from tests.fault.queue_history import QueueHistory
 from tests.fault.queue_workload import GroupConsumer, QueueConsumer, QueueProducer
@@ -85,6 +86,7 @@ class QueueLoad:
         self.producers: list[QueueProducer | SingleShotProducer] = []
         self.consumer: QueueConsumer | None = None
         self.group_consumers: list[GroupConsumer] = []
+        self.ack_times = AckTimes(history)
 
     def start(self) -> QueueLoad:
         """Build and start every client (through ``make``)."""
@@ -155,24 +157,11 @@ class QueueLoad:
     def save(self, path: str | Path) -> None:
         self.history.save(path)
 
-    def acked_since(self, t: float, invoked: bool = True) -> dict[int, float]:
-        """For each partition, the monotonic time of the first acknowledgement after
-        ``t`` of a send invoked at or after ``t`` (with ``invoked=False``: of any send,
-        also one invoked before ``t``). Partitions with none yet are missing."""
-        fresh: set[int] = set()
-        out: dict[int, float] = {}
-        for op in self.history.since(t):
-            if op.kind != "send":
-                continue
-            if op.type == "invoke":
-                if op.id is not None:
-                    fresh.add(op.id)
-            elif (op.type == "ok" and op.partition not in out
-                  and (not invoked or op.id in fresh) and isinstance(op.partition, int)):
-                out[op.partition] = op.time
-                if len(out) == len(self.partitions):
-                    break
-        return out
+    def acked_since(self, t: float) -> dict[int, float]:
+        """For each partition, the monotonic time of the first acknowledgement of a
+        send invoked at or after ``t`` (``availability.AckTimes``). Partitions with
+        none yet are missing."""
+        return self.ack_times.first_acks(self.partitions, t)  # type: ignore[return-value]
 
     def acked(self) -> dict[str, dict[int, int]]:
         """Producer -> partition -> sends acknowledged so far."""

@@ -46,12 +46,14 @@ import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from protocol.api_keys import ApiKey
 from protocol.spec import api
 from tests.fault import queue_checker
+from tests.fault.availability import AckTimes
 from tests.fault.cluster_faults import FAULT_OVERRIDES, FaultError, wait_for
 from tests.fault.netns import VirtualNetwork, root_sockets_toward
 from tests.fault.netns_cluster import NetFaultCluster, skip_reason, virtual_cluster
@@ -114,22 +116,6 @@ class Window:
         return out
 
 
-def first_acks(history: QueueHistory, since: float) -> dict[int, float]:
-    """Partition -> seconds from ``since`` to the first acknowledgement of a write sent
-    at or after ``since``."""
-    sent: dict[int, int] = {}                    # send id -> partition
-    out: dict[int, float] = {}
-    for op in history.snapshot():
-        if op.kind != "send" or op.id is None:
-            continue
-        if op.type == "invoke":
-            if op.time >= since:
-                sent[op.id] = int(op.partition)  # type: ignore[arg-type]
-        elif op.type == "ok" and op.id in sent:
-            out.setdefault(sent[op.id], op.time - since)
-    return out
-
-
 def longest_gaps(history: QueueHistory, start: float, end: float) -> dict[int, float]:
     """Partition -> the longest time between consecutive acknowledgements (any write's)
     from the last one before ``start`` up to ``end`` (which counts as one)."""
@@ -160,6 +146,14 @@ class Run:
     fc: NetFaultCluster
     history: QueueHistory
     windows: list[Window] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.acks = AckTimes(self.history)
+
+    def first_acks(self, since: float) -> dict[int, float]:
+        """Partition -> seconds from ``since`` to its first acknowledged write sent at
+        or after ``since`` (partitions with none yet are missing)."""
+        return {p: t - since for p, t in self.acks.first_acks(PARTS, since).items()}
 
     @property
     def ensemble(self) -> ZkEnsemble:
@@ -253,10 +247,10 @@ class Run:
         apply(w)
         try:
             wait_for(f"{name}: an ack on every partition after the heal",
-                     lambda: len(first_acks(self.history, w.heal)) == len(PARTS), 30, 0.2)
+                     lambda: len(self.first_acks(w.heal)) == len(PARTS), 30, 0.2)
         finally:
-            w.from_fault = first_acks(self.history, w.fault)
-            w.from_heal = first_acks(self.history, w.heal)
+            w.from_fault = self.first_acks(w.fault)
+            w.from_heal = self.first_acks(w.heal)
         self.settle()
         w.end = time.monotonic()
         w.gaps = longest_gaps(self.history, w.fault, w.end)
@@ -320,27 +314,30 @@ def _running(tmp: Path, zk_hosts: tuple[str, ...]) -> Iterator[Run]:
 # the faults
 
 
+def _hold(w: Window, start: Callable[[], Any], seconds: float,
+          undo: Callable[[], object] | None = None) -> None:
+    """Start a fault, hold it ``seconds`` and undo it (``undo``, else what ``start``
+    returned), noting both moments in ``w``."""
+    w.fault = time.monotonic()
+    started = start()
+    try:
+        time.sleep(seconds)
+    finally:
+        w.heal = time.monotonic()
+        (undo or started)()
+
+
 def _kill_restart(run: Run, host: str, down_s: float = 5.0) -> Callable[[Window], None]:
     def apply(w: Window) -> None:
         server = run.ensemble.server(host)
-        w.fault = time.monotonic()
-        server.kill()
-        time.sleep(down_s)
-        w.heal = time.monotonic()
-        server.start()
+        _hold(w, server.kill, down_s, undo=server.start)
     return apply
 
 
 def _pause(run: Run, host: str, paused_s: float) -> Callable[[Window], None]:
     def apply(w: Window) -> None:
         server = run.ensemble.server(host)
-        w.fault = time.monotonic()
-        server.pause()
-        try:
-            time.sleep(paused_s)
-        finally:
-            w.heal = time.monotonic()
-            server.resume()
+        _hold(w, server.pause, paused_s, undo=server.resume)
     return apply
 
 
@@ -367,13 +364,8 @@ def _partition_member(run: Run, cut_s: float) -> Callable[[Window], None]:
         member = max(ens.servers, key=lambda s: (len(brokers[s.host]),
                                                  modes[s.host] == "follower"))
         w.name += f" ({member.host}, {modes[member.host]} of brokers {brokers[member.host]})"
-        w.fault = time.monotonic()
-        fault = net.partition([member.host], [h for h in net.hosts if h != member.host])
-        try:
-            time.sleep(cut_s)
-        finally:
-            w.heal = time.monotonic()
-            fault.heal()
+        others = [h for h in net.hosts if h != member.host]
+        _hold(w, lambda: net.partition([member.host], others).heal, cut_s)
     return apply
 
 

@@ -17,6 +17,7 @@ from broker.context import RequestContext
 from broker.dispatch import REGISTRY, load_handlers
 from broker.handler_support import CLUSTER_OPERATIONS, TOPIC_OPERATIONS
 from broker.metadata_cache import BrokerMeta, PartitionMeta
+from broker.replication.leader_fence import LeaderFence
 from controller import BrokerInfo, Endpoint, TopicAlreadyExists, TopicAssignment, TopicNotFound
 from protocol.api_keys import ApiKey
 from protocol.codec import decode, encode
@@ -165,6 +166,20 @@ class FakeBroker:
     authorizer: Any = None                   # the ACL tests set one
     dynamic_configs: dict[str, str] = field(default_factory=dict)     # /config/brokers/<id>
     listener_security: dict[str, Any] = field(default_factory=dict)   # no TLS listener
+    replicas: Any = field(default_factory=lambda: FakeReplicas())   # nothing led, nothing fenced
+
+
+@dataclass
+class FakeReplicas:
+    """What the admin handlers read of the replica manager: its leader fence (the
+    Metadata handler answers fenced partitions leaderless) and its clock."""
+    fence: LeaderFence = field(default_factory=lambda: LeaderFence(1))
+
+    def clock(self) -> int:
+        return 0
+
+    def partition(self, topic: str, partition: int) -> None:
+        return None
 
 
 def make_broker(brokers: tuple[int, ...] = (1,), elect: bool = True, **props: str) -> FakeBroker:

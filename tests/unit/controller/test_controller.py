@@ -39,32 +39,48 @@ class RecordingTransport:
 
 
 class Node:
-    def __init__(self, server: FakeZkServer, broker_id: int) -> None:
-        self.zk = FakeZk(server)
-        self.store = ClusterStore("fake:2181", client=self.zk)
-        self.transport = RecordingTransport()
-        self.controller = Controller(broker_id, self.store, self.transport)
+    """One broker's ZooKeeper session, cluster store and controller; ``transport``
+    records (and answers) what the controller sends."""
+
+    def __init__(self, server: FakeZkServer, broker_id: int,
+                 transport: RecordingTransport | None = None) -> None:
+        self.server = server
         self.id = broker_id
+        self.transport = transport or RecordingTransport()
+        self._new()
+
+    def _new(self) -> None:
+        self.zk = FakeZk(self.server)
+        self.store = ClusterStore("fake:2181", client=self.zk)
+        self.controller = Controller(self.id, self.store, self.transport)
 
     async def start(self) -> None:
         await self.store.connect()
         await self.store.register_broker(self.id, [f"PLAINTEXT://127.0.0.1:{9092 + self.id}"])
         await self.controller.start()
 
+    async def restart(self) -> None:
+        """Stop, then start on a new session (the transport, and what it holds, kept)."""
+        await self.controller.stop()
+        await self.store.close()
+        self._new()
+        await self.start()
 
-async def settle(*nodes: Node) -> None:
-    for _ in range(3):
+
+async def settle(*nodes: Node, rounds: int = 3) -> None:
+    for _ in range(rounds):
         await asyncio.sleep(0.02)
         for n in nodes:
             await n.controller.idle()
 
 
-async def cluster(n: int) -> tuple[FakeZkServer, list[Node]]:
+async def cluster(n: int, make: Callable[[FakeZkServer, int], Node] = Node,
+                  rounds: int = 3) -> tuple[FakeZkServer, list[Node]]:
     server = FakeZkServer()
-    nodes = [Node(server, i) for i in range(n)]
+    nodes = [make(server, i) for i in range(n)]
     for node in nodes:
         await node.start()
-        await settle(*nodes)
+        await settle(*nodes, rounds=rounds)
     return server, nodes
 
 

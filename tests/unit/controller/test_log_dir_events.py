@@ -5,17 +5,17 @@ shrink ISRs, and show in UpdateMetadata's offline_replicas until it restarts."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 from typing import Any
 
-from controller import ClusterStore, Controller
 from controller import zkdata as zd
 from protocol.headers import RequestHeader
 from protocol.schema import Struct
 from protocol.spec import api
-from tests.unit.controller.fake_zk import FakeZk, FakeZkServer
-from tests.unit.controller.test_controller import RecordingTransport, aio, state_json
+from tests.unit.controller.fake_zk import FakeZkServer
+from tests.unit.controller.test_controller import Node, RecordingTransport, aio, state_json
+from tests.unit.controller.test_controller import cluster as controller_cluster
+from tests.unit.controller.test_controller import settle as settle_nodes
 
 STORAGE_ERROR = 56
 
@@ -44,43 +44,16 @@ class OfflineDirTransport(RecordingTransport):
         return resp
 
 
-class Node:
-    def __init__(self, server: FakeZkServer, broker_id: int) -> None:
-        self.server = server
-        self.id = broker_id
-        self.transport = OfflineDirTransport()
-        self._new()
-
-    def _new(self) -> None:
-        self.zk = FakeZk(self.server)
-        self.store = ClusterStore("fake:2181", client=self.zk)
-        self.controller = Controller(self.id, self.store, self.transport)
-
-    async def start(self) -> None:
-        await self.store.connect()
-        await self.store.register_broker(self.id, [f"PLAINTEXT://127.0.0.1:{9092 + self.id}"])
-        await self.controller.start()
-
-    async def restart(self) -> None:
-        await self.controller.stop()
-        await self.store.close()
-        self._new()
-        await self.start()
+def _node(server: FakeZkServer, broker_id: int) -> Node:
+    return Node(server, broker_id, OfflineDirTransport())
 
 
 async def settle(nodes: list[Node]) -> None:
-    for _ in range(6):
-        await asyncio.sleep(0.02)
-        for n in nodes:
-            await n.controller.idle()
+    await settle_nodes(*nodes, rounds=6)
 
 
 async def cluster(n: int) -> tuple[FakeZkServer, list[Node]]:
-    server = FakeZkServer()
-    nodes = [Node(server, i) for i in range(n)]
-    for node in nodes:
-        await node.start()
-        await settle(nodes)
+    server, nodes = await controller_cluster(n, _node, rounds=6)
     assert nodes[0].controller.is_active
     return server, nodes
 
