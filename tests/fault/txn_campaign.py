@@ -56,6 +56,7 @@ class Outcome:
     aborts: int = 0
     restarts: int = 0
     consumer_restarts: int = 0      # input consumers rebuilt after stalling below the LSO
+    hangs: int = 0                  # librdkafka calls abandoned (txn_workload._bounded)
     errors: list[str] = field(default_factory=list)
 
     @property
@@ -65,7 +66,8 @@ class Outcome:
     def summary(self) -> str:
         return (f"{self.seconds:.0f} s; kills {self.kills}; transactions committed "
                 f"{self.commits}, aborted {self.aborts}, producers recreated "
-                f"{self.restarts}, consumers recreated {self.consumer_restarts}\n"
+                f"{self.restarts}, consumers recreated {self.consumer_restarts}, "
+                f"librdkafka calls abandoned as hung {self.hangs}\n"
                 f"{self.report.summary()}"
                 + "".join(f"\nerror: {e}" for e in self.errors))
 
@@ -158,6 +160,7 @@ def _campaign(fc: FaultCluster, rng: random.Random, say: Any, t0: float, *, reco
         outcome.aborts += p.aborts
         outcome.restarts += p.restarts
         outcome.consumer_restarts += p.consumer_restarts
+        outcome.hangs += p.hangs
         if p.error is not None:
             outcome.errors.append(f"{p.name}: {p.error!r}")
     out_ends = _settled_ends(fc, output_partitions)

@@ -9,7 +9,15 @@ confluent-kafka (librdkafka):
   consumer to the group's committed (stable) offsets; a fatal one (fenced, or a
   producer that cannot go on) makes a new producer with the same transactional id (a
   new incarnation: its init fences and aborts the old one) and rewinds too. A
-  retriable commit error retries the commit, as librdkafka documents.
+  retriable commit error retries the commit, as librdkafka documents. Every
+  transactional call runs bounded (``_bounded``): librdkafka's
+  send_offsets_to_transaction can wait for ever past its timeout when the group
+  coordinator went down (confluentinc/librdkafka#5456: the coordinator request's
+  timeout is never checked; #5511: its lookup is re-tried only on another broker's
+  state change; seen here as the campaign's stalls, the processor blocked in that
+  call while every broker answered). A call still running ``HANG_S`` after its own
+  timeout is abandoned with its producer (the thread stuck inside keeps it alive) and
+  a new incarnation takes over, fencing it; counted as ``hangs``.
 - ``Observer``: a read_committed consumer reading the output while the run goes on,
   every record with the time it was read (the checker's G1a and uncommitted reads).
 - ``read_log``: the output read to its end at one isolation level.
@@ -29,6 +37,33 @@ from tests.fault.cluster_faults import FaultCluster
 from tests.fault.txn_checker import Rec, TxnHistory, out_value
 
 TXN_TIMEOUT_MS = 10000
+CALL_TIMEOUT_S = 30       # what each transactional call is given
+HANG_S = 15               # past that, the call is taken as hung (see the docstring)
+
+
+class ClientHang(Exception):
+    """A librdkafka call still running ``HANG_S`` after its own timeout."""
+
+
+def _bounded(what: str, call: Callable[[], Any]) -> Any:
+    """``call()`` in a thread of its own; its result or exception, or ClientHang when
+    it has not returned within CALL_TIMEOUT_S + HANG_S (the thread is left running)."""
+    out: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            out["value"] = call()
+        except BaseException as e:  # noqa: BLE001 - re-raised in the caller
+            out["error"] = e
+    t = threading.Thread(target=target, name=f"bounded-{what}", daemon=True)
+    t.start()
+    t.join(CALL_TIMEOUT_S + HANG_S)
+    if t.is_alive():
+        raise ClientHang(f"{what} still running {CALL_TIMEOUT_S + HANG_S} s after its call "
+                         f"(timeout {CALL_TIMEOUT_S} s)")
+    if "error" in out:
+        raise out["error"]
+    return out.get("value")
 
 
 def input_values(n: int) -> list[bytes]:
@@ -104,6 +139,7 @@ class Processor(threading.Thread):
         self.transactional_id = f"txn-campaign-{name}"
         self.incarnation = self.sequence = 0
         self.commits = self.aborts = self.restarts = self.consumer_restarts = 0
+        self.hangs = 0              # librdkafka calls abandoned (ClientHang)
         self.done = False
         self.error: BaseException | None = None
         self.log: Callable[[str], None] = lambda _s: None
@@ -131,8 +167,11 @@ class Processor(threading.Thread):
                              if os.environ.get("TXN_CAMPAIGN_DEBUG") else {}),
                           "message.timeout.ms": TXN_TIMEOUT_MS - 1000})
             try:
-                p.init_transactions(30)
+                _bounded("init_transactions", lambda: p.init_transactions(CALL_TIMEOUT_S))
                 return p
+            except ClientHang as e:
+                self.hangs += 1
+                self.log(f"{self.label}: {e}: producer abandoned")
             except KafkaException as e:
                 self.log(f"{self.label}: init_transactions: {e}")
                 if time.monotonic() > self.deadline:
@@ -208,21 +247,30 @@ class Processor(threading.Thread):
                     # position (-1001): its committed offset stands
                     positions = [tp for tp in consumer.position(consumer.assignment())
                                  if tp.offset >= 0]
-                    producer.send_offsets_to_transaction(
-                        positions, consumer.consumer_group_metadata(), 30)
+                    group = consumer.consumer_group_metadata()
+                    _bounded("send_offsets_to_transaction",
+                             lambda: producer.send_offsets_to_transaction(
+                                 positions, group, CALL_TIMEOUT_S))
                     with self.lock:
                         self.history.commit_called[tag] = time.monotonic()
                     self._commit(producer)
                     self.commits += 1
                     position.update((tp.partition, tp.offset) for tp in positions)
+                except ClientHang as e:
+                    self.hangs += 1
+                    self.log(f"{self.label}: transaction {tag}: {e}: producer abandoned")
+                    producer = self._fresh(producer)
+                    position = self._rewind(consumer)
                 except KafkaException as e:
                     err = e.args[0]
                     self.log(f"{self.label}: transaction {tag}: {err}")
                     if err.txn_requires_abort():
                         try:
-                            producer.abort_transaction(30)
+                            _bounded("abort_transaction",
+                                     lambda: producer.abort_transaction(CALL_TIMEOUT_S))
                             self.aborts += 1
-                        except KafkaException as e2:
+                        except (KafkaException, ClientHang) as e2:
+                            self.hangs += isinstance(e2, ClientHang)
                             self.log(f"{self.label}: abort: {e2}")
                             producer = self._fresh(producer)
                     else:
@@ -237,7 +285,8 @@ class Processor(threading.Thread):
         from confluent_kafka import KafkaException
         while True:
             try:
-                producer.commit_transaction(30)
+                _bounded("commit_transaction",
+                         lambda: producer.commit_transaction(CALL_TIMEOUT_S))
                 return
             except KafkaException as e:
                 if not e.args[0].retriable() or time.monotonic() > self.deadline:
