@@ -23,7 +23,7 @@ PYTEST_ARGS ?=
 DATA_DIR := data
 JAVA_CLIENT_INSTALLER := tests/oracle/install_java_client.py
 
-.PHONY: help install run test bench clean distclean kcat fault fault-process fault-txn bench-replication
+.PHONY: help install run test bench clean distclean kcat fault fault-process fault-txn fuzz bench-replication
 
 help:
 	@echo "make run        install, then start ZooKeeper + one broker (data under $(DATA_DIR)/)"
@@ -32,6 +32,7 @@ help:
 	@echo "make fault      the fault campaign on virtual hosts (FAULT_SCHEDULES=100; root)"
 	@echo "make fault-process  the process-fault campaign on loopback (FAULT_MINUTES=10)"
 	@echo "make fault-txn  the transactional fault campaign (FAULT_TXN_RECORDS=100000, 3 kills each)"
+	@echo "make fuzz       the structure-aware fuzzer against a real broker (FUZZ_FRAMES=1000000)"
 	@echo "make bench-replication  the replication benchmarks (bench/replication.py)"
 	@echo "make install    create $(VENV) and pip install -e '.[test]'"
 	@echo "make clean      remove caches and build artefacts"
@@ -122,6 +123,21 @@ FAULT_TXN_RECORDS ?= 100000
 FAULT_TXN_KILLS ?= 3
 fault-txn: $(STAMP)
 	$(PY) tests/fault/txn_campaign.py --records $(FAULT_TXN_RECORDS) --kills $(FAULT_TXN_KILLS) $(FAULT_ARGS)
+
+# The structure-aware fuzzer (tests/fuzz/fuzz_run.py): FUZZ_FRAMES mutated frames built from
+# every API/version schema and the golden frames of stock clients, over many pipelined
+# connections to a real broker, while well-behaved confluent-kafka clients produce and
+# consume; then FUZZ_INPROC_FRAMES more straight to the decoders. Checks: no crash, no
+# unhandled exception in the log, event-loop stalls (broker/loop_lag.py), RSS, client
+# latency, every batch on disk valid. Seeded: FUZZ_SEED reproduces the same frames.
+# Short version in `make test`: tests/fuzz/test_fuzz_short.py.
+FUZZ_FRAMES ?= 1000000
+FUZZ_INPROC_FRAMES ?= 1000000
+FUZZ_SEED ?= 1
+FUZZ_ARGS ?=
+fuzz: $(STAMP)
+	$(PY) -m tests.fuzz.fuzz_run --frames $(FUZZ_FRAMES) --inproc-frames $(FUZZ_INPROC_FRAMES) \
+		--seed $(FUZZ_SEED) $(FUZZ_ARGS)
 
 # Replication benchmarks alone (bench/replication.py; `make bench` runs it too).
 BENCH_REPLICATION_ARGS ?=

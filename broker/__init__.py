@@ -8,8 +8,12 @@ fetches, AlterPartition, ControlledShutdown, the controller's channel) and what
 
 Map — the request path, socket to handler:
 
-    server.py           the asyncio listener; one task per connection
-    connection.py       frames in (protocol.framing), header decode, responses out in order
+    server.py           the asyncio listeners: accepting under the connection limits;
+                        one task per connection
+    network/            the connection (frames in, header decode, responses out in order,
+                        muting, request timeout), connection quotas (max.connections,
+                        per-IP, creation rate), the request queue and memory pool
+    connection.py       the old import path of network/connection.py
     dispatch.py         the handler registry (@handler(api_key, versions)); ApiVersions
                         bodies are built from it
     context.py          RequestContext: what a handler sees of the broker and connection
@@ -28,6 +32,11 @@ The services the handlers use:
     log_dirs/           failed log dirs (KIP-112): the failure channel, taking a dir's
                         partitions offline, telling the controller, halting when none is left
     coordinator/        the group coordinator and __consumer_offsets
+    transaction/        the transaction coordinator and __transaction_state
+    quotas/             client quotas (KIP-13/KIP-124/KIP-219): rates, precedence,
+                        throttling around dispatch, ZooKeeper storage
+    dynamic_broker_configs.py   /config/brokers/<id>: TLS stores, replication throttles
+    loop_lag.py         the event-loop stall monitor (logged every minute and at shutdown)
     acl/                the ZooKeeper-mode ACL authorizer and the handlers' shared checks
     security/           listeners' protocols, TLS, SASL, principals, SCRAM credentials
     metadata_cache.py   what the controller told us of the cluster

@@ -38,6 +38,7 @@ from broker.listeners import Endpoint, parse_listeners
 from broker.log_dirs import LogDirFailureChannel, LogDirFailureHandler
 from broker.metadata_cache import MetadataCache
 from broker.producer_ids import ProducerIdManager
+from broker.quotas.client_quotas import ClientQuotas
 from broker.replication.alter_partition_manager import AlterPartitionManager, metadata_controller
 from broker.replication.fetcher import ReplicaFetcherManager
 from broker.replication.leader_endpoint import metadata_resolver, remote_endpoint_factory
@@ -45,9 +46,11 @@ from broker.replication.partition_state import PartitionState
 from broker.replication.replica_manager import ReplicaManager
 from broker.security.scram_credentials import ScramCredentialStore
 from broker.security import reconfigure
+from broker import dynamic_broker_configs
 from broker.security.listeners import (client_security, control_plane_listener,
                                        inter_broker_listener, listener_security, protocol_of)
 from broker.server import KafkaServer
+from broker.network.limits import NetworkLimits
 from broker.tasks import bounded_step
 from controller import ClusterStore, Controller
 from controller import Endpoint as ZkEndpoint
@@ -102,6 +105,8 @@ class Broker:
         self.metadata = MetadataCache(listener=self.inter_broker_listener)
         self.authorizer: AclAuthorizer | None = build_authorizer(config, self.cluster)
         self.scram_credentials = ScramCredentialStore(self.cluster)
+        # ---- client quotas (broker/quotas/, issue 17)
+        self.quotas: ClientQuotas | None = ClientQuotas(config, self.cluster)
         self.topic_overrides: dict[str, dict[str, str]] = {}
         self.logs: LogManager | None = None
         # failed log dirs (broker/log_dirs/): the LogManager reports, one task handles
@@ -123,6 +128,8 @@ class Broker:
                 client_id="pybroker-controller", timeout=config.request_timeout_ms / 1000,
                 security=client_security(config, self.control_plane_listener))
         self.servers: list[KafkaServer] = []
+        # what every listener shares: connection quotas, request queue and memory
+        self.network_limits = NetworkLimits.from_config(config)
         self._tasks: list[asyncio.Task[None]] = []
         self._cancel_watches: list[Callable[[], None]] = []
 
@@ -149,6 +156,10 @@ class Broker:
         self.broker_id = await self._settle_broker_id()
         await self._load_dynamic_configs()
         await self._load_topic_overrides()
+        # ---- client quotas (issue 17): loaded, and kept current from /config/changes,
+        # before the listeners open
+        if self.quotas is not None:
+            self._cancel_watches.append(await self.quotas.start(self.cluster))
         self.logs = LogManager(self.config.log_dir_list, self.default_log_config(),
                                topic_config=self.log_config_for,
                                on_dir_failure=self.log_dir_failures.maybe_add_offline_log_dir)
@@ -176,6 +187,8 @@ class Broker:
                 self.broker_id, lambda: self.broker_epoch, self.pool,
                 metadata_controller(self.metadata)),
             replica_lag_time_max_ms=self.config.replica_lag_time_max_ms)
+        # issue 17: replication quotas (rates from the dynamic configs loaded above)
+        dynamic_broker_configs.install_replication_quotas(self)
         self._start_log_dir_failure_handling()
         self.producer_ids = ProducerIdManager(self.broker_id, self.cluster)
         # the leader fence follows our ZooKeeper connection and session
@@ -188,7 +201,8 @@ class Broker:
         if self.config.transaction_partition_verification_enable:
             self.replicas.verifier = transaction.verifier(self)
         for endpoint in self.listeners:
-            server = KafkaServer(self, endpoint, self.listener_security[endpoint.name])
+            server = KafkaServer(self, endpoint, self.listener_security[endpoint.name],
+                                 self.network_limits)
             await server.start()
             self.servers.append(server)
         bound = {s.endpoint.name: s.port for s in self.servers}   # port 0: the one taken
@@ -291,11 +305,11 @@ class Broker:
     async def _load_dynamic_configs(self) -> None:
         """Apply this broker's stored dynamic configs before the listeners open; a
         store that no longer loads is reported and the static one kept."""
-        stored = await reconfigure.load(self.cluster, self.broker_id)
+        stored = await dynamic_broker_configs.load(self)   # TLS stores, throttle rates
         if not stored:
             return
         try:
-            reconfigure.apply(self, dict(stored), validate_only=False)
+            dynamic_broker_configs.apply(self, dict(stored), validate_only=False)
             self.dynamic_configs = stored
         except reconfigure.ReconfigureError as e:
             log.error("dynamic broker configs in /config/brokers/%d not applied: %s",

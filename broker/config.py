@@ -56,6 +56,15 @@ def _one_of(*choices: str) -> Any:
     return check
 
 
+def _host_counts(v: str) -> bool:
+    """max.connections.per.ip.overrides: ``host:count,...`` (broker/network/; issue 17)."""
+    for item in (i.strip() for i in v.split(",")):
+        host, sep, count = item.rpartition(":")
+        if item and (not sep or not host.strip("[] ") or not count.strip().isdigit()):
+            return False
+    return True
+
+
 def _valid(check: Any, doc: str = "") -> dict[str, Any]:
     return {"check": check, "doc": doc or (check.__doc__ or check.__name__.strip("_"))}
 
@@ -73,6 +82,22 @@ class BrokerConfig:
     socket_request_max_bytes: int = field(default=100 * MiB, metadata=_valid(_positive))
     connections_max_idle_ms: int = field(default=600_000, metadata=_valid(_positive))
     request_timeout_ms: int = field(default=30_000, metadata=_valid(_positive))
+    # ---- connection limits and request queueing (broker/network/, issue 17; Kafka's
+    # defaults: no limit). max.connections.per.ip.overrides is "host:count,host:count".
+    max_connections: int = field(default=2_147_483_647, metadata=_valid(_non_negative))
+    max_connections_per_ip: int = field(default=2_147_483_647, metadata=_valid(_non_negative))
+    max_connections_per_ip_overrides: str = field(default="", metadata=_valid(
+        _host_counts, "host:count[,host:count...] with counts >= 0"))
+    max_connection_creation_rate: int = field(default=2_147_483_647,
+                                              metadata=_valid(_non_negative))
+    queued_max_requests: int = field(default=500, metadata=_valid(_positive))
+    queued_max_request_bytes: int = -1          # -1: no bound on bytes of queued requests
+    # ---- quotas (broker/quotas/, issue 17): rates are measured over window.num
+    # samples of window.size.seconds each, as Kafka's ClientQuotaManager
+    quota_window_num: int = field(default=11, metadata=_valid(_at_least(2)))
+    quota_window_size_seconds: int = field(default=1, metadata=_valid(_positive))
+    replication_quota_window_num: int = field(default=11, metadata=_valid(_at_least(2)))
+    replication_quota_window_size_seconds: int = field(default=1, metadata=_valid(_positive))
     # ---- ZooKeeper
     zookeeper_connect: str = "127.0.0.1:2181"
     zookeeper_session_timeout_ms: int = field(default=18_000, metadata=_valid(_positive))
@@ -124,6 +149,13 @@ class BrokerConfig:
     log_flush_offset_checkpoint_interval_ms: int = 60_000
     log_message_timestamp_type: str = field(
         default="CreateTime", metadata=_valid(_one_of("CreateTime", "LogAppendTime")))
+    # CreateTime bounds (topic keys message.timestamp.*; LONG_MAX: none)
+    log_message_timestamp_before_max_ms: int = field(default=(1 << 63) - 1,
+                                                     metadata=_valid(_non_negative))
+    log_message_timestamp_after_max_ms: int = field(default=(1 << 63) - 1,
+                                                    metadata=_valid(_non_negative))
+    log_message_timestamp_difference_max_ms: int = field(default=(1 << 63) - 1,
+                                                         metadata=_valid(_non_negative))
     log_cleanup_policy: str = field(default="delete", metadata=_valid(_one_of("delete", "compact", "delete,compact", "compact,delete")))
     compression_type: str = field(default="producer", metadata=_valid(
         _one_of("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd")))

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from broker.coordinator import GroupCoordinator
     from broker.metadata_cache import MetadataCache
     from broker.producer_ids import ProducerIdManager
+    from broker.quotas.client_quotas import ClientQuotas
     from broker.replication.partition_state import PartitionState
     from broker.replication.replica_manager import ReplicaManager
     from broker.security.sasl_server import SaslAuthenticator
@@ -51,6 +52,7 @@ class BrokerServices(Protocol):
     group_coordinator: GroupCoordinator | None
     transaction_coordinator: TransactionCoordinator | None
     scram_credentials: ScramCredentialStore   # SCRAM logins and the credential admin APIs
+    quotas: ClientQuotas | None       # client quotas (broker/quotas/); None: not enforced
 
     @property
     def logs(self) -> LogManager: ...
@@ -92,6 +94,10 @@ class RequestContext:
     # Produce: called once the records are appended, before the wait for acks; the
     # connection then reads its next request (see broker.connection)
     appended: Callable[[], None] | None = None
+    # KIP-219 channel muting: set (ms) by the quota layer (broker/quotas/) when the
+    # client is over a quota; the connection reads nothing more from this client
+    # until that long after the response is written (broker/network/)
+    throttle_ms: int = 0
 
     @property
     def version(self) -> int:

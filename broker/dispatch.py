@@ -88,7 +88,13 @@ def load_handlers() -> None:
 
 
 async def dispatch(ctx: RequestContext, header: RequestHeader, body: Struct) -> HandlerResult:
-    return await REGISTRY[header.api_key].fn(ctx, body)
+    fn = REGISTRY[header.api_key].fn
+    # client quotas (broker/quotas/): the quota layer runs the handler, records what
+    # the client used and sets the response's throttle time and ctx.throttle_ms
+    quotas = ctx.broker.quotas
+    if quotas is not None:
+        return await quotas.call(ctx, header, body, fn)  # type: ignore[no-any-return]
+    return await fn(ctx, body)
 
 
 # ---- ApiVersions bodies, built from the registry ------------------------------------------

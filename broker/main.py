@@ -8,6 +8,10 @@ for the dead session's registration to expire) ends the wait and shuts down
 what did start; so does finding the broker id held by another live broker,
 which exits with 1. So does a broker with no usable log dir (at start-up, or
 when the last one fails: Broker.halt, broker/log_dirs/).
+
+Every connection is a file descriptor, so start-up raises the soft open-file
+limit (RLIMIT_NOFILE) to the hard one and logs both; it warns when
+``max.connections`` is above what the limit allows.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
+import resource
 import signal
 import sys
 from typing import Any, Callable
@@ -42,12 +47,43 @@ def run_broker(config_path: str, overrides: list[str]) -> int:
         return 1
     level = {"WARN": "WARNING", "TRACE": "DEBUG"}.get(config.log_level, config.log_level)
     logging.basicConfig(level=level, format=LOG_FORMAT, stream=sys.stderr)
+    raise_open_file_limit(config.max_connections)
     with asyncio.Runner(loop_factory=_loop_factory()) as runner:
         try:
             return runner.run(_serve(config))
         except ConfigError as e:
             log.error("%s", e)
             return 1
+
+
+def raise_open_file_limit(max_connections: int) -> int:
+    """Raise the soft RLIMIT_NOFILE to the hard limit (the kernel's nr_open when
+    that is unlimited); returns the soft limit now in force."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = hard
+    if hard == resource.RLIM_INFINITY:
+        try:
+            with open("/proc/sys/fs/nr_open", encoding="ascii") as f:
+                target = int(f.read())
+        except (OSError, ValueError):
+            target = 1_048_576
+    if soft != resource.RLIM_INFINITY and soft < target:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+            log.info("raised the open-file limit (RLIMIT_NOFILE) from %d to %d (hard limit %s)",
+                     soft, target, "unlimited" if hard == resource.RLIM_INFINITY else hard)
+            soft = target
+        except (ValueError, OSError) as e:
+            log.warning("could not raise the open-file limit (RLIMIT_NOFILE) from %d to %d: %s",
+                        soft, target, e)
+    else:
+        log.info("open-file limit (RLIMIT_NOFILE): %s", soft)
+    if soft != resource.RLIM_INFINITY and max_connections < 2_147_483_647 \
+            and max_connections > soft - 100:
+        log.warning("max.connections=%d is above what the open-file limit %d leaves "
+                    "for connections (the broker also needs files for its logs)",
+                    max_connections, soft)
+    return int(soft)
 
 
 def _freeze_startup_objects() -> None:
@@ -90,8 +126,12 @@ async def _serve(config: BrokerConfig) -> int:
         await broker.shutdown()
         return 1
     _freeze_startup_objects()
+    from broker.loop_lag import LoopLagMonitor   # event-loop stall monitor (issue 17)
+    lag = LoopLagMonitor()
+    lag.start()
     try:
         await stop.wait()
     finally:
+        lag.stop()                               # logs "event loop lag since start ..."
         await broker.shutdown()
     return broker.exit_code

@@ -20,6 +20,7 @@ wording.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -28,6 +29,8 @@ from typing import Any
 
 from broker.config import BrokerConfig
 from storage.config import LogConfig
+
+log = logging.getLogger(__name__)
 
 LONG_MAX = (1 << 63) - 1
 INT_MAX = (1 << 31) - 1
@@ -153,11 +156,26 @@ def _throttled_replicas(items: list[str]) -> str | None:
         "[partitionId]:[brokerId],[partitionId]:[brokerId],..."
 
 
-_VERSION = re.compile(r"^\d+\.\d+(\.\d+)?(-IV\d+)?$")
+# Kafka 3.9's MetadataVersion short versions (0.x have three parts, later two).
+_SHORT_VERSIONS = frozenset(
+    ["0.8.0", "0.8.1", "0.8.2", "0.9.0", "0.10.0", "0.10.1", "0.10.2", "0.11.0", "1.0", "1.1"]
+    + [f"2.{m}" for m in range(9)] + [f"3.{m}" for m in range(10)])
+_IV_SUFFIX = re.compile(r"^-IV\d+$")
 
 
 def _message_format(v: str) -> str | None:
-    return None if _VERSION.match(v) else f"Version `{v}` is not a valid version"
+    """Kafka's MetadataVersion.fromVersionString: a 0.x version is looked up by its first
+    three dot-separated parts, a later one by its first two (so "0.10.0.0" and "2.8.1"
+    are accepted as 0.10.0 and 2.8); an "-IVn" suffix is accepted on a known version.
+    The value is then ignored (inter.broker.protocol.version is >= 3.0): ``validate``
+    logs a warning, as Kafka does."""
+    segments = v.split(".")
+    keep = 3 if v.startswith("0.") else 2
+    key = v if keep >= len(segments) else ".".join(segments[:keep])
+    base, dash, rest = key.partition("-")
+    if base in _SHORT_VERSIONS and (not dash or _IV_SUFFIX.match(dash + rest)):
+        return None
+    return f"Version `{v}` is not a valid version"
 
 
 def _k(name: str, type_: ConfigType, default: Any, *synonyms: Synonym,
@@ -313,6 +331,11 @@ def validate(configs: Mapping[str, str | None]) -> None:
         if raw is None:
             raise InvalidConfig(f"Null value not supported for topic configs: {name}")
         parse(key, raw)
+        if name == "message.format.version":
+            log.warning("Topic configuration message.format.version with value `%s` is ignored "
+                        "because the inter-broker protocol version is greater or equal than 3.0. "
+                        "This configuration is deprecated and it will be removed in Apache "
+                        "Kafka 4.0.", raw)
     lo = configs.get("min.compaction.lag.ms")
     hi = configs.get("max.compaction.lag.ms")
     if lo is not None and hi is not None and int(lo.strip()) > int(hi.strip()):
@@ -394,7 +417,8 @@ _STORAGE_KEYS = ("segment.bytes", "segment.ms", "segment.jitter.ms", "index.inte
                  "flush.ms", "file.delete.delay.ms", "max.message.bytes",
                  "message.timestamp.type", "preallocate", "cleanup.policy",
                  "delete.retention.ms", "min.cleanable.dirty.ratio", "min.compaction.lag.ms",
-                 "max.compaction.lag.ms")
+                 "max.compaction.lag.ms", "message.timestamp.before.max.ms",
+                 "message.timestamp.after.max.ms", "message.timestamp.difference.max.ms")
 
 
 def log_config(broker: BrokerConfig, overrides: Mapping[str, str] | None = None,

@@ -10,7 +10,9 @@ Per topic, in order (first failure wins, as ZkAdminManager + AdminZkClient):
   5. bad name / '.'-'_' collision            -> INVALID_TOPIC_EXCEPTION
   6. -1 counts -> num.partitions / default.replication.factor; replicas placed
      by controller.assign_replicas over the live brokers (racks honoured):
-     count < 1 -> INVALID_PARTITIONS, RF < 1 or > live brokers -> INVALID_REPLICATION_FACTOR
+     count < 1 -> INVALID_PARTITIONS, RF < 1 or > live brokers -> INVALID_REPLICATION_FACTOR,
+     count > MAX_PARTITIONS_PER_REQUEST -> POLICY_VIOLATION (KRaft Kafka's bound: a
+     hostile count of 2^31-1 would otherwise be planned and written)
   7. explicit assignment: equal sizes, no duplicates, partitions 0..n-1
                                              -> INVALID_REPLICA_ASSIGNMENT
   8. configs: unknown key or bad value       -> INVALID_CONFIG
@@ -95,6 +97,16 @@ def check_assignment(assignment: dict[int, list[int]]) -> None:
                          "partitions should be a consecutive 0-based integer sequence")
 
 
+MAX_PARTITIONS_PER_REQUEST = 10_000    # KRaft Kafka's MAX_PARTITIONS_PER_BATCH
+
+
+def check_partition_count(count: int) -> None:
+    """POLICY_VIOLATION for a partition count no request may ask for."""
+    if count > MAX_PARTITIONS_PER_REQUEST:
+        raise TopicError(ErrorCode.POLICY_VIOLATION,
+                         "Excessively large number of partitions per request.")
+
+
 def _plan(broker: Any, req: TopicRequest) -> dict[int, list[int]]:
     """Steps 2-8: -> the assignment to write; raises TopicError."""
     metadata, config = broker.metadata, broker.config
@@ -121,6 +133,7 @@ def _plan(broker: Any, req: TopicRequest) -> dict[int, list[int]]:
         check_assignment(assignment)
     else:
         n = config.num_partitions if req.num_partitions == -1 else req.num_partitions
+        check_partition_count(n)
         rf = (config.default_replication_factor if req.replication_factor == -1
               else req.replication_factor)
         try:

@@ -66,6 +66,10 @@ class ClusterStore(FencedPartitionAccess, GenericZnodeAccess):
         self.broker_epoch = -1
         self._session_listeners: list[Callable[[str], None]] = []
         self._connection_listeners: list[Callable[[str], None]] = []
+        # /config/changes subscribers (watch_config_entity_changes), one shared watch
+        self._config_change_subscribers: list[Callable[[str], None]] = []
+        self._config_change_watch: Callable[[], None] | None = None
+        self._config_changes_seen: set[str] = set()
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -177,26 +181,54 @@ class ClusterStore(FencedPartitionAccess, GenericZnodeAccess):
             stopped = True
         return cancel
 
+    # ---- /config/changes: one shared watch (issue 17: topic configs and client quotas) ----
+
     def watch_config_changes(self, fn: Callable[[str], None]) -> Callable[[], None]:
         """fn(topic) for every new /config/changes notification about a topic."""
-        seen: set[str] = set()
+        def on_entity(entity_path: str) -> None:
+            kind, _, name = entity_path.partition("/")
+            if kind == "topics" and name:
+                fn(name)
+        return self.watch_config_entity_changes(on_entity)
 
-        def changed(children: list[str]) -> None:
-            fresh = sorted(c for c in children if c not in seen)
-            seen.update(fresh)
-            if fresh:
-                asyncio.ensure_future(self._read_changes(fresh, fn))
-        return self.watch_children(zd.CONFIG_CHANGES, changed)
+    def watch_config_entity_changes(self, fn: Callable[[str], None]) -> Callable[[], None]:
+        """fn(entity_path) for every new /config/changes notification: "topics/<t>",
+        "users/<u>", "clients/<c>", "users/<u>/clients/<c>", "brokers/<id>" (a version-1
+        notification's entity_type/entity_name read as "<type>/<name>"). One children
+        watch serves every subscriber; notifications already there when one subscribes
+        are delivered to it too (subscribers re-read the entity: harmless).
+        Returns a cancel function."""
+        subscribers, seen = self._config_change_subscribers, self._config_changes_seen
+        subscribers.append(fn)
+        if self._config_change_watch is None:
+            def changed(children: list[str]) -> None:
+                fresh = sorted(c for c in children if c not in seen)
+                seen.update(fresh)
+                if fresh:
+                    asyncio.ensure_future(self._read_changes(fresh, subscribers))
+            self._config_change_watch = self.watch_children(zd.CONFIG_CHANGES, changed)
+        elif seen:   # a late subscriber hears of the notifications already there, too
+            asyncio.ensure_future(self._read_changes(sorted(seen), [fn]))
 
-    async def _read_changes(self, names: list[str], fn: Callable[[str], None]) -> None:
+        def cancel() -> None:
+            if fn in subscribers:
+                subscribers.remove(fn)
+        return cancel
+
+    async def _read_changes(self, names: list[str],
+                            subscribers: list[Callable[[str], None]]) -> None:
         for name in names:
             try:
                 data, _ = await self._run(self.zk.get, f"{zd.CONFIG_CHANGES}/{name}")
             except NoNodeError:
                 continue
-            topic = zd.decode_config_change(data)
-            if topic:
-                fn(topic)
+            entity_path = _config_change_entity(data)
+            if entity_path:
+                for fn in list(subscribers):
+                    try:
+                        fn(entity_path)
+                    except Exception:
+                        log.exception("config change subscriber failed on %s", entity_path)
 
     # -- cluster and broker identity -----------------------------------------------------
 
@@ -548,3 +580,19 @@ class ClusterStore(FencedPartitionAccess, GenericZnodeAccess):
             except (NoNodeError, BadVersionError):
                 pass
         await self._run(drop)
+
+
+def _config_change_entity(data: bytes | None) -> str | None:
+    """The entity path a /config/changes notification names (issue 17), or None."""
+    import json
+    try:
+        obj = json.loads(data) if data else None
+    except (UnicodeDecodeError, ValueError):
+        return None
+    if not isinstance(obj, dict):
+        return None
+    if obj.get("version") == 1:   # {"version":1,"entity_type":"topics","entity_name":"t"}
+        kind, name = obj.get("entity_type"), obj.get("entity_name")
+        return f"{kind}/{name}" if kind and name else None
+    path = obj.get("entity_path")
+    return str(path) if path else None

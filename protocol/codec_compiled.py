@@ -7,6 +7,12 @@ nested structs become inline code; record payloads stay zero-copy views on
 decode and separate chunks on encode. The rare tagged-field section is handed
 to the reference interpreter's helpers, so there is a single definition of it.
 
+Decode limits (issue 17): the generated code applies the same checks as the
+reference (codec_reference's docstring): an array count times the element's
+minimum encoded size (``ref.element_min_size``, a constant folded in at
+generation time) must fit in the bytes left; string/bytes/records lengths
+likewise; compact lengths are read with ``read_uvarint32`` (5 bytes at most).
+
 Generated functions are cached per (id(struct spec), version, flexible). The
 reference interpreter (codec_reference) is the specification; the tests check
 both produce identical bytes and objects for every API and version.
@@ -20,7 +26,7 @@ from typing import Any, Callable
 
 from protocol import codec_reference as ref
 from protocol.primitives import (
-    DecodeError, EncodeError, Writer, read_uvarint, records_size, write_uvarint,
+    DecodeError, EncodeError, Writer, read_uvarint32, records_size, write_uvarint,
 )
 from protocol.schema import FieldSpec, StructSpec
 
@@ -42,7 +48,7 @@ class _Gen:
         self.lines: list[str] = []
         self.ns: dict[str, Any] = {
             "DecodeError": DecodeError, "EncodeError": EncodeError, "UUID": uuid.UUID,
-            "read_uvarint": read_uvarint, "write_uvarint": write_uvarint,
+            "read_uvarint32": read_uvarint32, "write_uvarint": write_uvarint,
             "records_size": records_size, "ref": ref, "Writer": Writer,
             "H16": struct.Struct(">h"), "I32": struct.Struct(">i"), "B8": struct.Struct(">b"),
         }
@@ -141,7 +147,7 @@ def _emit_fixed_decode(g: _Gen, run: list[FieldSpec]) -> None:
 def _emit_length(g: _Gen, ind: int, flexible: bool, classic: str) -> None:
     """Leave the length/count in ``n`` (-1 for null)."""
     if flexible:
-        g.emit(ind, "n, pos = read_uvarint(buf, pos)")
+        g.emit(ind, "n, pos = read_uvarint32(buf, pos)")
         g.emit(ind, "n -= 1")
     else:
         g.emit(ind, f"n, = {classic}.unpack_from(buf, pos)")
@@ -162,7 +168,8 @@ def _emit_var_decode(g: _Gen, f: FieldSpec, version: int, flexible: bool) -> Non
         g.emit(1, "if n < 0:")
         _emit_null(g, 2, f, version, target)
         g.emit(1, "else:")
-        g.emit(2, "if n > end - pos:")
+        size = ref.element_min_size(f, version, flexible)
+        g.emit(2, "if n > end - pos:" if size == 1 else f"if n * {size} > end - pos:")
         g.emit(3, f"raise DecodeError({f'array {f.name}: count exceeds the remaining bytes'!r})")
         g.emit(2, "items = []")
         g.emit(2, "for _ in range(n):")

@@ -14,6 +14,16 @@ message's flexible range:
    differs from its default; unknown tags read from the wire are kept in
    ``unknown_tags`` and written back.
 3. Fields absent at v decode to their default.
+
+Decode limits (issue 17, CVE-2022-34917): nothing is allocated from a length
+or count before the bytes it implies have arrived. A string/bytes/records
+length must fit in the remaining bytes; an array count times the *smallest
+possible encoded element* (``min_encoded_size``: 4 for int32, 2 for a classic
+string, the sum of a struct's inline fields plus its tagged-field count byte,
+never less than 1) must fit in the remaining bytes; a tagged section's count
+times 2 (tag + size) likewise; every compact length, count, tag and size is a
+uvarint of at most 5 bytes (``read_uvarint32``). So a frame of n bytes decodes
+to O(n) objects whatever its length fields claim.
 """
 
 from __future__ import annotations
@@ -23,12 +33,64 @@ from typing import Any
 
 from protocol.primitives import (
     FLOAT64, INT8, INT16, INT32, INT64, UINT16, UINT32, DecodeError, EncodeError, Writer,
-    read_uvarint, records_size, write_uvarint,
+    read_uvarint32, records_size, write_uvarint,
 )
 from protocol.schema import FieldSpec, MessageSpec, Struct, StructSpec
 
 _FIXED = {"int8": INT8, "int16": INT16, "uint16": UINT16, "int32": INT32,
           "uint32": UINT32, "int64": INT64, "float64": FLOAT64}
+
+
+# ---------------------------------------------------------------- decode limits
+
+_FIXED_SIZES = {"bool": 1, "int8": 1, "int16": 2, "uint16": 2, "int32": 4, "uint32": 4,
+                "int64": 8, "float64": 8, "uuid": 16}
+_min_sizes: dict[tuple[int, int, bool], int] = {}
+
+
+def _type_min_size(t: str, nullable: bool, flexible: bool) -> int:
+    """Fewest bytes a value of primitive type ``t`` takes (its null form included)."""
+    fixed = _FIXED_SIZES.get(t)
+    if fixed is not None:
+        return fixed
+    if flexible:
+        return 1  # compact length
+    return 2 if t == "string" else 4
+
+
+def field_min_size(f: FieldSpec, version: int, flexible: bool) -> int:
+    """Fewest bytes field ``f`` takes in line at ``version``."""
+    nullable = version in f.nullable
+    if f.is_array:
+        return 1 if flexible else 4
+    if f.is_struct:
+        assert f.struct is not None
+        return 1 if nullable else min_encoded_size(f.struct, version, flexible)
+    return _type_min_size(f.type, nullable, flexible)
+
+
+def min_encoded_size(spec: StructSpec, version: int, flexible: bool) -> int:
+    """Fewest bytes one ``spec`` struct takes at ``version`` (cached)."""
+    key = (id(spec), version, flexible)
+    size = _min_sizes.get(key)
+    if size is None:
+        size = sum(field_min_size(f, version, flexible) for f in spec.fields
+                   if version in f.versions and not (flexible and version in f.tagged))
+        if flexible:
+            size += 1  # the tagged-field count
+        _min_sizes[key] = size
+    return size
+
+
+def element_min_size(f: FieldSpec, version: int, flexible: bool) -> int:
+    """Fewest bytes one element of array field ``f`` takes; at least 1, so that a count
+    is never larger than the bytes left even for elements of no bytes at all."""
+    if f.is_struct:
+        assert f.struct is not None
+        size = min_encoded_size(f.struct, version, flexible)
+    else:
+        size = _type_min_size(f.element_type, False, flexible)
+    return max(size, 1)
 
 
 # ---------------------------------------------------------------- decoding
@@ -56,7 +118,7 @@ class Reader:
         return v
 
     def uvarint(self) -> int:
-        v, self.pos = read_uvarint(self.buf, self.pos)
+        v, self.pos = read_uvarint32(self.buf, self.pos)
         if self.pos > self.end:
             raise DecodeError("varint runs past the end")
         return v
@@ -78,7 +140,7 @@ def read_field(f: FieldSpec, r: Reader, version: int, flexible: bool) -> Any:
             if not nullable:
                 raise DecodeError(f"null array {f.name} is not nullable at v{version}")
             return None
-        if n > r.end - r.pos:
+        if n * element_min_size(f, version, flexible) > r.end - r.pos:
             raise DecodeError(f"array {f.name} count {n} exceeds the remaining bytes")
         return [_read_element(f, r, version, flexible) for _ in range(n)]
     if f.is_struct:
@@ -149,6 +211,8 @@ def decode_struct(spec: StructSpec, r: Reader, version: int, flexible: bool) -> 
 def _read_tagged_section(obj: Struct, tagged: dict[int, FieldSpec], r: Reader,
                          version: int) -> None:
     count = r.uvarint()
+    if count * 2 > r.end - r.pos:  # each tagged field takes at least its tag and size
+        raise DecodeError(f"tagged field count {count} exceeds the remaining bytes")
     last = -1
     for _ in range(count):
         tag = r.uvarint()

@@ -36,12 +36,31 @@ Framings (what Kafka's Java client writes and what every client must read):
 gzip needs nothing beyond the stdlib. snappy, lz4 and zstd come from the one optional package
 ``cramjam``, imported on first use: without it those codecs raise CompressionUnavailable and the
 rest of the module works.
+
+Bounded decompression (``decompress(..., max_size=N)``, issue 17): a few KB of gzip/snappy/lz4/
+zstd can claim gigabytes, so a decompressor facing client bytes must never allocate more than
+N + 1 bytes of output, and must stop working as soon as N is passed:
+
+* gzip   -- zlib's streaming ``decompressobj`` with ``max_length``: at most N + 1 bytes leave it.
+* snappy -- every raw block starts with its uncompressed length (a uvarint); that is summed
+            *before* a block is inflated (``decompress_raw_len``), so nothing is allocated for
+            a block that would pass N.
+* lz4, zstd -- cramjam's ``decompress_into`` writes into a caller's buffer and fails once the
+            buffer is full ("failed to write whole buffer"), whatever the frame claims. The
+            buffer is a reused 4 MiB scratch buffer, and only when that runs full an anonymous
+            mmap of N + 1 bytes: the kernel hands out zeroed pages only as they are written,
+            so a small batch touches a few pages, not N.
+
+Passing N raises DecompressedTooLarge (a CorruptCompressedData: Kafka answers CORRUPT_MESSAGE).
+Where N comes from (the topic's max.message.bytes times a factor) is protocol/record_validation.py.
 """
 
 from __future__ import annotations
 
 import gzip
+import mmap
 import struct
+import threading
 import zlib
 from enum import IntEnum
 from types import ModuleType
@@ -77,6 +96,15 @@ class CorruptCompressedData(ValueError):
         super().__init__(f"corrupt {codec.name.lower()} data: {reason}")
         self.codec = codec
         self.reason = reason
+
+
+class DecompressedTooLarge(CorruptCompressedData):
+    """The data inflate beyond the ``max_size`` the caller allows (a decompression bomb, or a
+    batch far larger than the topic takes)."""
+
+    def __init__(self, codec: Codec, max_size: int) -> None:
+        super().__init__(codec, f"inflates beyond {max_size} bytes")
+        self.max_size = max_size
 
 
 class UnknownCodec(ValueError):
@@ -139,40 +167,111 @@ def compress(codec: int, data: Data, *, magic: int = 2) -> bytes:
     return bytes(lib.zstd.compress(data, level=3))
 
 
-def decompress(codec: int, data: Data, *, magic: int = 2) -> bytes:
+def decompress(codec: int, data: Data, *, magic: int = 2, max_size: int | None = None) -> bytes:
     """Decompress ``data`` written in Kafka's framing for ``codec``.
 
     Raises CorruptCompressedData for anything that is not a complete, valid stream;
-    it never loops on bad input (every loop below consumes input or fails).
+    it never loops on bad input (every loop below consumes input or fails). With
+    ``max_size``, output beyond that many bytes raises DecompressedTooLarge and no more
+    than ``max_size + 1`` bytes of output are ever allocated (see the module docstring).
     """
     c = codec_of(codec)
     if c is Codec.NONE:
+        if max_size is not None and len(data) > max_size:
+            raise DecompressedTooLarge(c, max_size)
         return bytes(data)
     if c is Codec.GZIP:
-        return _gzip_decompress(data)
+        return _gzip_decompress(data, max_size)
     lib = _lib(c)
     try:
         if c is Codec.SNAPPY:
-            return _snappy_decompress(lib, data)
-        if c is Codec.LZ4:
-            if magic == 0:
-                data = _lz4_fix_header_checksum(data)
-            return bytes(lib.lz4.decompress(data))
-        return bytes(lib.zstd.decompress(data))
+            return _snappy_decompress(lib, data, max_size)
+        if c is Codec.LZ4 and magic == 0:
+            data = _lz4_fix_header_checksum(data)
+        module = lib.lz4 if c is Codec.LZ4 else lib.zstd
+        if max_size is None:
+            return bytes(module.decompress(data))
+        return _decompress_into_bounded(module, c, data, max_size)
     except lib.DecompressionError as exc:
         raise CorruptCompressedData(c, str(exc)) from exc
 
 
+SCRATCH_SIZE = 4 * 1024 * 1024
+_scratch = threading.local()  # a reusable output buffer per thread (the event loop's, mostly)
+
+
+def _decompress_into_bounded(module: Any, codec: Codec, data: Data, max_size: int) -> bytes:
+    """lz4/zstd into a buffer of at most ``max_size + 1`` bytes.
+
+    First into a reused 4 MiB scratch buffer (fresh pages cost a page fault each, which
+    is most of the time for a small batch); only output that does not fit there is
+    inflated again into an anonymous mmap of ``max_size + 1`` bytes, whose pages the
+    kernel provides only as they are written.
+    """
+    buf = getattr(_scratch, "buf", None)
+    if buf is None:
+        buf = _scratch.buf = bytearray(SCRATCH_SIZE)
+    if max_size < SCRATCH_SIZE:
+        return _into(module, codec, data, memoryview(buf)[:max_size + 1], max_size)
+    try:
+        return _into(module, codec, data, buf, max_size)
+    except DecompressedTooLarge:
+        pass  # more than the scratch holds: again, into room for max_size + 1
+    out = mmap.mmap(-1, max_size + 1)
+    try:
+        return _into(module, codec, data, out, max_size)
+    finally:
+        out.close()
+
+
+def _into(module: Any, codec: Codec, data: Data, out: Any, max_size: int) -> bytes:
+    """Decompress into ``out``; DecompressedTooLarge when it runs full or passes max_size."""
+    try:
+        written = int(module.decompress_into(data, out))
+    except Exception as exc:  # cramjam.DecompressionError: the buffer ran full, or bad data
+        if "whole buffer" in str(exc):
+            raise DecompressedTooLarge(codec, max_size) from None
+        raise CorruptCompressedData(codec, str(exc)) from exc
+    if written > max_size or written >= len(out):
+        raise DecompressedTooLarge(codec, max_size)
+    return bytes(out[:written])
+
+
 # --------------------------------------------------------------------------- gzip
 
-def _gzip_decompress(data: Data) -> bytes:
+def _gzip_decompress(data: Data, max_size: int | None = None) -> bytes:
     if len(data) == 0:
         # gzip.decompress(b"") returns b""; Java's GZIPInputStream refuses it, and so do we.
         raise CorruptCompressedData(Codec.GZIP, "empty input")
-    try:
-        return gzip.decompress(data)
-    except (OSError, EOFError, zlib.error) as exc:  # BadGzipFile is an OSError
-        raise CorruptCompressedData(Codec.GZIP, str(exc) or type(exc).__name__) from exc
+    if max_size is None:
+        try:
+            return gzip.decompress(data)
+        except (OSError, EOFError, zlib.error) as exc:  # BadGzipFile is an OSError
+            raise CorruptCompressedData(Codec.GZIP, str(exc) or type(exc).__name__) from exc
+    return _gzip_decompress_bounded(data, max_size)
+
+
+def _gzip_decompress_bounded(data: Data, max_size: int) -> bytes:
+    """Member after member (as gzip.decompress reads them), never past ``max_size + 1`` bytes."""
+    parts: list[bytes] = []
+    total = 0
+    rest: Data = data
+    while True:
+        inflater = zlib.decompressobj(wbits=31)  # 16 + 15: a gzip header and trailer
+        try:
+            chunk = inflater.decompress(rest, max_size + 1 - total)
+        except zlib.error as exc:
+            raise CorruptCompressedData(Codec.GZIP, str(exc)) from exc
+        total += len(chunk)
+        parts.append(chunk)
+        if total > max_size or inflater.unconsumed_tail:
+            raise DecompressedTooLarge(Codec.GZIP, max_size)
+        if not inflater.eof:
+            raise CorruptCompressedData(
+                Codec.GZIP, "Compressed file ended before the end-of-stream marker was reached")
+        rest = inflater.unused_data
+        if not rest.lstrip(b"\x00"):  # gzip.decompress allows zero padding after the last member
+            return b"".join(parts)
 
 
 # --------------------------------------------------------------------------- snappy (xerial)
@@ -193,12 +292,13 @@ def _snappy_compress(lib: Any, data: Data) -> bytes:
     return b"".join(parts)
 
 
-def _snappy_decompress(lib: Any, data: Data) -> bytes:
+def _snappy_decompress(lib: Any, data: Data, max_size: int | None = None) -> bytes:
     view = memoryview(data).cast("B")
     if len(view) == 0:
         return b""  # snappy-java reads an empty stream as empty
+    budget = [max_size, max_size]  # [output still allowed, the bound] (None: no bound)
     if view[:8] != XERIAL_MAGIC:
-        return bytes(lib.snappy.decompress_raw(view))
+        return bytes(_snappy_raw(lib, view, budget))
     if len(view) < len(XERIAL_HEADER):
         raise CorruptCompressedData(Codec.SNAPPY, "truncated xerial header")
     parts: list[Any] = []
@@ -212,9 +312,24 @@ def _snappy_decompress(lib: Any, data: Data) -> bytes:
             raise CorruptCompressedData(
                 Codec.SNAPPY, f"chunk of {size} bytes at byte {pos - 4} overruns {end} bytes")
         if size:
-            parts.append(lib.snappy.decompress_raw(view[pos:pos + size]))
+            parts.append(_snappy_raw(lib, view[pos:pos + size], budget))
         pos += size
     return b"".join(parts)
+
+
+def _snappy_raw(lib: Any, block: memoryview, budget: list[Any]) -> Any:
+    """One raw snappy block; its declared length is checked against ``budget`` first."""
+    left = budget[0]
+    if left is None:
+        return lib.snappy.decompress_raw(block)
+    declared = int(lib.snappy.decompress_raw_len(block))
+    if declared > left:
+        raise DecompressedTooLarge(Codec.SNAPPY, budget[1])
+    budget[0] = left - declared
+    out = lib.snappy.decompress_raw(block)
+    if len(out) != declared:
+        raise CorruptCompressedData(Codec.SNAPPY, f"block inflated to {len(out)}, not {declared}")
+    return out
 
 
 # --------------------------------------------------------------------------- lz4 (frame)

@@ -196,12 +196,19 @@ def default_message(code: int) -> str | None:
     return ErrorCode.from_code(code).message
 
 
+MAX_MESSAGE = 1000      # characters of a KafkaError message; longer ones are cut
+
+
 class KafkaError(Exception):
     """An error a handler turns into a response error code (and message, where the response
     version has one). ``args`` is ``(code, message)``, so instances pickle."""
 
     def __init__(self, code: ErrorCode | int, message: str | None = None) -> None:
         err = ErrorCode.from_code(int(code))
+        if message is not None and len(message) > MAX_MESSAGE:
+            # a message may quote what the client sent (a name of 32,767 bytes...): cut
+            # it so the response stays encodable and the log readable
+            message = message[:MAX_MESSAGE] + "..."
         super().__init__(err, message if message is not None else err.message)
         self.code: ErrorCode = err
         self.message: str | None = self.args[1]

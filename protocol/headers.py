@@ -16,6 +16,29 @@ header v2, otherwise v1 — except ControlledShutdown v0, which predates the
 client id and uses v0. A flexible response uses response header v1, otherwise
 v0 — except ApiVersions, whose response header is *always* v0 so a client can
 read it before knowing what the broker supports (KIP-511).
+
+What happens to a request the broker does not serve (the broker's transport,
+broker/network/connection.py, using ``decode_request_header`` and the handler
+registry; checked against a real broker by tests/integration/test_bad_input.py).
+It is what Kafka 3.9 does: SocketServer.parseRequestHeader accepts a header only
+when ``ApiKeys.isVersionEnabled`` says so, which is true for *any* version of
+ApiVersions and for the supported range of every other key; anything else throws
+and the processor closes the connection.
+
+* ApiVersions at a version we do not support (above our maximum, or negative):
+  answered, never closed. The body is not parsed (Kafka's RequestContext treats
+  it as v0); the response is ApiVersions v0 with a v0 response header:
+  error_code UNSUPPORTED_VERSION (35) and exactly one api_keys entry, ApiVersions'
+  own [min, max] (ApiVersionsRequest.getErrorResponse), so the client retries at
+  our maximum. The header of such a request is still decoded by the version's
+  flexibility (v3+ carry a v2 header), so the correlation id is the client's.
+* Any other unknown api key, a key Kafka defines but this broker does not serve
+  (e.g. the KRaft-only Vote, 52), or a version outside a served key's range:
+  no response; the connection is closed (other connections are unaffected).
+* A served key and version whose body does not decode (truncated, a length or
+  count beyond the frame, see codec_reference's decode limits): closed likewise
+  (Kafka's RequestContext.parseRequest throws InvalidRequestException). Bytes
+  after a complete body are ignored, as Kafka does.
 """
 
 from __future__ import annotations

@@ -186,7 +186,8 @@ def iter_records(data: bytes | bytearray | memoryview, *, allow_partial: bool = 
             yield from _open_wrapper(message, ensure_matching_magic)
 
 
-def _open_wrapper(wrapper: LegacyMessage, ensure_matching_magic: bool) -> list[LegacyMessage]:
+def _open_wrapper(wrapper: LegacyMessage, ensure_matching_magic: bool,
+                  max_inflated: int | None = None) -> list[LegacyMessage]:
     codec = wrapper.codec
     if codec >= Codec.ZSTD:
         raise InvalidLegacyMessage(
@@ -194,7 +195,7 @@ def _open_wrapper(wrapper: LegacyMessage, ensure_matching_magic: bool) -> list[L
     if wrapper.value is None:
         raise InvalidLegacyMessage(f"compressed wrapper at offset {wrapper.offset} has a null value")
     try:
-        inner_bytes = decompress(codec, wrapper.value, magic=wrapper.magic)
+        inner_bytes = decompress(codec, wrapper.value, magic=wrapper.magic, max_size=max_inflated)
     except CorruptCompressedData as exc:
         raise CorruptLegacyMessage(f"wrapper at offset {wrapper.offset}: {exc}") from exc
     inner = list(iter_messages(inner_bytes))
@@ -230,8 +231,11 @@ def _as_inner(m: LegacyMessage, wrapper: LegacyMessage, base: int) -> LegacyMess
 # --------------------------------------------------------------------------- up-conversion
 
 def upconvert(data: bytes | bytearray | memoryview, *,
-              base_offset: int | None = None) -> Upconverted:
+              base_offset: int | None = None, max_inflated: int | None = None) -> Upconverted:
     """A legacy message set (Produce v0-2) as plain values for one magic-2 batch.
+
+    ``max_inflated`` bounds what each compressed wrapper may inflate to (decompression
+    bombs, issue 17): beyond it, CorruptLegacyMessage.
 
     With ``base_offset`` the records get consecutive offsets from it (what the broker assigns,
     as Kafka's LogValidator does); without it they keep the offsets read from the set.
@@ -244,7 +248,7 @@ def upconvert(data: bytes | bytearray | memoryview, *,
         magic = max(magic, message.magic)
         if message.codec != Codec.NONE:
             codec = codec_of(message.codec)
-            inner: Iterable[LegacyMessage] = _open_wrapper(message, True)
+            inner: Iterable[LegacyMessage] = _open_wrapper(message, True, max_inflated)
         else:
             inner = (message,)
         for m in inner:
@@ -290,6 +294,9 @@ def downconvert(records: Iterable[Sequence[Any]], magic: int, *, codec: int = Co
     ``first_offset`` drops uncompressed records below the fetch offset (old consumers do not
     skip them; inside a wrapper they do, so compressed sets keep all records, as in Kafka).
     The caller skips control batches. Returns b"" when no record remains.
+    A timestamp a magic-1 message cannot hold (negative but not -1: a magic-2 batch may
+    carry one) is written as -1, no timestamp, so old consumers still get the record
+    (Kafka's down-conversion fails the whole fetch instead).
     """
     if magic not in _MIN_SIZE:
         raise ValueError(f"down-conversion target must be magic 0 or 1, not {magic}")
@@ -297,7 +304,7 @@ def downconvert(records: Iterable[Sequence[Any]], magic: int, *, codec: int = Co
     if c is Codec.ZSTD:
         raise UnsupportedLegacyCodec("zstd-compressed records cannot be down-converted to "
                                      f"magic {magic} (zstd needs magic 2)")
-    rows = [(r[0], r[1], r[2], r[3]) for r in records]
+    rows = [(r[0], r[1] if r[1] >= 0 else NO_TIMESTAMP, r[2], r[3]) for r in records]
     _check_rows(rows)
     if c is Codec.NONE and first_offset is not None:
         rows = [r for r in rows if r[0] >= first_offset]
@@ -320,9 +327,7 @@ def downconvert(records: Iterable[Sequence[Any]], magic: int, *, codec: int = Co
 
 def _check_rows(rows: list[tuple[int, int, Any, Any]]) -> None:
     previous = None
-    for offset, timestamp, _, _ in rows:
+    for offset, _, _, _ in rows:
         if previous is not None and offset <= previous:
             raise ValueError(f"offsets must increase: {offset} follows {previous}")
-        if timestamp < 0 and timestamp != NO_TIMESTAMP:
-            raise ValueError(f"invalid negative timestamp {timestamp}")
         previous = offset

@@ -14,6 +14,14 @@ Byte layouts (all integers big-endian, two's complement):
 * tagged-field section (flexible versions, at the end of every struct):
   uvarint count, then per field in ascending tag order: uvarint tag, uvarint
   size, ``size`` bytes of the value.
+
+Decode limits (issue 17): lengths, counts, tags and sizes of the protocol
+(compact forms, tagged sections) are read with ``read_uvarint32``: at most 5
+bytes and at most 2**32 - 1, as Kafka's ByteUtils.readUnsignedVarint refuses
+longer ones ("Varint is too long"); ``read_uvarint`` (10 bytes, 64 bits) is for
+record fields (varlong timestamps). Nothing is ever allocated from a length
+before the codec has checked that the bytes it announces are there (see
+codec_reference / codec_compiled).
 """
 
 from __future__ import annotations
@@ -60,6 +68,35 @@ def read_uvarint(buf: Any, pos: int) -> tuple[int, int]:
         shift += 7
         if shift > 63:
             raise DecodeError("varint longer than 10 bytes")
+
+
+def read_uvarint32(buf: Any, pos: int) -> tuple[int, int]:
+    """Unsigned varint of at most 5 bytes (a uint32) -> (value, next position).
+
+    DecodeError for a truncated one or a fifth byte that says more follows or holds
+    bits beyond 32 (Kafka's readUnsignedVarint).
+    """
+    try:
+        b = buf[pos]
+    except IndexError:
+        raise DecodeError("truncated varint") from None
+    if b < 0x80:  # the common one-byte case
+        return b, pos + 1
+    result = b & 0x7F
+    shift = 7
+    pos += 1
+    while True:
+        try:
+            b = buf[pos]
+        except IndexError:
+            raise DecodeError("truncated varint") from None
+        pos += 1
+        if shift == 28 and b > 0x0F:
+            raise DecodeError("varint is too long: more than 32 bits in 5 bytes")
+        result |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return result, pos
+        shift += 7
 
 
 def write_uvarint(out: bytearray, value: int) -> None:

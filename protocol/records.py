@@ -29,9 +29,15 @@ Record layout (varint = zig-zag; the record length counts what follows it)::
 
 Because baseOffset and partitionLeaderEpoch sit before the CRC'd range, a
 leader assigns offsets and stamps its epoch with two 8/4-byte patches and no
-re-checksum. Nothing here decompresses on the produce/fetch paths: ``validate``
-reads headers and CRCs only; ``iter_records`` is for the broker's own topics,
+re-checksum. ``validate`` reads headers and CRCs only; the produce path then
+walks every record with protocol/record_validation (bounded decompression,
+Kafka's LogValidator rules). ``iter_records`` is for the broker's own topics,
 ListOffsets by timestamp and tests.
+
+Decode limits (issue 17): ``iter_records`` refuses a recordsCount that the
+(inflated) records section cannot hold at 7 bytes a record before it loops, and
+a header count that the record cannot hold at 2 bytes a header before it reads
+one; ``batch_body(..., max_size=)`` bounds the inflated size.
 """
 
 from __future__ import annotations
@@ -276,8 +282,10 @@ def _write_nullable(out: bytearray, data: bytes | bytearray | memoryview | None)
 
 # -- record iteration --------------------------------------------------------------
 
-def batch_body(buf: Buffer, pos: int = 0, header: BatchHeader | None = None) -> bytes | memoryview:
-    """The records section of a batch, decompressed when its codec says so."""
+def batch_body(buf: Buffer, pos: int = 0, header: BatchHeader | None = None,
+               max_size: int | None = None) -> bytes | memoryview:
+    """The records section of a batch, decompressed when its codec says so (to at most
+    ``max_size`` bytes: CorruptRecordError beyond)."""
     header = header or read_header(buf, pos)
     view = memoryview(buf)[pos + HEADER_SIZE:pos + header.size]
     if header.compression == 0:
@@ -286,7 +294,10 @@ def batch_body(buf: Buffer, pos: int = 0, header: BatchHeader | None = None) -> 
         from protocol import compression
     except ImportError as exc:  # pragma: no cover - the module ships with the project
         raise InvalidRecordError(f"codec {header.compression} needs protocol.compression") from exc
-    return compression.decompress(header.compression, view)
+    try:
+        return compression.decompress(header.compression, view, max_size=max_size)
+    except compression.DecompressedTooLarge as exc:
+        raise CorruptRecordError(str(exc)) from None
 
 
 def iter_records(buf: Buffer, pos: int = 0) -> Iterator[Record]:
@@ -297,6 +308,8 @@ def iter_records(buf: Buffer, pos: int = 0) -> Iterator[Record]:
     if pos + header.size > len(buf):
         raise CorruptRecordError("batch is truncated")
     body = batch_body(buf, pos, header)
+    if header.records_count * MIN_RECORD_SIZE > len(body):
+        raise CorruptRecordError(f"{header.records_count} records cannot fit in {len(body)} bytes")
     append_time = header.max_timestamp if header.timestamp_type == LOG_APPEND_TIME else None
     at = 0
     for _ in range(header.records_count):
@@ -329,6 +342,8 @@ def _decode_record(body: Any, at: int, header: BatchHeader,
     count, at = read_varint(body, at)
     if count < 0:
         raise CorruptRecordError(f"negative header count {count}")
+    if count * 2 > end - at:  # a header takes at least its two length varints
+        raise CorruptRecordError(f"{count} headers cannot fit in the {end - at} bytes left")
     headers: list[tuple[str, bytes | None]] = []
     for _ in range(count):
         hkey, at = _read_nullable(body, at, end)

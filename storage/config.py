@@ -40,6 +40,11 @@ class LogConfig:
     delete_retention_ms: int = 86_400_000        # log.cleaner.delete.retention.ms / delete.retention.ms
     min_compaction_lag_ms: int = 0               # log.cleaner.min.compaction.lag.ms / min.compaction.lag.ms
     max_compaction_lag_ms: int = LONG_MAX        # log.cleaner.max.compaction.lag.ms / max.compaction.lag.ms
+    # -- issue 17 (record validation, protocol/record_validation.py): CreateTime bounds ----
+    message_timestamp_before_max_ms: int = LONG_MAX      # (log.)message.timestamp.before.max.ms
+    message_timestamp_after_max_ms: int = LONG_MAX       # (log.)message.timestamp.after.max.ms
+    message_timestamp_difference_max_ms: int = LONG_MAX  # deprecated; fills in for the two above
+    # -- end issue 17 ----------------------------------------------------------------------
 
     @property
     def compact(self) -> bool:
@@ -112,6 +117,13 @@ _KEYS: dict[str, tuple[str, int]] = {
     "min.compaction.lag.ms": ("min_compaction_lag_ms", 1),
     "log.cleaner.max.compaction.lag.ms": ("max_compaction_lag_ms", 1),
     "max.compaction.lag.ms": ("max_compaction_lag_ms", 1),
+    # issue 17: timestamp bounds of record validation
+    "log.message.timestamp.before.max.ms": ("message_timestamp_before_max_ms", 1),
+    "message.timestamp.before.max.ms": ("message_timestamp_before_max_ms", 1),
+    "log.message.timestamp.after.max.ms": ("message_timestamp_after_max_ms", 1),
+    "message.timestamp.after.max.ms": ("message_timestamp_after_max_ms", 1),
+    "log.message.timestamp.difference.max.ms": ("message_timestamp_difference_max_ms", 1),
+    "message.timestamp.difference.max.ms": ("message_timestamp_difference_max_ms", 1),
 }
 
 _PRIORITY = {"log.retention.minutes": 1, "log.retention.ms": 2, "log.roll.ms": 2}

@@ -65,6 +65,19 @@ def partition_dir_name(topic: str, partition: int) -> str:
     return f"{topic}-{partition}"
 
 
+MAX_FILENAME = 255      # bytes in a file name on the filesystems we run on
+
+
+def delete_dir_name(topic: str, partition: int, unique: str) -> str:
+    """``<topic>-<partition>.<unique>-delete``, the topic cut so that the name fits
+    MAX_FILENAME (as Kafka's logDirNameWithSuffixCappedLength: a 249-character topic
+    plus the suffix would not fit). Only the suffix is ever read back."""
+    suffix = f"-{partition}.{unique}{DELETE_DIR_SUFFIX}"
+    room = MAX_FILENAME - len(suffix.encode())
+    cut = topic.encode()[:max(room, 0)].decode(errors="ignore")
+    return cut + suffix
+
+
 def parse_partition_dir(name: str) -> tuple[str, int]:
     """(topic, partition) from ``<topic>-<partition>``; ValueError otherwise."""
     topic, sep, part = name.rpartition("-")

@@ -258,7 +258,8 @@ class LogManager:
         if log is None:
             return False
         log_dir = self._dir_of.pop(tp)
-        doomed = f"{log.dir}.{uuid.uuid4().hex}{filenames.DELETE_DIR_SUFFIX}"
+        doomed = os.path.join(os.path.dirname(log.dir), filenames.delete_dir_name(
+            topic, partition, uuid.uuid4().hex))
         try:
             log.close()
             os.replace(log.dir, doomed)
@@ -310,7 +311,7 @@ class LogManager:
             for f in os.listdir(future):
                 checkpoints.fsync_path(os.path.join(future, f))
             checkpoints.fsync_dir(target)
-            doomed = f"{log.dir}.{tag}{filenames.DELETE_DIR_SUFFIX}"
+            doomed = os.path.join(source, filenames.delete_dir_name(topic, partition, tag))
             os.replace(log.dir, doomed)
             checkpoints.fsync_dir(source)
             final = os.path.join(target, name)

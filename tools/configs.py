@@ -1,4 +1,5 @@
-"""``pybroker configs``: Kafka's kafka-configs for users' SCRAM credentials and topics' configs.
+"""``pybroker configs``: Kafka's kafka-configs for users' SCRAM credentials, client quotas
+(users, clients), and topics' and brokers' configs.
 
     pybroker configs --bootstrap-server HOST:PORT --alter --entity-type users --entity-name U
         --add-config 'SCRAM-SHA-512=[password=secret],SCRAM-SHA-256=[iterations=8192,password=x]'
@@ -10,7 +11,12 @@
     pybroker configs --bootstrap-server HOST:PORT --describe --entity-type topics
         [--entity-name T] [--all]
 
-``--user U`` and ``--topic T`` stand for ``--entity-type users|topics --entity-name ..``;
+Client quotas (``--entity-type users`` / ``clients``, ``--entity-default``, keys
+producer_byte_rate, consumer_byte_rate, request_percentage, controller_mutation_rate)
+are tools/client_quotas.py's; a users --alter may carry both kinds of keys.
+
+``--user U``, ``--client C`` and ``--topic T`` stand for ``--entity-type
+users|clients|topics --entity-name ..``;
 ``--command-config FILE`` gives the client's security settings (tools/__init__.py).
 
 --add-config is read as Kafka 3.9's ConfigCommand reads it: items split at commas outside
@@ -25,9 +31,9 @@ describing users prints ``SCRAM credential configs for user-principal 'U' are
 SCRAM-SHA-256=iterations=8192, SCRAM-SHA-512=iterations=4096`` per user with credentials
 (a user without any is left out, as Kafka's admin client drops RESOURCE_NOT_FOUND), and
 topics ``Dynamic configs for topic T are:`` then one line per config (as
-``pybroker topics --describe-configs``). User quotas (producer_byte_rate, ...) are not
-supported. Usage errors print their reason; failures ``Error while executing config
-command: <reason>``; both exit 1.
+``pybroker topics --describe-configs``); describing users or clients prints their
+quotas first (tools/client_quotas.py). Usage errors print their reason; failures
+``Error while executing config command: <reason>``; both exit 1.
 """
 
 from __future__ import annotations
@@ -43,14 +49,13 @@ from client.scram_admin import (DEFAULT_ITERATIONS, ScramDeletion, ScramUpsertio
                                 alter_user_scram_credentials, describe_user_scram_credentials)
 from protocol.errors import ErrorCode
 from protocol.scram import MECHANISMS
-from tools import (ToolError, ToolParser, UsageExit, add_command_config, command_security,
-                   run, streams)
+from tools import (ToolError, ToolParser, UsageExit, add_command_config, client_quotas,
+                   command_security, run, streams)
 from tools.topics import format_config, select_topics
 
 ERROR_PREFIX = "Error while executing config command: "
-ENTITY_TYPES = ("users", "topics", "brokers")
-QUOTA_KEYS = ("producer_byte_rate", "consumer_byte_rate", "request_percentage",
-              "controller_mutation_rate")
+ENTITY_TYPES = ("users", "clients", "topics", "brokers")
+QUOTA_KEYS = client_quotas.QUOTA_KEYS
 # Kafka's ConfigCommand: "," and "=" split only outside [...] (a lookahead that finds no
 # "]" before the next "[" or the end).
 _OUTSIDE_BRACKETS = r"(?=[^\]]*(?:\[|$))"
@@ -112,28 +117,31 @@ def parse_scram(mechanism: str, value: str) -> ScramSpec:
 
 def scram_alterations(adds: dict[str, str], deletes: list[str]
                       ) -> tuple[list[ScramSpec], list[str]]:
-    """Check a users --alter: only SCRAM mechanisms may be added or deleted here."""
-    unknown = [k for k in [*adds, *deletes] if k not in MECHANISMS]
-    quotas = [k for k in unknown if k in QUOTA_KEYS]
-    if quotas:
-        raise ToolError(f"User quota configs are not supported by pybroker: {', '.join(quotas)}")
+    """Check a users --alter: SCRAM mechanisms (quota keys go to client_quotas)."""
+    unknown = [k for k in [*adds, *deletes] if k not in MECHANISMS and k not in QUOTA_KEYS]
     if unknown:
         raise ToolError("Only quota and SCRAM credential configs can be altered for 'users' "
                         f"using --bootstrap-server. Unexpected config names: {', '.join(unknown)}")
-    return [parse_scram(k, v) for k, v in adds.items()], deletes
+    return ([parse_scram(k, v) for k, v in adds.items() if k in MECHANISMS],
+            [k for k in deletes if k in MECHANISMS])
 
 
 def build_parser(out: IO[str] | None = None, err: IO[str] | None = None) -> ToolParser:
     p = ToolParser(prog="pybroker configs", out=out, err=err,
-                   description="Describe or alter users' SCRAM credentials and topics' configs.")
+                   description="Describe or alter users' SCRAM credentials, client "
+                   "quotas, and topics' and brokers' configs.")
     p.add_argument("--bootstrap-server", required=True, metavar="HOST:PORT[,HOST:PORT]")
     add_command_config(p)
     act = p.add_mutually_exclusive_group(required=True)
     act.add_argument("--describe", action="store_true")
     act.add_argument("--alter", action="store_true")
-    p.add_argument("--entity-type", choices=ENTITY_TYPES)
-    p.add_argument("--entity-name", action="append", default=[])
+    p.add_argument("--entity-type", choices=ENTITY_TYPES, action="append", default=[],
+                   help="repeatable: users and clients together name a (user, client) entity")
+    p.add_argument("--entity-name", action="append", dest="entity_name", default=[])
+    p.add_argument("--entity-default", action="append_const", dest="entity_name", const=None,
+                   help="the <default> entity of the --entity-type at the same position")
     p.add_argument("--user", help="--entity-type users --entity-name USER")
+    p.add_argument("--client", help="--entity-type clients --entity-name CLIENT")
     p.add_argument("--topic", help="--entity-type topics --entity-name TOPIC")
     p.add_argument("--add-config", metavar="K=V[,K=[V,V]]")
     p.add_argument("--delete-config", action="append", default=[], metavar="K[,K]")
@@ -147,28 +155,44 @@ def parse_args(argv: list[str], out: IO[str] | None = None,
     """Parse and check the combination (ToolError on a bad one); sets ``entity_type``,
     ``names``, ``adds`` and ``deletes``."""
     args = build_parser(out, err).parse_args(argv)
-    names = list(args.entity_name)
-    for shorthand, kind in ((args.user, "users"), (args.topic, "topics")):
+    types, names = list(args.entity_type), list(args.entity_name)
+    for shorthand, kind in ((args.user, "users"), (args.client, "clients"),
+                            (args.topic, "topics")):
         if shorthand is not None:
-            if args.entity_type not in (None, kind):
-                raise ToolError(f"--{kind[:-1]} cannot be used with --entity-type "
-                                f"{args.entity_type}")
-            args.entity_type = kind
+            for other in args.entity_type:
+                if other == kind or {other, kind} != {"users", "clients"}:
+                    raise ToolError(f"--{kind[:-1]} cannot be used with --entity-type {other}")
+            types.append(kind)
             names.append(shorthand)
-    if args.entity_type is None:
+    if not types:
         raise ToolError("--entity-type must be specified")
-    args.names = names
+    args.entity_types = types
+    args.entity_type = types[0]
+    args.quota_names = names
+    # quotas: users and/or clients, a default entity, or a quota key
+    args.quotas = set(types) <= {"users", "clients"} and (
+        "clients" in types or len(types) > 1 or None in names)
+    if len(types) > 1 and not args.quotas:
+        raise ToolError(f"Only users and clients can be combined; got {', '.join(types)}")
+    args.names = [n for n in names if n is not None]
     args.adds = parse_add_config(args.add_config) if args.add_config else {}
     args.deletes = parse_delete_config(args.delete_config)
     if args.alter:
-        if len(names) != 1:
+        if len(names) != len(types) if args.quotas else len(names) != 1:
             raise ToolError("An entity name must be specified with --alter")
         if not args.adds and not args.deletes:
             raise ToolError("--alter needs --add-config or --delete-config")
     elif args.adds or args.deletes:
         raise ToolError("--add-config and --delete-config are only valid with --alter")
-    if args.entity_type == "users" and args.alter:
+    args.quota_changes = {}
+    if args.alter and args.entity_type == "users" and not args.quotas:
+        quota_adds = {k: v for k, v in args.adds.items() if k in QUOTA_KEYS}
+        quota_deletes = [k for k in args.deletes if k in QUOTA_KEYS]
         args.scram_adds, args.deletes = scram_alterations(args.adds, args.deletes)
+        args.quota_changes = client_quotas.quota_changes(quota_adds, quota_deletes)
+    elif args.alter and args.quotas:
+        args.quota_entity = client_quotas.quota_entity(types, names)
+        args.quota_changes = client_quotas.quota_changes(args.adds, args.deletes)
     return args
 
 
@@ -186,11 +210,22 @@ def _check(code: int, message: str | None, what: str) -> None:
 async def execute(args: Namespace, out: IO[str]) -> int:
     async with KafkaAdmin(args.bootstrap_server, timeout=args.timeout,
                           security=command_security(args)) as admin:
-        if args.entity_type == "users":
+        if args.quotas:
             if args.alter:
-                await _alter_user(admin, args.names[0], args.scram_adds, args.deletes)
+                await client_quotas.alter(admin, args.quota_entity, args.quota_changes)
+                out.write(client_quotas.completed(args.entity_types, args.quota_names) + "\n")
+            else:
+                await client_quotas.describe(admin, args.entity_types, args.quota_names, out)
+        elif args.entity_type == "users":
+            if args.alter:
+                if args.quota_changes:
+                    await client_quotas.alter(admin, (("user", args.names[0]),),
+                                              args.quota_changes)
+                if args.scram_adds or args.deletes:
+                    await _alter_user(admin, args.names[0], args.scram_adds, args.deletes)
                 out.write(f"Completed updating config for user {args.names[0]}.\n")
             else:
+                await client_quotas.describe(admin, ["users"], args.names[:1], out)
                 await _describe_users(admin, args.names, out)
         elif args.entity_type == "brokers":
             if args.alter:

@@ -3,7 +3,7 @@
     pybroker reassign-partitions --bootstrap-server HOST:PORT --generate
         --topics-to-move-json-file topics.json --broker-list 1,2,3
     pybroker reassign-partitions --bootstrap-server HOST:PORT --execute
-        --reassignment-json-file plan.json
+        --reassignment-json-file plan.json [--throttle BYTES_PER_SECOND]
     pybroker reassign-partitions --bootstrap-server HOST:PORT --verify
         --reassignment-json-file plan.json
     pybroker reassign-partitions --bootstrap-server HOST:PORT --cancel
@@ -18,6 +18,17 @@ assignment (to roll back with) and starts the moves with
 AlterPartitionReassignments; --verify reports each partition as completed or
 still in progress (ListPartitionReassignments + Metadata); --list shows the
 ongoing ones. Errors: one line on stderr, exit status 1.
+
+Throttle (KIP-73, as Kafka's ReassignPartitionsCommand): --execute --throttle N
+first sets, on each topic of the plan, ``leader.replication.throttled.replicas``
+to every current replica of its partitions (``partition:broker``, the replicas
+that may serve the move) and ``follower.replication.throttled.replicas`` to the
+replicas being added; then ``leader.replication.throttled.rate`` and
+``follower.replication.throttled.rate`` = N on every broker that holds or
+receives a replica of the plan. --verify, once every partition of the plan is
+done, removes the two rates from every broker of the cluster and the two lists
+from the plan's topics (unless --preserve-throttles). Replicas in the ISR are
+never throttled (broker/replication/throttle.py).
 """
 
 from __future__ import annotations
@@ -27,6 +38,7 @@ from argparse import Namespace
 from typing import IO
 
 from client import KafkaAdmin
+from client.admin import OP_DELETE, OP_SET, RESOURCE_BROKER, RESOURCE_TOPIC
 from tools import (ToolError, ToolParser, UsageExit, add_command_config, command_security,
                    run, streams)
 from client.assignment import assign_replicas
@@ -34,6 +46,10 @@ from protocol.errors import ErrorCode
 
 TopicPartition = tuple[str, int]
 ACTIONS = ("generate", "execute", "verify", "cancel", "list")
+LEADER_RATE = "leader.replication.throttled.rate"
+FOLLOWER_RATE = "follower.replication.throttled.rate"
+LEADER_REPLICAS = "leader.replication.throttled.replicas"
+FOLLOWER_REPLICAS = "follower.replication.throttled.replicas"
 
 
 def build_parser(out: IO[str] | None = None, err: IO[str] | None = None) -> ToolParser:
@@ -47,6 +63,10 @@ def build_parser(out: IO[str] | None = None, err: IO[str] | None = None) -> Tool
     p.add_argument("--reassignment-json-file", metavar="FILE")
     p.add_argument("--topics-to-move-json-file", metavar="FILE")
     p.add_argument("--broker-list", metavar="1,2,3")
+    p.add_argument("--throttle", type=int, default=-1, metavar="BYTES_PER_SECOND",
+                   help="with --execute: the inter-broker replication throttle, bytes/s")
+    p.add_argument("--preserve-throttles", action="store_true",
+                   help="with --verify: do not remove the throttles when done")
     p.add_argument("--timeout", type=float, default=30.0, help="request timeout, seconds")
     return p
 
@@ -139,6 +159,11 @@ async def execute(args: Namespace, out: IO[str]) -> int:
             out.write("Current partition replica assignment\n\n" + format_plan(current) +
                       "\n\nSave this to use as the --reassignment-json-file option during "
                       "rollback\n")
+            if args.throttle >= 0:
+                await set_throttles(admin, current, plan, args.throttle)
+                out.write("Warning: You must run --verify periodically, until the "
+                          "reassignment completes, to ensure the throttle is removed.\n"
+                          f"The inter-broker throttle limit was set to {args.throttle} B/s\n")
             _check(await alter(admin, dict(plan)), "starting")
             out.write("Successfully started partition reassignments for " +
                       ",".join(_tp(tp) for tp in sorted(plan)) + "\n")
@@ -152,7 +177,10 @@ async def execute(args: Namespace, out: IO[str]) -> int:
             else:
                 out.write("None of the specified partition reassignments are active.\n")
         else:
-            return await _verify(admin, plan, out)
+            pending = await _verify(admin, plan, out)
+            if not pending and not args.preserve_throttles:
+                await clear_throttles(admin, plan, out)
+            return pending
     return 0
 
 
@@ -175,6 +203,65 @@ async def _verify(admin: KafkaAdmin, plan: dict[TopicPartition, list[int]], out:
                       f"set is {have} rather than {','.join(map(str, target))}.\n")
             pending = True
     return 1 if pending else 0
+
+
+def throttled_replicas(current: dict[TopicPartition, list[int]],
+                       plan: dict[TopicPartition, list[int]]
+                       ) -> dict[str, tuple[str, str]]:
+    """topic -> (leader list, follower list) for its throttled-replicas configs: every
+    current replica of a partition of the plan (each may lead the move), and each
+    replica being added."""
+    leaders: dict[str, list[str]] = {}
+    followers: dict[str, list[str]] = {}
+    for (topic, p), target in sorted(plan.items()):
+        now = current.get((topic, p), [])
+        leaders.setdefault(topic, []).extend(f"{p}:{b}" for b in now)
+        followers.setdefault(topic, []).extend(f"{p}:{b}" for b in target if b not in now)
+    return {t: (",".join(leaders[t]), ",".join(followers[t])) for t in leaders}
+
+
+async def set_throttles(admin: KafkaAdmin, current: dict[TopicPartition, list[int]],
+                        plan: dict[TopicPartition, list[int]], rate: int) -> None:
+    """The topic-level replica lists, then the rates on every broker of the move."""
+    for topic, (leaders, followers) in sorted(throttled_replicas(current, plan).items()):
+        ops = [(LEADER_REPLICAS, OP_SET, leaders)] if leaders else []
+        ops.append((FOLLOWER_REPLICAS, OP_SET, followers) if followers
+                   else (FOLLOWER_REPLICAS, OP_DELETE, None))
+        _config_result(await admin.incremental_alter_configs(topic, ops,
+                                                             resource_type=RESOURCE_TOPIC),
+                       f"topic {topic}")
+    brokers = sorted({b for r in [*current.values(), *plan.values()] for b in r})
+    for b in brokers:
+        _config_result(await admin.incremental_alter_configs(
+            str(b), [(LEADER_RATE, OP_SET, str(rate)), (FOLLOWER_RATE, OP_SET, str(rate))],
+            resource_type=RESOURCE_BROKER), f"broker {b}")
+
+
+async def clear_throttles(admin: KafkaAdmin, plan: dict[TopicPartition, list[int]],
+                          out: IO[str]) -> None:
+    """Kafka's clearAllThrottles: the rates on every broker of the cluster (which
+    brokers took part is not known any more), the lists on the plan's topics."""
+    cluster = await admin.metadata([])
+    brokers = sorted(cluster.brokers)
+    topics = sorted({t for t, _ in plan})
+    for b in brokers:
+        _config_result(await admin.incremental_alter_configs(
+            str(b), [(LEADER_RATE, OP_DELETE, None), (FOLLOWER_RATE, OP_DELETE, None)],
+            resource_type=RESOURCE_BROKER), f"broker {b}")
+    out.write("Clearing broker-level throttles on brokers " + ",".join(map(str, brokers)) + "\n")
+    for t in topics:
+        _config_result(await admin.incremental_alter_configs(
+            t, [(LEADER_REPLICAS, OP_DELETE, None), (FOLLOWER_REPLICAS, OP_DELETE, None)],
+            resource_type=RESOURCE_TOPIC), f"topic {t}")
+    out.write("Clearing topic-level throttles on topic(s) " + ",".join(topics) + "\n")
+
+
+def _config_result(result: tuple[int, str | None], what: str) -> None:
+    code, message = result
+    if code:
+        raise ToolError(f"cannot change the throttle configs of {what}: "
+                        f"{ErrorCode.from_code(code).name}: "
+                        f"{message or ErrorCode.from_code(code).message}")
 
 
 async def _generate(admin: KafkaAdmin, args: Namespace, out: IO[str]) -> int:
@@ -223,5 +310,8 @@ def main(argv: list[str], *, stdin: IO[str] | None = None, stdout: IO[str] | Non
     args.action = next(a for a in ACTIONS if getattr(args, a))
     if args.action == "generate" and not args.topics_to_move_json_file:
         err.write("--generate needs --topics-to-move-json-file\n")
+        return 1
+    if args.throttle >= 0 and args.action != "execute":
+        err.write("--throttle is only valid with --execute\n")
         return 1
     return run(lambda: execute(args, out), err)

@@ -12,8 +12,9 @@ DescribeConfigs
 * BROKER "<this broker's id>": every server.properties key we know; ReadOnly
   false for the keys Kafka 3.9 can reconfigure dynamically (listeners,
   advertised.listeners, log.* synonyms of topic keys, ...), though none is
-  stored dynamically here; BROKER "": the cluster-wide dynamic defaults,
-  which are none. Another id -> INVALID_REQUEST.
+  stored dynamically here, then the two replication throttle rates; BROKER "":
+  the cluster-wide dynamic defaults (the throttle rates stored there, if any).
+  Another id -> INVALID_REQUEST.
 * BROKER_LOGGER "<id>": the root logger's level.
 * v0 has IsDefault (source DEFAULT_CONFIG) instead of ConfigSource; synonyms
   only when IncludeSynonyms (v1+); ConfigType always and Documentation when
@@ -31,8 +32,12 @@ Alter (both APIs)
 * BROKER "<this broker's id>": a TLS listener's keystore and truststore
   (``listener.name.<l>.ssl.{keystore,truststore}.{location,type}``) are dynamic:
   certificate rotation without a restart, stored in /config/brokers/<id>
-  (broker/security/reconfigure.py); AlterConfigs replaces that broker's whole
-  dynamic set. Any other key, or the cluster default "", -> INVALID_REQUEST.
+  (broker/security/reconfigure.py); so are leader.replication.throttled.rate and
+  follower.replication.throttled.rate (replication quotas, applied at once;
+  broker/dynamic_broker_configs.py); AlterConfigs replaces that broker's whole
+  dynamic set. BROKER "" (the cluster default, /config/brokers/<default>) takes
+  the two rates only, stored but not applied (Kafka 3.9, ZooKeeper mode). Any
+  other key -> INVALID_REQUEST.
 * DescribeConfigs hides secrets as Kafka does (PASSWORD keys and JAAS configs:
   null value, IsSensitive) and lists the listener-prefixed keys, dynamic ones
   with source DYNAMIC_BROKER_CONFIG.
@@ -50,7 +55,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from broker import topic_config, topic_names
+from broker import dynamic_broker_configs, topic_config, topic_names
 from broker.acl.acl_model import AclOperation, ResourceType
 from broker.acl.authorizer import allowed, allowed_cluster
 from broker.config import BrokerConfig, key_of
@@ -188,9 +193,11 @@ async def _describe_rows(broker: Any, rtype: int, name: str) -> list[ConfigEntry
         return topic_config.describe(broker.config, await broker.cluster.topic_configs(name))
     if rtype == BROKER:
         if name == "":
-            return []
+            return dynamic_broker_configs.rate_rows(
+                await dynamic_broker_configs.load_default(broker), default_entry=True)
         broker_id_of(broker.config, name)
-        return broker_rows(broker.config, broker.dynamic_configs)
+        return (broker_rows(broker.config, broker.dynamic_configs)
+                + dynamic_broker_configs.rate_rows(broker.dynamic_configs))
     if rtype == BROKER_LOGGER:
         broker_id_of(broker.config, name)
         level = logging.getLevelName(logging.getLogger().getEffectiveLevel())
@@ -301,18 +308,17 @@ async def _alter_topic(broker: Any, name: str, edit: Edit, validate_only: bool) 
 
 
 async def _alter_broker(broker: Any, r: Struct, incremental: bool, validate_only: bool) -> None:
-    """This broker's dynamic configs (only a TLS listener's stores: certificate
-    rotation, broker/security/reconfigure.py)."""
-    if r.resource_name == "":
-        if r.configs:
-            raise TopicError(ErrorCode.INVALID_REQUEST,
-                             "Cannot update these configs at default cluster level, broker "
-                             "id must be specified: "
-                             + ", ".join(sorted(c.name for c in r.configs)))
+    """This broker's dynamic configs (a TLS listener's stores: certificate rotation,
+    broker/security/reconfigure.py; the replication throttle rates) or the cluster
+    default "" (the throttle rates only): broker/dynamic_broker_configs.py."""
+    default = r.resource_name == ""
+    if default and not r.configs and incremental:
         return
     updates: dict[str, str | None] = {}
     if not incremental:                      # AlterConfigs replaces the whole dynamic set
-        updates = {k: None for k in broker.dynamic_configs}
+        current = (await dynamic_broker_configs.load_default(broker) if default
+                   else broker.dynamic_configs)
+        updates = {k: None for k in current}
     for c in r.configs:
         op = c.config_operation if incremental else SET
         if op in (APPEND, SUBTRACT):
@@ -323,9 +329,13 @@ async def _alter_broker(broker: Any, r: Struct, incremental: bool, validate_only
     if not updates:
         return
     try:
-        reconfigure.apply(broker, updates, validate_only)
+        if default:
+            dynamic_broker_configs.check_default(updates)
+        else:
+            dynamic_broker_configs.apply(broker, updates, validate_only)
         if not validate_only:
-            await reconfigure.store(broker, updates)
+            await reconfigure.store(broker, updates,
+                                    dynamic_broker_configs.DEFAULT_ENTITY if default else None)
     except reconfigure.ReconfigureError as e:
         raise TopicError(ErrorCode.INVALID_CONFIG if e.invalid_config
                          else ErrorCode.INVALID_REQUEST, str(e)) from None

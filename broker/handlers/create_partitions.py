@@ -5,7 +5,8 @@ Per topic, first failure wins:
   2. queued for deletion                     -> INVALID_TOPIC_EXCEPTION
   3. no /brokers/topics/<t>                  -> UNKNOWN_TOPIC_OR_PARTITION
   4. a reassignment in progress              -> REASSIGNMENT_IN_PROGRESS
-  5. Count not above the current count       -> INVALID_PARTITIONS
+  5. Count not above the current count       -> INVALID_PARTITIONS; more than
+     10,000 new partitions                   -> POLICY_VIOLATION (topic_creation)
   6. explicit Assignments (one replica list per new partition): brokers not
      registered, wrong number of lists, empty or duplicate lists, a size other
      than partition 0's                      -> INVALID_REPLICA_ASSIGNMENT;
@@ -28,7 +29,7 @@ from broker.acl.acl_model import AclOperation, ResourceType
 from broker.acl.authorizer import allowed
 from broker.context import RequestContext
 from broker.dispatch import handler
-from broker.topic_creation import TopicError, has_leaders, wait_until
+from broker.topic_creation import TopicError, check_partition_count, has_leaders, wait_until
 from controller import InvalidPartitions, InvalidReplicationFactor, TopicNotFound, \
     assign_replicas
 from protocol.api_keys import ApiKey
@@ -95,6 +96,7 @@ async def _plan(broker: Any, t: Struct, live: dict[int, str | None]) -> dict[int
                          f"requested {t.count}.")
     if t.count == old:
         raise TopicError(ErrorCode.INVALID_PARTITIONS, f"Topic already has {old} partitions.")
+    check_partition_count(t.count - old)
     if t.assignments is not None:
         lists = [list(a.broker_ids) for a in t.assignments]
         unknown = sorted({b for r in lists for b in r} - set(live))

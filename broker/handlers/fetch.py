@@ -22,6 +22,11 @@ Sessions (Kafka ``FetchSession``/``FetchManager``), by (SessionId, SessionEpoch)
              returned records move to the end of the session (fairness).
              The epoch then advances (wrapping to 1).
 
+Replication quotas (replication/throttle.py): a follower's fetch of a throttled
+partition gets no records while the leader's quota is exceeded (ReplicaManager),
+and the bytes of throttled partitions in its answer are recorded here. Replica
+fetches are exempt from client quotas.
+
 ACLs (broker/acl): a consumer needs READ on each topic, a follower
 CLUSTER_ACTION on the cluster; denied partitions answer TOPIC_AUTHORIZATION_FAILED.
 """
@@ -41,6 +46,7 @@ from broker.context import BrokerServices, RequestContext
 from broker.dispatch import handler
 from broker.handler_support import LEADER_HINT_ERRORS, leader_hint, node_endpoints, refine_unknown
 from broker.replication.fetch_reads import FetchPartitionRequest, FetchPartitionResult
+from broker.replication.throttle import ReplicationQuota, throttled_bytes
 from protocol import legacy_records, records
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
@@ -259,10 +265,21 @@ async def handle_fetch(ctx: RequestContext, request: Struct) -> Struct:
                                                          r.high_watermark, r.log_start_offset,
                                                          r.caught_up_seq)
             response_session = created.id
+    if replica_id >= 0:
+        _record_replication(getattr(replicas, "leader_quota", None), results)
     topic_ids = dict(req.topic_ids)
     if session is not None:
         topic_ids.update({tp[0]: c.topic_id for tp, c in session.partitions.items()})
     return _build(ctx, request, results, fetch, topic_ids, req.unknown_ids, response_session)
+
+
+def _record_replication(quota: ReplicationQuota | None, results: dict[TP, FetchPartitionResult]
+                        ) -> None:
+    """A follower's answer is built: count the bytes of its throttled partitions
+    against the leader's replication quota (KafkaApis.sizeOfThrottledPartitions;
+    they were checked against it before they were read)."""
+    if quota is not None:
+        quota.record(throttled_bytes(quota, {tp: r.size for tp, r in results.items()}))
 
 
 def _unauthorized(ctx: RequestContext, replica_id: int,

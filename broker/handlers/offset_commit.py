@@ -33,6 +33,7 @@ from protocol.spec import api
 SPEC = api(ApiKey.OFFSET_COMMIT).response
 TOPIC = SPEC.structs["OffsetCommitResponseTopic"]
 PARTITION = SPEC.structs["OffsetCommitResponsePartition"]
+INT64_MAX = (1 << 63) - 1
 
 
 @handler(ApiKey.OFFSET_COMMIT)
@@ -45,7 +46,8 @@ async def handle_offset_commit(ctx: RequestContext, request: Struct) -> Struct:
     coordinator = coordinator_of(ctx.broker)
     now = coordinator.clock()
     retention = request.retention_time_ms if 2 <= v <= 4 else -1
-    expire = now + retention if retention != -1 else -1
+    # clamped to int64: the expiry is written to __consumer_offsets as one
+    expire = max(0, min(now + retention, INT64_MAX)) if retention != -1 else -1
     errors: dict[tuple[str, int], int] = {}
     offsets: dict[tuple[str, int], OffsetAndMetadata] = {}
     for t in request.topics:

@@ -23,6 +23,12 @@
   added with AddPartitionsToTxn first: with transaction.partition.verification.enable
   (KIP-890, default true) the leader asks the coordinator before the first batch
   (``broker.transaction.verification``, through ReplicaManager.append_records).
+* Record-level validation (issue 17, protocol/record_validation.py, run by the
+  leader's Partition): every record of every batch is parsed (compressed batches
+  inflated, bounded by 64 x max.message.bytes); rule breaks (a null key on a
+  compacted topic, a timestamp outside message.timestamp.before/after.max.ms)
+  come back as INVALID_RECORD / INVALID_TIMESTAMP with an ``error_message`` and,
+  v8+, KIP-467 ``record_errors`` (batch_index, message); nothing is appended.
 """
 
 from __future__ import annotations
@@ -36,7 +42,7 @@ from broker.acl.checks import authorized_names
 from broker.context import RequestContext
 from broker.dispatch import CLOSE_CONNECTION, NO_RESPONSE, HandlerResult, handler
 from broker.handler_support import LEADER_HINT_ERRORS, leader_hint, node_endpoints, refine_unknown
-from protocol import legacy_records
+from protocol import legacy_records, record_validation
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
 from protocol.records import ATTRIBUTES_AT, CREATE_TIME, HEADER_SIZE, MAGIC, MAGIC_AT, \
@@ -51,15 +57,20 @@ TOPIC = SPEC.structs["TopicProduceResponse"]
 PARTITION = SPEC.structs["PartitionProduceResponse"]
 LEADER = SPEC.structs["LeaderIdAndEpoch"]
 NODE = SPEC.structs["NodeEndpoint"]
+RECORD_ERROR = SPEC.structs["BatchIndexAndErrorMessage"]
 
-def upconvert(data: Any) -> bytearray:
+def upconvert(data: Any, max_message_bytes: int = 1_048_588) -> bytearray:
     """A v0-2 message set as one magic-2 batch (raises KafkaError with Kafka's codes).
 
     The producer's codec is kept; its timestamp type is not (the topic's
-    message.timestamp.type decides, when the log appends).
+    message.timestamp.type decides, when the log appends). Compressed wrappers
+    inflate to at most record_validation.max_inflated_bytes(max_message_bytes)
+    (the broker's message.max.bytes: the topic's override is not looked up here;
+    the up-converted batch is then validated against the topic as any other).
     """
     try:
-        converted = legacy_records.upconvert(data)
+        converted = legacy_records.upconvert(
+            data, max_inflated=record_validation.max_inflated_bytes(max_message_bytes))
     except legacy_records.UnsupportedLegacyCodec as e:
         raise KafkaError(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, str(e)) from None
     except legacy_records.InvalidLegacyMessage as e:
@@ -100,7 +111,7 @@ async def handle_produce(ctx: RequestContext, request: Struct) -> HandlerResult:
                 if data is None or len(data) == 0:
                     raise KafkaError(ErrorCode.INVALID_RECORD, "produce without records")
                 if version < 3:
-                    data = upconvert(data)
+                    data = upconvert(data, _message_max_bytes(ctx))
                 entries[tp] = data
             except KafkaError as e:
                 early[tp] = (e.code, e.message)
@@ -118,6 +129,12 @@ async def handle_produce(ctx: RequestContext, request: Struct) -> HandlerResult:
             return CLOSE_CONNECTION
         return NO_RESPONSE
     return _response(ctx, request, results, early)
+
+
+def _message_max_bytes(ctx: RequestContext) -> int:
+    """The broker's message.max.bytes (Kafka's default when the broker has no config)."""
+    config = getattr(ctx.broker, "config", None)
+    return int(getattr(config, "message_max_bytes", 1_048_588))
 
 
 def _has_transactional_records(request: Struct, version: int) -> bool:
@@ -153,6 +170,9 @@ def _response(ctx: RequestContext, request: Struct, results: dict[tuple[str, int
                 part.base_offset = r.base_offset
                 part.log_append_time_ms = r.log_append_time
                 part.log_start_offset = r.log_start_offset
+                if r.record_errors:
+                    part.record_errors = [RECORD_ERROR.new(batch_index=i, batch_index_error_message=m)
+                                          for i, m in r.record_errors]
             if part.error_code in LEADER_HINT_ERRORS and version >= 10:
                 hint = leader_hint(ctx, topic.name, pd.index)
                 if hint is not None and hint[0] >= 0:

@@ -7,7 +7,8 @@ With an authorizer: WRITE on the transactional id
 (TRANSACTIONAL_ID_AUTHORIZATION_FAILED) and READ on the group
 (GROUP_AUTHORIZATION_FAILED) for every partition; READ on each topic
 (TOPIC_AUTHORIZATION_FAILED for its partitions). Unknown partitions are
-UNKNOWN_TOPIC_OR_PARTITION. The rest goes to the group coordinator
+UNKNOWN_TOPIC_OR_PARTITION; a negative producer id or epoch (no producer)
+INVALID_PRODUCER_ID_MAPPING for every partition. The rest goes to the group coordinator
 (broker/coordinator/txn_offset_ops.py): written as part of the transaction,
 visible only once its COMMIT marker lands. v3+ carry the member id, generation
 and instance id for KIP-447's fencing.
@@ -41,6 +42,10 @@ async def handle_txn_offset_commit(ctx: RequestContext, request: Struct) -> Stru
         errors = dict.fromkeys(tps, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
     elif not allowed(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id):
         errors = dict.fromkeys(tps, ErrorCode.GROUP_AUTHORIZATION_FAILED)
+    elif request.producer_id < 0 or request.producer_epoch < 0:
+        # no producer: no transaction to add the offsets to (what Kafka's verification
+        # of the transaction answers for a producer id it does not know)
+        errors = dict.fromkeys(tps, ErrorCode.INVALID_PRODUCER_ID_MAPPING)
     else:
         coordinator = coordinator_of(ctx.broker)
         now = coordinator.clock()

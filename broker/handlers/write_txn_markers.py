@@ -9,7 +9,8 @@ readers on every ISR replica once the coordinator writes CompleteCommit.
 Per-partition errors: UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER (the
 coordinator finds the new leader and retries), INVALID_PRODUCER_EPOCH (the
 producer moved on: the marker is stale), NOT_ENOUGH_REPLICAS_AFTER_APPEND /
-REQUEST_TIMED_OUT (retried).
+REQUEST_TIMED_OUT (retried); INVALID_PRODUCER_ID_MAPPING for a marker naming no producer
+(a negative producer id or epoch: no control batch can carry it).
 
 Markers on ``__consumer_offsets`` also end the producer's transactional offset
 commits (TxnOffsetCommit) in the group coordinator, once written: applied on
@@ -53,6 +54,9 @@ async def handle_write_txn_markers(ctx: RequestContext, request: Struct) -> Stru
 
 
 async def _one(ctx: RequestContext, marker: Struct) -> Struct:
+    if marker.producer_id < 0 or marker.producer_epoch < 0:
+        # no producer a marker could end (a forged request): nothing is written
+        return _result(marker, lambda _tp: ErrorCode.INVALID_PRODUCER_ID_MAPPING)
     tps = [(t.name, p) for t in marker.topics for p in t.partition_indexes]
     timeout_ms = int(ctx.broker.config.request_timeout_ms)
     errors = await ctx.broker.replicas.append_markers(

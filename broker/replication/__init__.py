@@ -12,6 +12,8 @@ Map (Kafka's layers: LogSegment -> UnifiedLog (storage/) -> Partition -> Replica
     producer_state.py         idempotent/transactional producer state per partition
     purgatory.py              delayed operations (DelayedProduce, DelayedFetch) and the timer
     fetcher.py                follower fetchers, one per source broker
+    throttle.py               replication quotas (KIP-73): the windowed rate and
+                              which replicas are throttled, leader and follower side
     leader_endpoint.py        a follower's requests to its leader (client.verbs)
     alter_partition_manager.py  AlterPartition to the controller (client.verbs), batched
 

@@ -15,12 +15,14 @@ Invariants of a read:
   the LEO for followers);
 * ``read_all`` spends one ``max_bytes`` budget over the partitions in request
   order, and unless ``hard_max_bytes_limit`` (Fetch v0-2) the first non-empty
-  partition returns at least one whole batch even above the limits.
+  partition returns at least one whole batch even above the limits;
+* a follower fetch of a partition that the leader's replication quota holds back
+  (``throttle``, see replication/throttle.py) is answered without records.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,6 +33,9 @@ from storage.segment import FileSlice
 from storage.txn_index import AbortedTxn
 
 TopicPartition = tuple[str, int]
+# a partition -> whether its records are withheld from this fetch now (the leader's
+# replication quota, replication/throttle.leader_throttle); None: never
+Throttle = Callable[[Partition], bool] | None
 
 
 class SliceRecords:
@@ -86,10 +91,11 @@ class FetchPartitionResult:
 
 def read_all(partitions: Mapping[TopicPartition, Partition], replica_id: int, max_bytes: int,
              isolation: int, entries: dict[TopicPartition, FetchPartitionRequest],
-             hard_max_bytes_limit: bool, skip: set[TopicPartition]
-             ) -> dict[TopicPartition, FetchPartitionResult]:
+             hard_max_bytes_limit: bool, skip: set[TopicPartition],
+             throttle: Throttle = None) -> dict[TopicPartition, FetchPartitionResult]:
     """Read ``entries`` in request order within one ``max_bytes`` budget; the
-    partitions in ``skip`` are left out of the result unread."""
+    partitions in ``skip`` are left out of the result unread, those ``throttle``
+    holds back are answered without records."""
     remaining = max_bytes
     min_one = not hard_max_bytes_limit
     out: dict[TopicPartition, FetchPartitionResult] = {}
@@ -97,7 +103,7 @@ def read_all(partitions: Mapping[TopicPartition, Partition], replica_id: int, ma
         if tp in skip:
             continue   # nothing new since the session last looked (see ReplicaManager.fetch)
         r = read_partition(partitions.get(tp), req, replica_id, isolation,
-                           max(0, min(req.max_bytes, remaining)), min_one)
+                           max(0, min(req.max_bytes, remaining)), min_one, throttle)
         if r.size:
             min_one = False
             remaining = max(0, remaining - r.size)
@@ -106,9 +112,11 @@ def read_all(partitions: Mapping[TopicPartition, Partition], replica_id: int, ma
 
 
 def read_partition(p: Partition | None, req: FetchPartitionRequest, replica_id: int,
-                   isolation: int, limit: int, min_one: bool) -> FetchPartitionResult:
+                   isolation: int, limit: int, min_one: bool,
+                   throttle: Throttle = None) -> FetchPartitionResult:
     """One partition's answer: an error, the diverging epoch, caught up (no
-    records, with the partition's ``change_seq``), or up to ``limit`` bytes."""
+    records, with the partition's ``change_seq``), no records (held back by
+    ``throttle``), or up to ``limit`` bytes."""
     if p is None:
         return FetchPartitionResult(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
     if not p.is_leader:
@@ -127,6 +135,10 @@ def read_partition(p: Partition | None, req: FetchPartitionRequest, replica_id: 
         # partitions, most of them idle)
         return FetchPartitionResult(ErrorCode.NONE, hw, lso, start, b"",
                                     caught_up_seq=p.change_seq)
+    if throttle is not None and throttle(p):
+        if not start <= req.fetch_offset <= p.log_end_offset:
+            return FetchPartitionResult(ErrorCode.OFFSET_OUT_OF_RANGE, hw, lso, start)
+        return FetchPartitionResult(ErrorCode.NONE, hw, lso, start, b"")
     try:
         rr = p.read(req.fetch_offset, limit, upper=upper, min_one_batch=min_one)
     except OffsetOutOfRangeError:

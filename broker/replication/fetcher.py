@@ -35,6 +35,13 @@ Theory of operation, per partition (``PartitionFetchState``):
 
 Every answer is checked against the partition's state after the await: a
 partition removed or re-added meanwhile (new epoch) ignores it.
+
+Follower replication quota (replication/throttle.py, Kafka's
+``shouldFollowerThrottle``): a partition that the quota throttles and that is not
+in sync by our own measure (``in_sync``: after the last answer our LEO had reached
+the leader's high watermark) is left out of the Fetch while the quota is exceeded,
+until the rate may be back under its bound (at most the back-off); the bytes
+appended for throttled partitions are recorded.
 """
 
 from __future__ import annotations
@@ -51,6 +58,7 @@ from broker.replication.leader_endpoint import (EpochEndOffset, FetchedPartition
                                                 FetchRequestPartition, LeaderEndpoint,
                                                 LeaderUnknown)
 from broker.replication.partition import Partition
+from broker.replication.throttle import ReplicationQuota
 from protocol.errors import ErrorCode
 from storage.leader_epoch import UNDEFINED_EPOCH, UNDEFINED_OFFSET
 from storage.log import wall_clock_ms
@@ -78,6 +86,9 @@ class PartitionFetchState:
     # follower moving its log start is the exception: that hint goes out with the
     # next append.)
     request: FetchRequestPartition | None = None
+    # follower quota: our LEO had reached the leader's HW at the last answer
+    in_sync: bool = False
+    throttled_until_ms: int = 0     # left out of fetches until then (quota exceeded)
 
     @property
     def tp(self) -> TopicPartition:
@@ -121,9 +132,10 @@ class ReplicaFetcher:
 
     def __init__(self, broker_id: int, endpoint: LeaderEndpoint, *,
                  clock: Callable[[], int] = wall_clock_ms, max_partition_bytes: int = 1 << 20,
-                 backoff_ms: int = 1000) -> None:
+                 backoff_ms: int = 1000, quota: ReplicationQuota | None = None) -> None:
         self.broker_id = broker_id
         self.endpoint = endpoint
+        self.quota = quota                  # the follower replication quota
         self.leader_id = endpoint.leader_id
         self.clock = clock
         self.max_partition_bytes = max_partition_bytes
@@ -218,7 +230,8 @@ class ReplicaFetcher:
         """Wait for a new partition, or until the first delayed one may go again."""
         self._wake.clear()
         now = self.clock()
-        delays = [s.delayed_until_ms - now for s in self.partitions.values()]
+        delays = [max(s.delayed_until_ms, s.throttled_until_ms) - now
+                  for s in self.partitions.values()]
         timeout = max(min(delays), 1) / 1000 if delays else None
         try:
             # asyncio.timeout, not wait_for: Python 3.11's wait_for swallows a cancel
@@ -239,14 +252,36 @@ class ReplicaFetcher:
             if truncating:
                 await self._truncate(truncating)
             now = self.clock()
-            fetching = [s for s in self.partitions.values()
-                        if s.delayed_until_ms <= now and s.state == FETCHING]
+            fetching = self._unthrottled(
+                [s for s in self.partitions.values()
+                 if s.delayed_until_ms <= now and s.state == FETCHING], now)
             if fetching:
                 self._request_started = time.monotonic()
                 await self._fetch(fetching)
         finally:
             self._request_started = None
         return bool(truncating or fetching)
+
+    def _unthrottled(self, states: list[PartitionFetchState], now: int
+                     ) -> list[PartitionFetchState]:
+        """``states`` less those the follower quota holds back now (each then waits
+        until the rate may be under the bound again, at most the back-off)."""
+        quota = self.quota
+        if quota is None or quota.unlimited:
+            return states
+        out = []
+        wait_ms: int | None = None
+        for s in states:
+            if s.throttled_until_ms > now:
+                continue
+            if not s.in_sync and quota.is_throttled(s.tp):
+                if wait_ms is None:
+                    wait_ms = min(quota.ms_until_within(), self.backoff_ms)
+                if wait_ms > 0:
+                    s.throttled_until_ms = now + wait_ms
+                    continue
+            out.append(s)
+        return out
 
     # -- step 1: truncation by leader epoch -----------------------------------------------
 
@@ -341,7 +376,8 @@ class ReplicaFetcher:
         if answer.diverging_epoch is not None:
             self._apply_epoch_answer(s, EpochEndOffset(ErrorCode.NONE, *answer.diverging_epoch))
             return
-        if len(answer.records):
+        size = len(answer.records)
+        if size:
             try:
                 p.append_records_as_follower(answer.records)
             except OSError:
@@ -351,6 +387,9 @@ class ReplicaFetcher:
                               p.partition, p.log_end_offset)
                 self._delay(s, ErrorCode.KAFKA_STORAGE_ERROR)
                 return
+            if self.quota is not None and self.quota.is_throttled(s.tp):
+                self.quota.record(size)
+        s.in_sync = p.log_end_offset >= answer.high_watermark
         p.update_follower_high_watermark(answer.high_watermark)
         if answer.log_start_offset >= 0:
             p.maybe_increment_follower_log_start_offset(answer.log_start_offset)
@@ -390,15 +429,23 @@ class ReplicaFetcherManager:
 
     def __init__(self, broker_id: int, endpoint_factory: Callable[[int], LeaderEndpoint], *,
                  clock: Callable[[], int] = wall_clock_ms, max_partition_bytes: int = 1 << 20,
-                 backoff_ms: int = 1000, autostart: bool = True) -> None:
+                 backoff_ms: int = 1000, autostart: bool = True,
+                 quota: ReplicationQuota | None = None) -> None:
         self.broker_id = broker_id
         self.endpoint_factory = endpoint_factory
+        self.quota = quota      # the follower replication quota, shared by the fetchers
         self.clock = clock
         self.max_partition_bytes = max_partition_bytes
         self.backoff_ms = backoff_ms
         self.autostart = autostart
         self.fetchers: dict[int, ReplicaFetcher] = {}
         self._stopping: set[asyncio.Task[None]] = set()
+
+    def set_quota(self, quota: ReplicationQuota | None) -> None:
+        """The follower replication quota, for every fetcher now and later."""
+        self.quota = quota
+        for fetcher in self.fetchers.values():
+            fetcher.quota = quota
 
     def add_partitions(self, partitions: Sequence[Partition]) -> None:
         """Start following each partition from its current leader (truncating first)."""
@@ -410,7 +457,7 @@ class ReplicaFetcherManager:
                 fetcher = ReplicaFetcher(self.broker_id, self.endpoint_factory(p.leader_id),
                                          clock=self.clock,
                                          max_partition_bytes=self.max_partition_bytes,
-                                         backoff_ms=self.backoff_ms)
+                                         backoff_ms=self.backoff_ms, quota=self.quota)
                 self.fetchers[p.leader_id] = fetcher
                 if self.autostart:
                     fetcher.start()

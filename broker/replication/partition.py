@@ -42,9 +42,10 @@ from broker.replication import partition_isr, partition_txn
 from broker.replication.partition_isr import FollowerState, IsrSink, PendingIsrChange
 from broker.replication.partition_state import NO_TOPIC_ID, PartitionState
 from broker.replication.producer_state import ProducerStateManager
-from protocol import records
+from protocol import record_validation, records
 from protocol.errors import ErrorCode, KafkaError
 from protocol.records import BatchHeader
+from storage.config import LogConfig
 from storage.log import PartitionLog, ReadResult, RecordBatchTooLargeError
 from storage.txn_index import AbortedTxn
 
@@ -255,7 +256,8 @@ class Partition:
         if required_acks == -1 and len(self.isr) < min_insync_replicas:
             raise KafkaError(ErrorCode.NOT_ENOUGH_REPLICAS,
                              f"ISR {sorted(self.isr)} is smaller than min.insync.replicas {min_insync_replicas}")
-        headers = _validate(data, plog.config.max_message_bytes)
+        headers = _validate(data, plog.config, self.topic, self.partition, self.clock(),
+                            records_inside=check_sequences)
         if single_batch and len(headers) != 1:
             raise KafkaError(ErrorCode.INVALID_RECORD,
                              f"produce v3+ needs exactly one record batch, not {len(headers)}")
@@ -484,8 +486,13 @@ class Partition:
         return self.last_stable_offset if isolation == READ_COMMITTED else self.high_watermark
 
 
-def _validate(data: bytes | bytearray | memoryview, max_message_bytes: int) -> list[BatchHeader]:
-    """records.validate plus the max.message.bytes bound, mapped to Kafka's error codes."""
+def _validate(data: bytes | bytearray | memoryview, config: LogConfig, topic: str, partition: int,
+              now: int, *, records_inside: bool = True) -> list[BatchHeader]:
+    """records.validate plus the max.message.bytes bound, then (``records_inside``: a
+    client's write, not a coordinator's own) every record as Kafka's LogValidator
+    (protocol/record_validation), mapped to Kafka's error codes. Rule breaks raise
+    RecordErrorsError, which carries the KIP-467 record errors."""
+    max_message_bytes = config.max_message_bytes
     try:
         headers = records.validate(data)
     except records.CorruptRecordError as e:
@@ -496,4 +503,30 @@ def _validate(data: bytes | bytearray | memoryview, max_message_bytes: int) -> l
         if header.size > max_message_bytes:
             raise KafkaError(ErrorCode.MESSAGE_TOO_LARGE,
                              f"batch of {header.size} bytes exceeds max.message.bytes {max_message_bytes}")
+    if not records_inside:
+        return headers
+    before, after = record_validation.effective_timestamp_bounds(
+        config.message_timestamp_before_max_ms, config.message_timestamp_after_max_ms,
+        config.message_timestamp_difference_max_ms)
+    rules = record_validation.RecordRules(
+        f"{topic}-{partition}", compacted=config.compact, log_append_time=config.log_append_time,
+        before_max_ms=before, after_max_ms=after,
+        max_inflated=record_validation.max_inflated_bytes(max_message_bytes))
+    try:
+        record_validation.validate_batches(data, headers, rules, now)
+    except record_validation.RecordValidationError as e:
+        raise RecordErrorsError(e.error, str(e), e.record_errors) from None
+    except records.CorruptRecordError as e:
+        raise KafkaError(ErrorCode.CORRUPT_MESSAGE, str(e)) from None
+    except records.InvalidRecordError as e:
+        raise KafkaError(ErrorCode.INVALID_RECORD, str(e)) from None
     return headers
+
+
+class RecordErrorsError(KafkaError):
+    """A produce refused for per-record rule breaks: the partition's error plus Kafka's
+    KIP-467 ``record_errors`` ((batch_index, message) pairs) for Produce v8+."""
+
+    def __init__(self, code: int, message: str, record_errors: list[tuple[int, str]]) -> None:
+        super().__init__(code, message)
+        self.record_errors = record_errors

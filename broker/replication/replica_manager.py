@@ -48,10 +48,11 @@ from broker.replication.fetch_reads import (FetchPartitionRequest, FetchPartitio
                                             read_partition, valid_follower_position)
 from broker.replication.leader_fence import LeaderFence
 from broker.replication.offset_lookup import legacy_offsets_before, offset_for_timestamp
-from broker.replication.partition import Partition
+from broker.replication.partition import Partition, RecordErrorsError
 from broker.replication.partition_isr import PendingIsrChange
 from broker.replication.partition_state import NO_TOPIC_ID, PartitionState
 from broker.replication.purgatory import DelayedFetch, DelayedProduce, Purgatory, Timer
+from broker.replication.throttle import ReplicationQuota, leader_throttle
 from broker.replication.txn_verify import Verifier, unverified
 from protocol.errors import ErrorCode, KafkaError
 from storage.log import wall_clock_ms
@@ -76,6 +77,8 @@ class ProduceResult:
     log_append_time: int = -1
     log_start_offset: int = -1
     error_message: str | None = None
+    # KIP-467: the (batch_index, message) pairs of a record-level refusal
+    record_errors: tuple[tuple[int, str], ...] = ()
 
 
 # An AlterPartition answer for one partition: (error, leader epoch, isr, partition epoch).
@@ -137,6 +140,8 @@ class ReplicaManager:
         self.fetch_purgatory = Purgatory("Fetch", timer)
         # writes refused while we cannot be sure we lead (ZooKeeper connection lost)
         self.fence = LeaderFence(broker_id)
+        # issue 17, replication quotas: the leader side (replication/throttle.py); None: none
+        self.leader_quota: ReplicationQuota | None = None
 
     def partition(self, topic: str, partition: int) -> Partition | None:
         return self.partitions.get((topic, partition))
@@ -382,7 +387,9 @@ class ReplicaManager:
                                                single_batch=single_batch,
                                                check_sequences=not from_coordinator)
             except KafkaError as e:
-                results[tp] = ProduceResult(e.code, error_message=e.message)
+                results[tp] = ProduceResult(
+                    e.code, error_message=e.message, record_errors=tuple(
+                        e.record_errors if isinstance(e, RecordErrorsError) else ()))
                 continue
             except OSError as e:    # its log dir failed (the log's guard reported it)
                 log.error("%s-%d: append failed: %s", tp[0], tp[1], e)
@@ -474,6 +481,7 @@ class ReplicaManager:
         """
         known = unchanged_since or {}
         partitions = self.partitions
+        throttle = leader_throttle(self.leader_quota, replica_id)   # issue 17: replication quota
         skip: set[TopicPartition] = set()      # unchanged since the session last looked
         if replica_id >= 0:
             now = self.clock()
@@ -496,17 +504,17 @@ class ReplicaManager:
             still = {tp for tp in skip
                      if (p := partitions.get(tp)) is not None and p.change_seq == known[tp]}
             return self._offline_answers(read_all(partitions, replica_id, max_bytes, isolation,
-                                                  entries, hard_max_bytes_limit, still))
+                                                  entries, hard_max_bytes_limit, still, throttle))
 
         results = self._offline_answers(read_all(partitions, replica_id, max_bytes, isolation,
-                                                 entries, hard_max_bytes_limit, skip))
+                                                 entries, hard_max_bytes_limit, skip, throttle))
         if (max_wait_ms <= 0 or not entries or sum(r.size for r in results.values()) >= min_bytes
                 or any(r.error or r.diverging_epoch for r in results.values())):
             return results
 
         def probe(tp: TopicPartition) -> tuple[int, bool]:
             r = read_partition(partitions.get(tp), entries[tp], replica_id, isolation,
-                               entries[tp].max_bytes, True)
+                               entries[tp].max_bytes, True, throttle)
             return r.size, bool(r.error or r.diverging_epoch)
 
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()

@@ -115,10 +115,14 @@ def dynamic_keys(broker: Any) -> dict[str, str]:
     return dict(broker.dynamic_configs)
 
 
-async def store(broker: Any, updates: dict[str, str | None]) -> None:
+async def store(broker: Any, updates: dict[str, str | None], entity: str | None = None
+                ) -> dict[str, str]:
     """Write the broker's dynamic configs with ``updates`` to ZooKeeper (and a change
-    notification); ``broker.dynamic_configs`` follows."""
-    path = f"/config/brokers/{broker.broker_id}"
+    notification); ``broker.dynamic_configs`` follows. ``entity`` "<default>" writes
+    the cluster-wide default entry instead (``broker.dynamic_configs`` untouched).
+    -> the entry as written."""
+    entity = entity or str(broker.broker_id)
+    path = f"/config/brokers/{entity}"
     zk = broker.cluster
     for _attempt in range(10):
         got = await zk.get_data(path)
@@ -133,22 +137,27 @@ async def store(broker: Any, updates: dict[str, str | None]) -> None:
             else await zk.create(path, data)
         if done:
             await zk.create_sequential("/config/changes/config_change_", json.dumps(
-                {"version": 2, "entity_path": f"brokers/{broker.broker_id}"}).encode())
-            broker.dynamic_configs = current
-            return
+                {"version": 2, "entity_path": f"brokers/{entity}"}).encode())
+            if entity == str(broker.broker_id):
+                broker.dynamic_configs = current
+            return current
     raise ReconfigureError(f"{path} kept changing under us; try again")
 
 
-async def load(cluster: Any, broker_id: int) -> dict[str, str]:
-    """``/config/brokers/<id>``'s reconfigurable listener keys (others are ignored with
-    a warning: they are issue 18's)."""
+async def load(cluster: Any, broker_id: int | str, extra_keys: frozenset[str] = frozenset()
+               ) -> dict[str, str]:
+    """``/config/brokers/<id>``'s reconfigurable listener keys and ``extra_keys``
+    (the other dynamic keys served, broker/dynamic_broker_configs.py); others are
+    ignored with a warning (they are issue 18's)."""
     got = await cluster.get_data(f"/config/brokers/{broker_id}")
     if not got:
         return {}
     out = {}
     for key, value in _decode(got[0]).items():
         parts = split(key)
-        if parts is not None and parts[1] in RECONFIGURABLE:
+        if key in extra_keys:
+            out[key] = value
+        elif parts is not None and parts[1] in RECONFIGURABLE:
             out[f"{PREFIX}{parts[0].lower()}.{parts[1]}"] = value
         else:
             log.warning("dynamic broker config %s=%r in ZooKeeper not applied (not "

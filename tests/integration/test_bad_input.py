@@ -9,8 +9,11 @@ Broker behaviour expected (as Apache Kafka 3.9):
 - a frame that cannot be parsed (truncated body, absurd array count, garbage,
   unknown API key, unsupported version of anything but ApiVersions) closes that
   connection and only that one;
-- ApiVersions at an unknown version: UNSUPPORTED_VERSION (35) in a v0 body
-  naming ApiVersions' own range;
+- ApiVersions at an unknown version (above ours, or negative): UNSUPPORTED_VERSION
+  (35) in a v0 body naming exactly one entry, ApiVersions' own range; the
+  connection stays open;
+- tiny frames with huge counts (CVE-2022-34917), for every API: closed, and the
+  broker's RSS does not grow; a stock client works afterwards;
 - a size prefix above socket.request.max.bytes, or negative: connection closed;
 - a batch with a bad CRC: CORRUPT_MESSAGE (2), nothing appended;
 - a batch above message.max.bytes: MESSAGE_TOO_LARGE (10), nothing appended;
@@ -239,6 +242,101 @@ def test_unsupported_api_versions_version_answers_v0(port: int) -> None:
         assert any(k == ApiKey.API_VERSIONS and lo == 0 and 3 <= hi < 77 for k, lo, hi in entries), entries
         # and the connection stays usable
         assert c.api_versions().error_code == 0
+
+
+# -- issue 17: keys and versions exactly as Kafka 3.9 (SocketServer + RequestContext) ---------
+# ApiKeys.isVersionEnabled accepts any version of ApiVersions only; RequestContext treats an
+# unsupported ApiVersions as v0 and KafkaApis answers ApiVersionsRequest.getErrorResponse:
+# UNSUPPORTED_VERSION with exactly one entry, ApiVersions' own range. Anything else the
+# header names but the broker does not serve throws in parseRequestHeader: connection closed.
+
+
+def _api_versions_error_entries(c: WireClient, version: int, correlation_id: int) -> list[tuple[int, int, int]]:
+    c.send_frame(struct.pack(">hhih", ApiKey.API_VERSIONS, version, correlation_id, -1) + b"\x00" * 4)
+    frame = c.recv_frame()
+    cid, err, n = struct.unpack_from(">ihi", frame, 0)
+    assert (cid, err) == (correlation_id, UNSUPPORTED_VERSION)
+    assert len(frame) == 10 + 6 * n
+    return [struct.unpack_from(">hhh", frame, 10 + 6 * i) for i in range(n)]
+
+
+def test_unsupported_api_versions_lists_exactly_api_versions(port: int) -> None:
+    with WireClient(port) as c:
+        (entry,) = _api_versions_error_entries(c, 32000, 7)
+        assert entry[0] == ApiKey.API_VERSIONS and entry[1] == 0 and entry[2] >= 3
+        # a negative version is unsupported as well: the same answer, connection kept
+        assert _api_versions_error_entries(c, -1, 8) == [entry]
+        assert c.api_versions().error_code == 0
+
+
+@pytest.mark.parametrize("key, version", [
+    (ApiKey.PRODUCE, 99), (ApiKey.FETCH, -1), (ApiKey.METADATA, 32767),
+    (52, 0),    # Vote: a KRaft controller API, not served by a ZooKeeper-mode broker
+    (1000, 3),  # no such key at all
+])
+def test_unserved_key_or_version_closes_only_that_connection(port: int, key: int,
+                                                               version: int) -> None:
+    with WireClient(port) as other:
+        assert other.api_versions().error_code == 0
+        with WireClient(port) as c:
+            c.send_frame(struct.pack(">hhih", key, version, 42, -1) + b"\x00" * 16)
+            expect_closed(c)
+        assert other.metadata([TOPIC]).topics[0].error_code == 0
+
+
+def test_cve_2022_34917_frames_leave_memory_bounded(port: int, cluster: Cluster) -> None:
+    """Tiny frames announcing 2^31 elements or 4 GiB strings, for every API and version,
+    sent over real connections: each closes its connection, RSS does not grow."""
+    from protocol.spec import all_apis
+    from tests.unit.protocol.test_decode_limits import hostile_frames
+
+    pid = cluster.brokers[0].pid
+    assert pid is not None
+
+    def rss_kib() -> int:
+        for line in open(f"/proc/{pid}/status"):
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+        raise AssertionError("no VmRSS")
+
+    before = rss_kib()
+    sent = 0
+    for key, spec in sorted(all_apis().items()):
+        req = spec.request
+        for version in (req.valid.lo, req.valid.hi):
+            for body in list(hostile_frames(req, version))[:4]:
+                with WireClient(port) as c:
+                    _cid, head = c.header_bytes(key, version)
+                    c.send_frame(head + body)
+                    expect_closed(c)
+                sent += 1
+    assert sent > 200
+    grown = rss_kib() - before
+    assert grown < 50 * 1024, f"broker RSS grew {grown} KiB over {sent} hostile frames"
+
+
+def test_a_stock_client_works_after_the_bad_input(port: int, cluster: Cluster) -> None:
+    confluent_kafka = pytest.importorskip("confluent_kafka")
+    p = confluent_kafka.Producer({"bootstrap.servers": cluster.bootstrap, "linger.ms": 0})
+    delivered: list[object] = []
+    for i in range(10):
+        p.produce(TOPIC, key=b"k%d" % i, value=b"v", partition=1,
+                  on_delivery=lambda err, msg: delivered.append(err))
+    assert p.flush(20) == 0
+    assert delivered == [None] * 10
+    consumer = confluent_kafka.Consumer({"bootstrap.servers": cluster.bootstrap,
+                                         "group.id": "bad-input-after", "enable.auto.commit": False})
+    try:
+        consumer.assign([confluent_kafka.TopicPartition(TOPIC, 1, 0)])
+        seen = 0
+        deadline = time.monotonic() + 20
+        while seen < 10 and time.monotonic() < deadline:
+            m = consumer.poll(0.5)
+            if m is not None and m.error() is None:
+                seen += 1
+        assert seen >= 10
+    finally:
+        consumer.close()
 
 
 def test_pipelined_requests_answered_in_order(port: int) -> None:

@@ -21,6 +21,7 @@ from broker.acl.authorizer import AclAuthorizer
 from broker.acl.checks import authorize_by_resource_type, authorized_names
 from broker.context import RequestContext
 from broker.dispatch import REGISTRY, load_handlers
+from broker.replication.replica_manager import ProduceResult
 from protocol.api_keys import ApiKey as K
 from protocol.codec import decode, encode
 from protocol.errors import ErrorCode as E
@@ -456,8 +457,7 @@ def test_produce_checks_the_transactional_id_only_for_transactional_batches() ->
     async def append_records(acks: int, timeout: int, entries: dict[Any, Any], **kw: Any
                              ) -> dict[Any, Any]:
         appended.append(sorted(entries))
-        return {tp: SimpleNamespace(error=0, error_message=None, base_offset=0,
-                                    log_append_time=-1, log_start_offset=0) for tp in entries}
+        return {tp: ProduceResult(0, base_offset=0, log_start_offset=0) for tp in entries}
     b = broker(authorizer({(RT.TRANSACTIONAL_ID, "tx"): [(Op.WRITE, Perm.DENY)]}),
                replicas=SimpleNamespace(append_records=append_records))
     r = call(b, K.PRODUCE, 9, _produce("tx", transactional=True))

@@ -403,6 +403,7 @@ def test_create_topic_v4_defaults_and_v4_vs_v5_fields() -> None:
     (creatable("t", 1, 3), ErrorCode.INVALID_REPLICATION_FACTOR),
     (creatable("t", 1, 0), ErrorCode.INVALID_REPLICATION_FACTOR),
     (creatable("t", 0, 1), ErrorCode.INVALID_PARTITIONS),
+    (creatable("t", 2**31 - 1, 1), ErrorCode.POLICY_VIOLATION),    # the fuzzer's count
     (creatable("t", configs={"no.such.key": "1"}), ErrorCode.INVALID_CONFIG),
     (creatable("t", configs={"retention.ms": "soon"}), ErrorCode.INVALID_CONFIG),
     (creatable("t", configs={"cleanup.policy": "compact,shred"}), ErrorCode.INVALID_CONFIG),
@@ -531,6 +532,7 @@ def test_create_partitions_placed_and_explicit() -> None:
     ("nope", 2, None, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION),
     ("t", 2, None, ErrorCode.INVALID_PARTITIONS),
     ("t", 1, None, ErrorCode.INVALID_PARTITIONS),
+    ("t", 10_003, None, ErrorCode.POLICY_VIOLATION),                # 10,001 new
     ("t", 4, [[1]], ErrorCode.INVALID_REPLICA_ASSIGNMENT),          # 2 new, 1 list
     ("t", 3, [[1, 9]], ErrorCode.INVALID_REPLICA_ASSIGNMENT),       # unknown broker
     ("t", 3, [[1, 1]], ErrorCode.INVALID_REPLICA_ASSIGNMENT),       # duplicate

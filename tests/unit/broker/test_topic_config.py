@@ -137,3 +137,15 @@ def test_log_config_from_broker_and_overrides() -> None:
     assert (topic.segment_bytes, topic.retention_ms, topic.max_message_bytes) == (1024, -1, 77)
     assert topic.log_append_time and topic.preallocate and topic.flush_on_roll
     assert topic.segment_ms == 2 * 3_600_000
+
+
+def test_broker_timestamp_bounds_reach_the_log_config_and_topics_override_them() -> None:
+    """log.message.timestamp.before/after.max.ms in server.properties are the topics'
+    defaults for message.timestamp.before/after.max.ms (record validation reads them)."""
+    broker = BrokerConfig.from_properties({"log.message.timestamp.before.max.ms": "3600000",
+                                           "log.message.timestamp.after.max.ms": "60000"})
+    lc = tc.log_config(broker)
+    assert (lc.message_timestamp_before_max_ms, lc.message_timestamp_after_max_ms) == \
+        (3_600_000, 60_000)
+    lc = tc.log_config(broker, {"message.timestamp.before.max.ms": "5"})
+    assert lc.message_timestamp_before_max_ms == 5

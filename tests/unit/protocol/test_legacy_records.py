@@ -222,10 +222,15 @@ def test_downconvert_first_offset_only_filters_uncompressed() -> None:
 def test_downconvert_validates_input() -> None:
     with pytest.raises(ValueError, match="increase"):
         downconvert([(5, 0, None, b""), (5, 0, None, b"")], 1)
-    with pytest.raises(ValueError, match="timestamp"):
-        downconvert([(5, -7, None, b"")], 1)
     with pytest.raises(ValueError, match="magic"):
         downconvert(rows(1), 2)
+
+
+def test_downconvert_writes_a_timestamp_magic_1_cannot_hold_as_none() -> None:
+    """A magic-2 record may carry any negative timestamp; a magic-1 message holds only
+    -1 below zero: the record still goes to the old consumer, with no timestamp."""
+    (m,) = list(iter_messages(downconvert([(5, -4611684318427387904, b"k", b"v")], 1)))
+    assert (m.offset, m.timestamp, m.key, m.value) == (5, -1, b"k", b"v")
 
 
 # ----------------------------------------------------------------- corrupt and invalid input

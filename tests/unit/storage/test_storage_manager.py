@@ -202,6 +202,20 @@ def test_log_manager_lifecycle(tmp_path: object) -> None:
         LogManager(dirs, cfg).startup(broker_id=2, cluster_id="abc")
 
 
+def test_deleting_the_log_of_a_longest_topic_name(tmp_path: object) -> None:
+    """A 249-character topic (Kafka's longest): its ``-delete`` name is cut to fit 255
+    bytes (the fuzzer's finding: the rename failed and took the log dir offline)."""
+    topic = "t" * 249
+    mgr = LogManager([os.path.join(str(tmp_path), "d")], LogConfig())
+    mgr.startup(broker_id=1, cluster_id="abc")
+    mgr.get_or_create_log(topic, 12345).append(batch(0))
+    assert mgr.delete_log(topic, 12345)
+    assert mgr.get_log(topic, 12345) is None and not mgr.offline_dirs
+    name = filenames.delete_dir_name(topic, 12345, "0" * 32)
+    assert len(name) == 255 and name.endswith("-12345." + "0" * 32 + "-delete")
+    mgr.shutdown()
+
+
 def test_config_from_properties() -> None:
     cfg = LogConfig.from_properties({"log.retention.hours": "1", "log.retention.ms": "5000",
                                      "log.segment.bytes": "1234", "log.roll.hours": "2",

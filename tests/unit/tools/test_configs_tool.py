@@ -97,8 +97,14 @@ def test_alter_users_args() -> None:
     (["--describe", "--entity-type", "users", "--add-config", "a=1"], "only valid with --alter"),
     (["--alter", "--user", "a", "--add-config", "SCRAM-SHA-1=[password=x]"],
      "Unexpected config names: SCRAM-SHA-1"),
-    (["--alter", "--user", "a", "--add-config", "producer_byte_rate=1024"],
-     "quota configs are not supported"),
+    (["--alter", "--user", "a", "--add-config", "producer_byte_rate=fast"],
+     "Invalid value for quota config producer_byte_rate"),
+    (["--alter", "--entity-type", "clients", "--add-config", "producer_byte_rate=1"],
+     "An entity name must be specified"),
+    (["--alter", "--client", "c", "--add-config", "SCRAM-SHA-256=[password=x]"],
+     "Only quota configs can be added for 'clients'"),
+    (["--describe", "--entity-type", "topics", "--entity-type", "users"],
+     "Only users and clients can be combined"),
     (["--alter", "--user", "a", "--delete-config", "other"], "Unexpected config names: other"),
     (["--alter", "--entity-type", "topics", "--user", "a", "--delete-config", SHA256],
      "--user cannot be used with --entity-type topics"),
@@ -163,6 +169,10 @@ def test_describe_users_prints_kafkas_lines(monkeypatch: pytest.MonkeyPatch) -> 
                 UserCredentials("dup", ErrorCode.DUPLICATE_RESOURCE, "twice")]
     monkeypatch.setattr(configs, "KafkaAdmin", FakeAdmin)
     monkeypatch.setattr(configs, "describe_user_scram_credentials", describe)
+
+    async def no_quotas(*args: Any, **kwargs: Any) -> dict[Any, Any]:
+        return {}
+    monkeypatch.setattr(configs.client_quotas, "describe_client_quotas", no_quotas)
     status, out, err = run_tool(["--describe", "--entity-type", "users"])
     assert (status, err) == (0, "")
     assert out == ("SCRAM credential configs for user-principal 'alice' are "

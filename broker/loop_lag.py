@@ -1,0 +1,156 @@
+"""Event-loop stall monitor: how late a periodic timer fires, as a histogram.
+
+Theory of operation:
+
+1. A callback is scheduled with ``loop.call_at`` every ``interval`` seconds
+   (10 ms). When it runs, ``lag = loop.time() - due`` is how long the loop was
+   busy with something else (a long callback, a blocking call, a garbage
+   collection) past the moment the timer became due. That lag is what any
+   other ready callback - a client's response, a replica fetch - waited too.
+2. The lag goes into a fixed histogram: 0.05 ms to ~100 s in geometric
+   buckets (ratio 1.1, so a percentile is read within 10%); the exact maximum
+   is kept beside it. Two histograms: one for the current window (reset after
+   each periodic log line) and one since start.
+3. Every ``window`` seconds (60) one INFO line summarises the window, and
+   ``stop()`` logs the same for the whole run::
+
+       event loop lag over 60 s: p50 0.05 p99 1.06 max 14.90 ms (6000 samples, 0 over 50 ms,
+           0 of them on CPU)
+       event loop lag since start (1234 s): p50 ... (123400 samples, 2 over 50 ms, 1 of them
+           on CPU)
+
+   The fuzzer (tests/fuzz) parses the "since start" line at shutdown.
+4. Whose time: for a lag over 50 ms the process CPU time since the previous
+   tick is compared with the wall time: a stall during which the process ran
+   at least half the time is counted "on CPU" (the loop was busy: our code,
+   GC); the rest were the OS's (descheduled on a busy machine, or a blocking
+   syscall such as a page fault or fsync). On a shared 2-core machine the
+   second kind is common; only the first is the broker's doing.
+5. Resolution: uvloop's timers have 1 ms granularity (libuv), so lags below
+   1 ms read as 0.05 or ~1.06 ms; the percentiles above a few ms are exact
+   within a bucket.
+6. Bounds: a stall of length S is seen as a lag between S - interval and S
+   (the timer may have been due just after the stall began), so the
+   measured max is at most ``interval`` below the true one. Cost: one
+   callback per interval (about 5 µs: 0.05% of a core at 10 ms), no task, no
+   allocation beyond the two fixed lists; the next due time is the previous
+   due time plus the interval (no drift), or now when the loop fell more
+   than a whole interval behind.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import bisect
+import logging
+import math
+import time
+
+log = logging.getLogger("pybroker.loop_lag")
+
+INTERVAL_S = 0.010
+WINDOW_S = 60.0
+STALL_MS = 50.0          # the issue's bound; lines count the samples above it
+
+_FIRST_EDGE_MS = 0.05
+_RATIO = 1.1
+_EDGES_MS: list[float] = [_FIRST_EDGE_MS * _RATIO ** i for i in range(190)]  # to ~3.6e6 ms
+
+
+class LagHistogram:
+    """Counts of lags (ms) per geometric bucket, plus the exact maximum."""
+
+    __slots__ = ("counts", "samples", "max_ms", "over_stall", "stalls_on_cpu")
+
+    def __init__(self) -> None:
+        self.counts = [0] * (len(_EDGES_MS) + 1)
+        self.samples = 0
+        self.max_ms = 0.0
+        self.over_stall = 0
+        self.stalls_on_cpu = 0      # stalls during which the process mostly ran on a CPU
+
+    def add(self, lag_ms: float, on_cpu: bool = True) -> None:
+        self.counts[bisect.bisect_left(_EDGES_MS, lag_ms)] += 1
+        self.samples += 1
+        if lag_ms > self.max_ms:
+            self.max_ms = lag_ms
+        if lag_ms > STALL_MS:
+            self.over_stall += 1
+            if on_cpu:
+                self.stalls_on_cpu += 1
+
+    def percentile(self, p: float) -> float:
+        """Upper edge (ms) of the bucket holding the p-th percentile (0 when empty),
+        never above the exact maximum."""
+        if self.samples == 0:
+            return 0.0
+        rank = max(1, math.ceil(self.samples * p / 100.0))
+        seen = 0
+        for i, n in enumerate(self.counts):
+            seen += n
+            if seen >= rank:
+                edge = _EDGES_MS[i] if i < len(_EDGES_MS) else self.max_ms
+                return min(edge, self.max_ms)
+        return self.max_ms
+
+    def summary(self) -> str:
+        return (f"p50 {self.percentile(50):.2f} p99 {self.percentile(99):.2f} "
+                f"max {self.max_ms:.2f} ms ({self.samples} samples, "
+                f"{self.over_stall} over {STALL_MS:g} ms, {self.stalls_on_cpu} of them "
+                f"on CPU)")
+
+
+class LoopLagMonitor:
+    """Start with ``start()`` inside the running loop; ``stop()`` logs the total."""
+
+    def __init__(self, interval: float = INTERVAL_S, window: float = WINDOW_S) -> None:
+        self.interval = interval
+        self.window = window
+        self.total = LagHistogram()
+        self.current = LagHistogram()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._handle: asyncio.TimerHandle | None = None
+        self._due = 0.0
+        self._started = 0.0
+        self._window_start = 0.0
+        self._last_wall = 0.0
+        self._last_cpu = 0.0
+
+    def start(self) -> None:
+        loop = asyncio.get_running_loop()
+        self._loop = loop
+        self._started = self._window_start = loop.time()
+        self._due = self._started + self.interval
+        self._last_wall, self._last_cpu = self._started, time.process_time()
+        self._handle = loop.call_at(self._due, self._tick)
+
+    def _tick(self) -> None:
+        loop = self._loop
+        assert loop is not None
+        now = loop.time()
+        lag_ms = max(0.0, (now - self._due) * 1000.0)
+        on_cpu = True
+        if lag_ms > STALL_MS:           # whose time was it: ours (CPU) or the OS's?
+            cpu = time.process_time()
+            on_cpu = cpu - self._last_cpu >= 0.5 * (now - self._last_wall)
+        self.total.add(lag_ms, on_cpu)
+        self.current.add(lag_ms, on_cpu)
+        if now - self._window_start >= self.window:
+            log.info("event loop lag over %.0f s: %s", now - self._window_start,
+                     self.current.summary())
+            self.current = LagHistogram()
+            self._window_start = now
+        self._last_wall = now
+        self._last_cpu = time.process_time()
+        self._due += self.interval
+        if self._due < now:             # fell a whole interval behind: no catch-up burst
+            self._due = now + self.interval
+        self._handle = loop.call_at(self._due, self._tick)
+
+    def stop(self) -> None:
+        if self._handle is None or self._loop is None:
+            return
+        self._handle.cancel()
+        self._handle = None
+        log.info("event loop lag since start (%.0f s): %s",
+                 self._loop.time() - self._started, self.total.summary())
