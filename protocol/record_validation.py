@@ -41,10 +41,14 @@ bound must leave room for real compression ratios: producers build batches from 
 uncompressed size (librdkafka: batch.size, 1 MB by default; kafka-python/aiokafka:
 batch_size 16 KiB) or from an estimated ratio that starts at 1.0 and falls by 0.005 per
 batch (the Java client, batch.size 16 KiB), and text, JSON or logs compress 3-10x. The
-bound is also what a bomb costs: inflating is done on the event loop, and 16 MiB of zeros
-take 10-30 ms (zstd, gzip) where the fuzzer measured 75-117 ms stalls at 64 MiB (64x was
-the first choice). A topic whose batches inflate more than 16 MiB and 16 times its
+bound is also what a bomb costs: 16 MiB of zeros take 10-30 ms to inflate (zstd, gzip),
+where the fuzzer measured 75-117 ms event-loop stalls at 64 MiB (64x was the first choice,
+before the inflating moved to a worker thread). A topic whose batches inflate more than 16 MiB and 16 times its
 max.message.bytes needs a larger max.message.bytes.
+
+Where it runs: the broker validates heavy data (any compressed batch, or a large
+uncompressed one) in a worker thread (broker/replication/record_checks.py), the rest
+inline; this module is plain functions over bytes, safe to call from any thread.
 
 Performance: this is on the produce hot path. The walk allocates nothing per record
 (no Record objects, no key/value copies): varints are read inline with a one-byte fast

@@ -7,6 +7,8 @@ Map (Kafka's layers: LogSegment -> UnifiedLog (storage/) -> Partition -> Replica
     fetch_reads.py            the read side of Fetch (per-partition reads, follower checks)
     offset_lookup.py          ListOffsets: special timestamps, offset for a timestamp
     partition.py              Partition: leader/follower appends, reads, high watermark
+    record_checks.py          heavy produce data (compressed, many records) validated in a
+                              worker thread before the append, so the event loop goes on
     partition_isr.py          ISR expand/shrink, proposals to the controller
     partition_state.py        the LeaderAndIsr state a partition holds
     producer_state.py         idempotent/transactional producer state per partition

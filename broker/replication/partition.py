@@ -236,7 +236,8 @@ class Partition:
     def append_records_as_leader(self, data: bytes | bytearray | memoryview, *, required_acks: int,
                                  min_insync_replicas: int,
                                  single_batch: bool = False,
-                                 check_sequences: bool = True) -> LeaderAppendResult:
+                                 check_sequences: bool = True,
+                                 records_checked: bool = False) -> LeaderAppendResult:
         """Validate and append one produce request's records for this partition.
 
         Raises KafkaError (nothing appended) for: not leader; CRC/size damage
@@ -247,7 +248,8 @@ class Partition:
         duplicate of a recent batch is answered with its original offsets.
         ``single_batch``: Produce v3+ must carry exactly one batch (INVALID_RECORD).
         ``check_sequences`` False: a coordinator's write (no duplicate or sequence checks;
-        the producer epoch is still checked).
+        the producer epoch is still checked). ``records_checked``: the records were
+        validated already, off the event loop (``record_checks``): headers only here.
         """
         if not self.is_leader:
             raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER,
@@ -256,8 +258,8 @@ class Partition:
         if required_acks == -1 and len(self.isr) < min_insync_replicas:
             raise KafkaError(ErrorCode.NOT_ENOUGH_REPLICAS,
                              f"ISR {sorted(self.isr)} is smaller than min.insync.replicas {min_insync_replicas}")
-        headers = _validate(data, plog.config, self.topic, self.partition, self.clock(),
-                            records_inside=check_sequences)
+        headers = validate_records(data, plog.config, self.topic, self.partition, self.clock(),
+                                   records_inside=check_sequences and not records_checked)
         if single_batch and len(headers) != 1:
             raise KafkaError(ErrorCode.INVALID_RECORD,
                              f"produce v3+ needs exactly one record batch, not {len(headers)}")
@@ -486,8 +488,9 @@ class Partition:
         return self.last_stable_offset if isolation == READ_COMMITTED else self.high_watermark
 
 
-def _validate(data: bytes | bytearray | memoryview, config: LogConfig, topic: str, partition: int,
-              now: int, *, records_inside: bool = True) -> list[BatchHeader]:
+def validate_records(data: bytes | bytearray | memoryview, config: LogConfig, topic: str,
+                     partition: int, now: int, *, records_inside: bool = True
+                     ) -> list[BatchHeader]:
     """records.validate plus the max.message.bytes bound, then (``records_inside``: a
     client's write, not a coordinator's own) every record as Kafka's LogValidator
     (protocol/record_validation), mapped to Kafka's error codes. Rule breaks raise

@@ -52,6 +52,7 @@ from broker.replication.partition import Partition, RecordErrorsError
 from broker.replication.partition_isr import PendingIsrChange
 from broker.replication.partition_state import NO_TOPIC_ID, PartitionState
 from broker.replication.purgatory import DelayedFetch, DelayedProduce, Purgatory, Timer
+from broker.replication.record_checks import check_heavy
 from broker.replication.throttle import ReplicationQuota, leader_throttle
 from broker.replication.txn_verify import Verifier, unverified
 from protocol.errors import ErrorCode, KafkaError
@@ -375,17 +376,24 @@ class ReplicaManager:
             failed = await unverified(self.partitions, self.verifier, transactional_id, entries)
             results.update((tp, ProduceResult(e)) for tp, e in failed.items())
             entries = {tp: d for tp, d in entries.items() if tp not in failed}
+        # heavy records (compressed, or many) are validated in a worker thread first
+        checked = {} if from_coordinator else await check_heavy(self.partitions, entries,
+                                                                self.clock)
         for tp, data in entries.items():
             p = self.partitions.get(tp)
             if p is None:
                 results[tp] = ProduceResult(self._absent(tp))
                 continue
             try:
+                refused = checked.get(tp)
+                if refused is not None:
+                    raise refused
                 self.fence.check(tp, p, self.clock())
                 r = p.append_records_as_leader(data, required_acks=acks,
                                                min_insync_replicas=self.min_insync_replicas(tp[0]),
                                                single_batch=single_batch,
-                                               check_sequences=not from_coordinator)
+                                               check_sequences=not from_coordinator,
+                                               records_checked=tp in checked)
             except KafkaError as e:
                 results[tp] = ProduceResult(
                     e.code, error_message=e.message, record_errors=tuple(
