@@ -2,8 +2,10 @@
 
 Map (Kafka's layers: LogSegment -> UnifiedLog (storage/) -> Partition -> ReplicaManager):
 
-    replica_manager.py        ReplicaManager: LeaderAndIsr/StopReplica transitions, Produce
-                              appends with acks, Fetch with DelayedFetch
+    replica_manager.py        ReplicaManager: LeaderAndIsr/StopReplica transitions, Fetch
+                              with DelayedFetch
+    leader_appends.py         its produce side: record and marker appends as leader,
+                              the acks=all wait (DelayedProduce)
     fetch_reads.py            the read side of Fetch (per-partition reads, follower checks)
     offset_lookup.py          ListOffsets: special timestamps, offset for a timestamp
     partition.py              Partition: leader/follower appends, reads, high watermark

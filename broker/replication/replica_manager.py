@@ -41,20 +41,20 @@ import asyncio
 import base64
 import logging
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 from broker.replication.fetch_reads import (FetchPartitionRequest, FetchPartitionResult, read_all,
                                             read_partition, valid_follower_position)
 from broker.replication.leader_fence import LeaderFence
 from broker.replication.offset_lookup import legacy_offsets_before, offset_for_timestamp
-from broker.replication.partition import Partition, RecordErrorsError
+from broker.replication.leader_appends import LeaderAppends
+from broker.replication.leader_appends import ProduceResult as ProduceResult  # re-exported
+from broker.replication.partition import Partition
 from broker.replication.partition_isr import PendingIsrChange
 from broker.replication.partition_state import NO_TOPIC_ID, PartitionState
-from broker.replication.purgatory import DelayedFetch, DelayedProduce, Purgatory, Timer
-from broker.replication.record_checks import check_heavy
+from broker.replication.purgatory import DelayedFetch, Purgatory, Timer
 from broker.replication.throttle import ReplicationQuota, leader_throttle
-from broker.replication.txn_verify import Verifier, unverified
+from broker.replication.txn_verify import Verifier
 from protocol.errors import ErrorCode, KafkaError
 from storage.log import wall_clock_ms
 from storage.log_manager import LogManager
@@ -69,17 +69,6 @@ NO_EPOCH = -1
 def topic_id_text(topic_id: Any) -> str:
     """Kafka's Uuid.toString: URL-safe base64 of the 16 bytes, no padding."""
     return base64.urlsafe_b64encode(topic_id.bytes).decode().rstrip("=")
-
-
-@dataclass(frozen=True, slots=True)
-class ProduceResult:
-    error: int = ErrorCode.NONE
-    base_offset: int = -1
-    log_append_time: int = -1
-    log_start_offset: int = -1
-    error_message: str | None = None
-    # KIP-467: the (batch_index, message) pairs of a record-level refusal
-    record_errors: tuple[tuple[int, str], ...] = ()
 
 
 # An AlterPartition answer for one partition: (error, leader epoch, isr, partition epoch).
@@ -117,7 +106,7 @@ class NoFetchers:
         pass
 
 
-class ReplicaManager:
+class ReplicaManager(LeaderAppends):
     def __init__(self, broker_id: int, logs: LogManager, *, clock: Callable[[], int] = wall_clock_ms,
                  timer: Timer | None = None,
                  min_insync_replicas: Callable[[str], int] = lambda _topic: 1,
@@ -350,121 +339,6 @@ class ReplicaManager:
         self.produce_purgatory.check_and_complete(tp)
 
     # -- Produce -------------------------------------------------------------------------
-
-    async def append_records(self, acks: int, timeout_ms: int,
-                             entries: dict[TopicPartition, Any], *,
-                             transactional_id: str | None = None,
-                             single_batch: bool = False,
-                             appended: Callable[[], None] | None = None,
-                             from_coordinator: bool = False
-                             ) -> dict[TopicPartition, ProduceResult]:
-        """Append each partition's records as leader; wait for the HW with acks=all.
-
-        ``single_batch``: Produce v3+ (exactly one batch per partition).
-        ``transactional_id``: with a ``verifier`` (KIP-890), the first batch of a
-        transaction on a partition is appended only once the coordinator confirmed
-        the partition is in it (``txn_verify``).
-        ``appended`` is called once every append is done, before the wait.
-        ``from_coordinator``: a coordinator's own write (Kafka's AppendOrigin
-        COORDINATOR): producer sequences are not checked.
-        """
-        if acks not in (-1, 0, 1):
-            return {tp: ProduceResult(ErrorCode.INVALID_REQUIRED_ACKS) for tp in entries}
-        results: dict[TopicPartition, ProduceResult] = {}
-        pending: dict[TopicPartition, int] = {}
-        if transactional_id is not None and self.verifier is not None and not from_coordinator:
-            failed = await unverified(self.partitions, self.verifier, transactional_id, entries)
-            results.update((tp, ProduceResult(e)) for tp, e in failed.items())
-            entries = {tp: d for tp, d in entries.items() if tp not in failed}
-        # heavy records (compressed, or many) are validated in a worker thread first
-        checked = {} if from_coordinator else await check_heavy(self.partitions, entries,
-                                                                self.clock)
-        for tp, data in entries.items():
-            p = self.partitions.get(tp)
-            if p is None:
-                results[tp] = ProduceResult(self._absent(tp))
-                continue
-            try:
-                refused = checked.get(tp)
-                if refused is not None:
-                    raise refused
-                self.fence.check(tp, p, self.clock())
-                r = p.append_records_as_leader(data, required_acks=acks,
-                                               min_insync_replicas=self.min_insync_replicas(tp[0]),
-                                               single_batch=single_batch,
-                                               check_sequences=not from_coordinator,
-                                               records_checked=tp in checked)
-            except KafkaError as e:
-                results[tp] = ProduceResult(
-                    e.code, error_message=e.message, record_errors=tuple(
-                        e.record_errors if isinstance(e, RecordErrorsError) else ()))
-                continue
-            except OSError as e:    # its log dir failed (the log's guard reported it)
-                log.error("%s-%d: append failed: %s", tp[0], tp[1], e)
-                results[tp] = ProduceResult(ErrorCode.KAFKA_STORAGE_ERROR, error_message=str(e))
-                continue
-            results[tp] = ProduceResult(ErrorCode.NONE, r.first_offset, r.log_append_time,
-                                        r.log_start_offset)
-            pending[tp] = r.last_offset + 1
-            if not r.duplicate:
-                self._partition_changed(tp)
-        if appended is not None:
-            appended()
-        if acks == -1 and pending:
-            errors = await self._wait_for_high_watermark(timeout_ms, pending)
-            for tp, error in errors.items():
-                if error:
-                    old = results[tp]
-                    results[tp] = ProduceResult(error, old.base_offset, old.log_append_time,
-                                                old.log_start_offset)
-        return results
-
-    async def append_markers(self, timeout_ms: int, producer_id: int, producer_epoch: int,
-                             commit: bool, coordinator_epoch: int,
-                             tps: list[TopicPartition]) -> dict[TopicPartition, int]:
-        """WriteTxnMarkers for one producer: a COMMIT/ABORT control batch on each
-        partition we lead, then the wait for the HW to pass them (markers are always
-        written acks=all, as Kafka's coordinator-origin appends). -> error per partition."""
-        errors: dict[TopicPartition, int] = {}
-        pending: dict[TopicPartition, int] = {}
-        for tp in tps:
-            p = self.partitions.get(tp)
-            if p is None:
-                errors[tp] = self._absent(tp)
-                continue
-            try:
-                self.fence.check(tp, p, self.clock())
-                offset = p.append_marker_as_leader(commit=commit, producer_id=producer_id,
-                                                   producer_epoch=producer_epoch,
-                                                   coordinator_epoch=coordinator_epoch)
-            except KafkaError as e:
-                errors[tp] = e.code
-                continue
-            except OSError as e:
-                log.error("%s-%d: marker append failed: %s", tp[0], tp[1], e)
-                errors[tp] = ErrorCode.KAFKA_STORAGE_ERROR
-                continue
-            pending[tp] = offset + 1
-            errors[tp] = ErrorCode.NONE
-            self._partition_changed(tp)
-        if pending:
-            waited = await self._wait_for_high_watermark(timeout_ms, pending)
-            errors.update({tp: e for tp, e in waited.items() if e})
-        return errors
-
-    async def _wait_for_high_watermark(self, timeout_ms: int,
-                                       pending: dict[TopicPartition, int]) -> dict[TopicPartition, int]:
-        future: asyncio.Future[dict[TopicPartition, int]] = asyncio.get_running_loop().create_future()
-        op = DelayedProduce(timeout_ms, pending, self._enough_replicas, future)
-        self.produce_purgatory.try_complete_else_watch(op, list(pending))
-        return await future
-
-    def _enough_replicas(self, tp: TopicPartition, required: int) -> tuple[bool, int]:
-        p = self.partitions.get(tp)
-        if p is None:
-            return True, (ErrorCode.KAFKA_STORAGE_ERROR if tp in self.offline_partitions
-                          else ErrorCode.NOT_LEADER_OR_FOLLOWER)
-        return p.check_enough_replicas_reach_offset(required, self.min_insync_replicas(tp[0]))
 
     # -- Fetch ---------------------------------------------------------------------------
 

@@ -1,0 +1,179 @@
+"""The produce side of the ReplicaManager: leader appends of records and of
+transaction markers, and the wait for the high watermark (acks=all) in the produce
+purgatory (Kafka's ReplicaManager.appendRecords).
+
+``LeaderAppends`` is a base class of ``ReplicaManager`` (its one user), kept apart
+so that the manager's module holds the partitions' life cycle and the fetch side.
+It reads the manager's partitions, fence, clock, verifier and purgatory.
+
+Per produce request (``append_records``): KIP-890 verification of a transactional
+first batch; heavy records (compressed, or many) validated in a worker thread
+(``record_checks``); per partition the fence, then ``Partition.append_records_as_leader``
+(errors, KIP-467 record errors and storage failures answered per partition);
+``appended`` called once every append is done (the connection reads on); with acks=all
+the wait for the HW.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from broker.replication.partition import Partition, RecordErrorsError
+from broker.replication.purgatory import DelayedProduce, Purgatory
+from broker.replication.record_checks import check_heavy
+from broker.replication.txn_verify import Verifier, unverified
+from protocol.errors import ErrorCode, KafkaError
+
+if TYPE_CHECKING:
+    from broker.replication.leader_fence import LeaderFence
+
+log = logging.getLogger(__name__)
+
+TopicPartition = tuple[str, int]
+
+
+@dataclass(frozen=True, slots=True)
+class ProduceResult:
+    error: int = ErrorCode.NONE
+    base_offset: int = -1
+    log_append_time: int = -1
+    log_start_offset: int = -1
+    error_message: str | None = None
+    # KIP-467: the (batch_index, message) pairs of a record-level refusal
+    record_errors: tuple[tuple[int, str], ...] = ()
+
+
+
+class LeaderAppends:
+    """Produce appends as leader; mixed into ReplicaManager (see the module docstring)."""
+
+    partitions: dict[TopicPartition, Partition]
+    offline_partitions: set[TopicPartition]
+    fence: LeaderFence
+    clock: Callable[[], int]
+    verifier: Verifier | None
+    produce_purgatory: Purgatory
+    min_insync_replicas: Callable[[str], int]
+
+    def _absent(self, tp: TopicPartition) -> int: ...
+
+    def _partition_changed(self, tp: TopicPartition) -> None: ...
+
+    async def append_records(self, acks: int, timeout_ms: int,
+                             entries: dict[TopicPartition, Any], *,
+                             transactional_id: str | None = None,
+                             single_batch: bool = False,
+                             appended: Callable[[], None] | None = None,
+                             from_coordinator: bool = False
+                             ) -> dict[TopicPartition, ProduceResult]:
+        """Append each partition's records as leader; wait for the HW with acks=all.
+
+        ``single_batch``: Produce v3+ (exactly one batch per partition).
+        ``transactional_id``: with a ``verifier`` (KIP-890), the first batch of a
+        transaction on a partition is appended only once the coordinator confirmed
+        the partition is in it (``txn_verify``).
+        ``appended`` is called once every append is done, before the wait.
+        ``from_coordinator``: a coordinator's own write (Kafka's AppendOrigin
+        COORDINATOR): producer sequences are not checked.
+        """
+        if acks not in (-1, 0, 1):
+            return {tp: ProduceResult(ErrorCode.INVALID_REQUIRED_ACKS) for tp in entries}
+        results: dict[TopicPartition, ProduceResult] = {}
+        pending: dict[TopicPartition, int] = {}
+        if transactional_id is not None and self.verifier is not None and not from_coordinator:
+            failed = await unverified(self.partitions, self.verifier, transactional_id, entries)
+            results.update((tp, ProduceResult(e)) for tp, e in failed.items())
+            entries = {tp: d for tp, d in entries.items() if tp not in failed}
+        # heavy records (compressed, or many) are validated in a worker thread first
+        checked = {} if from_coordinator else await check_heavy(self.partitions, entries,
+                                                                self.clock)
+        for tp, data in entries.items():
+            p = self.partitions.get(tp)
+            if p is None:
+                results[tp] = ProduceResult(self._absent(tp))
+                continue
+            try:
+                refused = checked.get(tp)
+                if refused is not None:
+                    raise refused
+                self.fence.check(tp, p, self.clock())
+                r = p.append_records_as_leader(data, required_acks=acks,
+                                               min_insync_replicas=self.min_insync_replicas(tp[0]),
+                                               single_batch=single_batch,
+                                               check_sequences=not from_coordinator,
+                                               records_checked=tp in checked)
+            except KafkaError as e:
+                results[tp] = ProduceResult(
+                    e.code, error_message=e.message, record_errors=tuple(
+                        e.record_errors if isinstance(e, RecordErrorsError) else ()))
+                continue
+            except OSError as e:    # its log dir failed (the log's guard reported it)
+                log.error("%s-%d: append failed: %s", tp[0], tp[1], e)
+                results[tp] = ProduceResult(ErrorCode.KAFKA_STORAGE_ERROR, error_message=str(e))
+                continue
+            results[tp] = ProduceResult(ErrorCode.NONE, r.first_offset, r.log_append_time,
+                                        r.log_start_offset)
+            pending[tp] = r.last_offset + 1
+            if not r.duplicate:
+                self._partition_changed(tp)
+        if appended is not None:
+            appended()
+        if acks == -1 and pending:
+            errors = await self._wait_for_high_watermark(timeout_ms, pending)
+            for tp, error in errors.items():
+                if error:
+                    old = results[tp]
+                    results[tp] = ProduceResult(error, old.base_offset, old.log_append_time,
+                                                old.log_start_offset)
+        return results
+
+    async def append_markers(self, timeout_ms: int, producer_id: int, producer_epoch: int,
+                             commit: bool, coordinator_epoch: int,
+                             tps: list[TopicPartition]) -> dict[TopicPartition, int]:
+        """WriteTxnMarkers for one producer: a COMMIT/ABORT control batch on each
+        partition we lead, then the wait for the HW to pass them (markers are always
+        written acks=all, as Kafka's coordinator-origin appends). -> error per partition."""
+        errors: dict[TopicPartition, int] = {}
+        pending: dict[TopicPartition, int] = {}
+        for tp in tps:
+            p = self.partitions.get(tp)
+            if p is None:
+                errors[tp] = self._absent(tp)
+                continue
+            try:
+                self.fence.check(tp, p, self.clock())
+                offset = p.append_marker_as_leader(commit=commit, producer_id=producer_id,
+                                                   producer_epoch=producer_epoch,
+                                                   coordinator_epoch=coordinator_epoch)
+            except KafkaError as e:
+                errors[tp] = e.code
+                continue
+            except OSError as e:
+                log.error("%s-%d: marker append failed: %s", tp[0], tp[1], e)
+                errors[tp] = ErrorCode.KAFKA_STORAGE_ERROR
+                continue
+            pending[tp] = offset + 1
+            errors[tp] = ErrorCode.NONE
+            self._partition_changed(tp)
+        if pending:
+            waited = await self._wait_for_high_watermark(timeout_ms, pending)
+            errors.update({tp: e for tp, e in waited.items() if e})
+        return errors
+
+    async def _wait_for_high_watermark(self, timeout_ms: int,
+                                       pending: dict[TopicPartition, int]) -> dict[TopicPartition, int]:
+        future: asyncio.Future[dict[TopicPartition, int]] = asyncio.get_running_loop().create_future()
+        op = DelayedProduce(timeout_ms, pending, self._enough_replicas, future)
+        self.produce_purgatory.try_complete_else_watch(op, list(pending))
+        return await future
+
+    def _enough_replicas(self, tp: TopicPartition, required: int) -> tuple[bool, int]:
+        p = self.partitions.get(tp)
+        if p is None:
+            return True, (ErrorCode.KAFKA_STORAGE_ERROR if tp in self.offline_partitions
+                          else ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        return p.check_enough_replicas_reach_offset(required, self.min_insync_replicas(tp[0]))
