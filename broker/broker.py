@@ -35,6 +35,7 @@ from client import BrokerPool
 from client.inter_broker import controlled_shutdown
 from broker.config import BrokerConfig, ConfigError
 from broker.listeners import Endpoint, parse_listeners
+from broker.metrics.broker_metrics import BrokerMetrics
 from broker.log_dirs import LogDirFailureChannel, LogDirFailureHandler
 from broker.metadata_cache import MetadataCache
 from broker.producer_ids import ProducerIdManager
@@ -52,6 +53,7 @@ from broker.security.listeners import (client_security, control_plane_listener,
 from broker.server import KafkaServer
 from broker.network.limits import NetworkLimits
 from broker.tasks import bounded_step
+from broker.why.broker_status import ZkSessionWatch
 from controller import ClusterStore, Controller
 from controller import Endpoint as ZkEndpoint
 from protocol.errors import ErrorCode
@@ -130,8 +132,12 @@ class Broker:
         self.servers: list[KafkaServer] = []
         # what every listener shares: connection quotas, request queue and memory
         self.network_limits = NetworkLimits.from_config(config)
+        # ---- Prometheus metrics (broker/metrics/): None unless prometheus.listener is set
+        self.metrics: BrokerMetrics | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._cancel_watches: list[Callable[[], None]] = []
+        # broker/why: ZooKeeper session state and uptime for DescribeWhy's BrokerStatus
+        self.zk_session = ZkSessionWatch()
 
     @property
     def broker_epoch(self) -> int:
@@ -150,6 +156,7 @@ class Broker:
         load_handlers()
         self._stop = stop
         await self.cluster.connect()
+        self.zk_session.attach(self.cluster)
         self.cluster_id = await self.cluster.cluster_id()
         if self.authorizer is not None:
             await self.authorizer.start()
@@ -200,6 +207,10 @@ class Broker:
         self.transaction_coordinator = transaction.build(self)
         if self.config.transaction_partition_verification_enable:
             self.replicas.verifier = transaction.verifier(self)
+        # ---- Prometheus metrics (broker/metrics/): hooks in, endpoint up, before clients
+        self.metrics = BrokerMetrics.from_config(self)
+        if self.metrics is not None:
+            await self.metrics.start()
         for endpoint in self.listeners:
             server = KafkaServer(self, endpoint, self.listener_security[endpoint.name],
                                  self.network_limits)
@@ -422,14 +433,21 @@ class Broker:
                 log.exception("background task failed")
         self._tasks.append(asyncio.create_task(guarded()))
 
-    def _checkpoint_high_watermarks(self) -> None:
+    # The periodic checkpoints run in a worker thread: each is a write, an fsync and a
+    # directory fsync per log dir, which under disk load took the event loop for tens
+    # of ms. LogManager serialises checkpoint writes across threads.
+    async def _checkpoint_high_watermarks(self) -> None:
         assert self.logs is not None
-        self.logs.checkpoint_high_watermarks()
+        await asyncio.to_thread(self.logs.checkpoint_high_watermarks)
 
-    def _checkpoint_recovery_points(self) -> None:
+    async def _checkpoint_recovery_points(self) -> None:
         assert self.logs is not None
-        self.logs.checkpoint_recovery_points()
-        self.logs.checkpoint_log_start_offsets()
+        await asyncio.to_thread(self._write_recovery_checkpoints, self.logs)
+
+    @staticmethod
+    def _write_recovery_checkpoints(logs: LogManager) -> None:
+        logs.checkpoint_recovery_points()
+        logs.checkpoint_log_start_offsets()
 
     def _retention(self) -> None:
         assert self.logs is not None
@@ -502,6 +520,8 @@ class Broker:
         await self._shutdown_step("ZooKeeper session", self.cluster.close())
         for server in self.servers:
             await self._shutdown_step("listener", server.stop())
+        if self.metrics is not None:                  # ---- Prometheus metrics
+            await self._shutdown_step("metrics endpoint", self.metrics.stop())
         await self._shutdown_step("broker connections", self.pool.close())
         if self.controller_pool is not self.pool:
             await self._shutdown_step("controller connections", self.controller_pool.close())

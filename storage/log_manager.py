@@ -76,6 +76,7 @@ class LogManager:
         # log dir -> why it is offline; entries are only ever added (report_failure)
         self.offline_dirs: dict[str, str] = {}
         self._offline_lock = threading.Lock()   # report_failure runs in worker threads too
+        self._checkpoint_lock = threading.Lock()  # checkpoint files: one writer at a time
 
     # -- offline log dirs (see the module docstring) ----------------------------------
 
@@ -252,11 +253,25 @@ class LogManager:
         return log
 
     def delete_log(self, topic: str, partition: int) -> bool:
-        """Close the log, rename its dir to ``<tp>.<uuid>-delete``, then remove it."""
+        """Close the log, rename its dir to ``<tp>.<uuid>-delete``, then remove it
+        and rewrite the checkpoints: ``detach_log`` then ``purge_deleted``."""
+        doomed = self.detach_log(topic, partition)
+        if doomed is None:
+            return False
+        self.purge_deleted([doomed])
+        return True
+
+    def detach_log(self, topic: str, partition: int) -> str | None:
+        """Close the log and rename its dir to ``<tp>.<uuid>-delete`` (fsync'd): from
+        here the partition's name is free for a new log, and a restart removes the
+        renamed dir. -> that dir, or None when there is no such log. The slow rest
+        (removing the files, rewriting the checkpoints without the log) is
+        ``purge_deleted``, which any thread may run later, as Kafka deletes
+        ``-delete`` dirs in the background (file.delete.delay.ms)."""
         tp = (topic, partition)
         log = self.logs.pop(tp, None)
         if log is None:
-            return False
+            return None
         log_dir = self._dir_of.pop(tp)
         doomed = os.path.join(os.path.dirname(log.dir), filenames.delete_dir_name(
             topic, partition, uuid.uuid4().hex))
@@ -268,9 +283,14 @@ class LogManager:
             self.report_failure(log_dir, f"deleting the log of {topic}-{partition}", e)
             log.release()
             raise
-        shutil.rmtree(doomed, ignore_errors=True)
+        return doomed
+
+    def purge_deleted(self, doomed: list[str]) -> None:
+        """Remove detached log dirs and rewrite the checkpoints without them. Any
+        thread: the checkpoint writes are serialised (``_write``)."""
+        for path in doomed:
+            shutil.rmtree(path, ignore_errors=True)
         self.checkpoint_all()
-        return True
 
     def dir_of(self, topic: str, partition: int) -> str | None:
         return self._dir_of.get((topic, partition))
@@ -354,7 +374,14 @@ class LogManager:
 
     def _write(self, name: str, value: Callable[[PartitionLog], int | None]) -> None:
         """Write checkpoint ``name`` in every live dir; a dir whose write fails goes
-        offline (the others are still written)."""
+        offline (the others are still written). Any thread (the broker writes its
+        periodic checkpoints and a deletion's in worker threads, so that their
+        fsyncs never stall the event loop): one writer at a time, since every write
+        goes through the same ``<name>.tmp``; the offsets are read at write time."""
+        with self._checkpoint_lock:
+            self._write_locked(name, value)
+
+    def _write_locked(self, name: str, value: Callable[[PartitionLog], int | None]) -> None:
         for log_dir in self.live_log_dirs:
             entries = {}
             for tp, log in list(self.logs.items()):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import threading
 from pathlib import Path
 
 import pytest
@@ -196,6 +197,32 @@ def test_leader_and_isr_epoch_fencing_and_stop_replica(tmp_path: Path) -> None:
     log_dir = rm.partition(*TP).local_log().dir
     assert rm.stop_replicas(2, [("t", 0, True)]) == {TP: 0}
     assert rm.partition(*TP) is None and not os.path.exists(log_dir)
+
+
+def test_stop_replica_delete_removes_files_off_the_event_loop(tmp_path: Path) -> None:
+    """Issue 17: StopReplica(delete) renames the log dir on the loop (the name is free
+    at once), then removes the files and rewrites the checkpoints in a worker thread."""
+    b = FakeBroker(tmp_path)
+    b.lead("t")
+    rm = b.replicas
+    log_dir = rm.partition(*TP).local_log().dir
+    purge_threads: list[bool] = []
+    purge = b.logs.purge_deleted
+
+    def recording_purge(doomed: list[str]) -> None:
+        purge_threads.append(threading.current_thread() is threading.main_thread())
+        purge(doomed)
+    b.logs.purge_deleted = recording_purge  # type: ignore[method-assign]
+
+    async def main() -> None:
+        assert rm.stop_replicas(1, [("t", 0, True)]) == {TP: 0}
+        assert not os.path.exists(log_dir)          # renamed before stop_replicas returns
+        assert any(n.endswith("-delete") for n in os.listdir(os.path.dirname(log_dir)))
+        while rm._purges:
+            await asyncio.sleep(0.01)
+    run(main())
+    assert purge_threads == [False]                 # ran once, not on the loop's thread
+    assert not any(n.endswith("-delete") for n in os.listdir(os.path.dirname(log_dir)))
 
 
 def test_idempotent_dedup_survives_reopen(tmp_path: Path) -> None:
