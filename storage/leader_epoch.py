@@ -6,7 +6,10 @@ leader epoch. Both columns increase strictly. Persisted to
 Followers ask the leader "where does my epoch end?" (OffsetForLeaderEpoch,
 ``end_offset_for``) and truncate there instead of at their high watermark.
 
-Durability. Truncations and ``clear`` write the file with fsync. ``assign`` (on
+Durability. ``truncate_from_end`` and ``clear`` write the file with fsync.
+``truncate_from_start`` (the log start moved: retention, DeleteRecords) writes it
+without fsync and marks it unsynced, as Kafka 3.7 does (KAFKA-15046): a lost write
+leaves older entries below the log start, which answer nothing. ``assign`` (on
 the append path: the first batch of every new epoch, on the leader and on each
 follower) writes it without fsync and marks the cache unsynced; ``sync`` makes
 it durable, and the log calls it before its recovery point moves
@@ -117,7 +120,7 @@ class LeaderEpochCache:
             return
         del self._epochs[:covering], self._offsets[:covering]
         self._offsets[0] = start_offset
-        self._flush()
+        self._flush(sync=False)
 
     def clear(self) -> None:
         self._epochs.clear()

@@ -49,6 +49,11 @@ Clock = Callable[[], int]
 SNAPSHOTS_KEPT = 2              # producer snapshots kept (the newest ones)
 
 
+# The flush-time seam (the broker's LogFlushRateAndTimeMs metric): when set, called
+# with the seconds each flush that synced something took, on the flushing thread.
+flush_observer: Callable[[float], None] | None = None
+
+
 def wall_clock_ms() -> int:
     return time.time_ns() // 1_000_000
 
@@ -262,6 +267,7 @@ class PartitionLog:
 
         The leader-epoch checkpoint is synced first: its unsynced entries start at or
         above the recovery point, where recovery would rebuild them (see leader_epoch)."""
+        started = time.perf_counter()
         self.leader_epoch_cache.sync()
         offset = self.log_end_offset if offset is None else min(offset, self.log_end_offset)
         if offset <= self.recovery_point:
@@ -273,6 +279,9 @@ class PartitionLog:
         self.recovery_point = offset
         self._unflushed_messages = 0
         self._last_flush_ms = self.clock()
+        observer = flush_observer
+        if observer is not None:
+            observer(time.perf_counter() - started)
 
     @write_path
     def maybe_flush(self) -> bool:
@@ -521,12 +530,13 @@ class PartitionLog:
     # -- lifecycle and metadata -----------------------------------------------------
 
     @write_path
-    def close(self) -> None:
-        """Snapshot the producer state at the log end, seal the active segment
-        (trimming files) and release every file. A failed snapshot is reported
-        (write_path) once the segments are closed."""
+    def close(self, snapshot: bool = True) -> None:
+        """Snapshot the producer state at the log end (unless ``snapshot`` is False:
+        a log about to be deleted), seal the active segment (trimming files) and
+        release every file. A failed snapshot is reported (write_path) once the
+        segments are closed."""
         failed: OSError | None = None
-        if self.segments and self.snapshot_source is not None:
+        if snapshot and self.segments and self.snapshot_source is not None:
             try:
                 self._take_snapshot(self.log_end_offset)
             except OSError as e:
@@ -552,11 +562,12 @@ class PartitionLog:
         self._bases = []
 
     @write_path
-    def write_partition_metadata(self, topic_id: str) -> None:
-        """``partition.metadata``: "version: 0" and "topic_id: <base64 uuid>" lines."""
+    def write_partition_metadata(self, topic_id: str, sync: bool = True) -> None:
+        """``partition.metadata``: "version: 0" and "topic_id: <base64 uuid>" lines.
+        ``sync=False``: the caller fsyncs the file and this dir later (LogManager)."""
         from storage.checkpoints import write_lines_atomically
         write_lines_atomically(os.path.join(self.dir, filenames.PARTITION_METADATA),
-                               ["version: 0", f"topic_id: {topic_id}"])
+                               ["version: 0", f"topic_id: {topic_id}"], sync)
 
     def read_partition_metadata(self) -> str | None:
         """The topic id from ``partition.metadata``, or None when absent."""

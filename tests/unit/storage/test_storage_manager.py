@@ -223,3 +223,29 @@ def test_config_from_properties() -> None:
     assert (cfg.retention_ms, cfg.segment_bytes, cfg.segment_ms, cfg.preallocate) == \
         (5000, 1234, 7_200_000, True)
     assert LogConfig().segment_bytes == 1 << 30 and LogConfig().index_interval_bytes == 4096
+
+
+def test_log_creation_and_deletion_fsyncs_are_deferred_to_the_checkpoint(
+        tmp_path: object, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 17: creating a log (its dir, partition.metadata) and detaching one fsync
+    nothing on the caller's path (the event loop); the next checkpoint write fsyncs
+    them first, files before dirs, and skips a path deleted meanwhile."""
+    root = os.path.join(str(tmp_path), "logs")
+    mgr = LogManager([root])
+    mgr.startup()
+    synced: list[str] = []
+    monkeypatch.setattr(checkpoints, "fsync_path", lambda p: synced.append(os.path.abspath(p)))
+    log = mgr.get_or_create_log("t", 0, topic_id="AAAAAAAAAAAAAAAAAAAAAA")
+    mgr.get_or_create_log("u", 0)
+    doomed = mgr.detach_log("u", 0)
+    assert doomed is not None and synced == []          # nothing fsync'd on these paths
+    mgr.checkpoint_high_watermarks()
+    metadata = os.path.join(log.dir, filenames.PARTITION_METADATA)
+    deferred = [p for p in synced if not p.endswith(filenames.REPLICATION_CHECKPOINT)]
+    assert deferred[:3] == [os.path.abspath(metadata), os.path.abspath(log.dir),
+                            os.path.abspath(root)]
+    synced.clear()
+    mgr.checkpoint_high_watermarks()                     # drained: only the checkpoint
+    assert all(p.endswith(filenames.REPLICATION_CHECKPOINT) or p == os.path.abspath(root)
+               for p in synced)
+    assert os.path.abspath(log.dir) not in synced
