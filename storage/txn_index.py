@@ -53,6 +53,15 @@ def _parse(data: bytes, at: int) -> AbortedTxn:
     return AbortedTxn(pid, first, last, lso)
 
 
+def read_entries(path: str) -> list[AbortedTxn]:
+    """Every whole entry of the ``.txnindex`` at ``path``, read-only: a torn tail is
+    left alone (TxnIndex cuts it off on open). For tools that look at the files
+    (``pybroker dump-log``); CorruptTxnIndex for an entry of an unknown version."""
+    with open(path, "rb") as f:
+        data = f.read()
+    return [_parse(data, at) for at in range(0, len(data) - ENTRY_SIZE + 1, ENTRY_SIZE)]
+
+
 class TxnIndex:
     def __init__(self, path: str, start_offset: int) -> None:
         self.path = path
@@ -119,4 +128,4 @@ class TxnIndex:
                                       f"the segment's start offset {self.start_offset}")
 
 
-__all__ = ["ENTRY_SIZE", "AbortedTxn", "CorruptTxnIndex", "TxnIndex"]
+__all__ = ["ENTRY_SIZE", "AbortedTxn", "CorruptTxnIndex", "TxnIndex", "read_entries"]

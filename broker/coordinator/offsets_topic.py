@@ -33,47 +33,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from protocol.codec import decode_prefixed, encode_prefixed, record_version
-from protocol.schema import field, message
+from protocol.internal_topics import (GROUP_METADATA_KEY, GROUP_METADATA_VALUE,
+                                      OFFSET_COMMIT_KEY, OFFSET_COMMIT_VALUE)
 
-OFFSET_COMMIT_KEY = message("OffsetCommitKey", api_key=-1, valid="0-1", flexible="none",
-                            kind="data", fields=[
-    field("Group", "string", "0-1"),
-    field("Topic", "string", "0-1"),
-    field("Partition", "int32", "0-1"),
-])
-
-OFFSET_COMMIT_VALUE = message("OffsetCommitValue", api_key=-1, valid="0-4", flexible="4+",
-                              kind="data", fields=[
-    field("Offset", "int64", "0+"),
-    field("LeaderEpoch", "int32", "3+", default=-1, ignorable=True),
-    field("Metadata", "string", "0+"),
-    field("CommitTimestamp", "int64", "0+"),
-    field("ExpireTimestamp", "int64", "1", default=-1, ignorable=True),
-])
-
-GROUP_METADATA_KEY = message("GroupMetadataKey", api_key=-1, valid="2", flexible="none",
-                             kind="data", fields=[
-    field("Group", "string", "2"),
-])
-
-GROUP_METADATA_VALUE = message("GroupMetadataValue", api_key=-1, valid="0-4", flexible="4+",
-                               kind="data", fields=[
-    field("ProtocolType", "string", "0+"),
-    field("Generation", "int32", "0+"),
-    field("Protocol", "string", "0+", nullable="0+"),
-    field("Leader", "string", "0+", nullable="0+"),
-    field("CurrentStateTimestamp", "int64", "2+", default=-1, ignorable=True),
-    field("Members", "[]MemberMetadata", "0+", fields=[
-        field("MemberId", "string", "0+"),
-        field("GroupInstanceId", "string", "3+", nullable="3+", default=None, ignorable=True),
-        field("ClientId", "string", "0+"),
-        field("ClientHost", "string", "0+"),
-        field("RebalanceTimeout", "int32", "1+", default=-1, ignorable=True),
-        field("SessionTimeout", "int32", "0+"),
-        field("Subscription", "bytes", "0+"),
-        field("Assignment", "bytes", "0+"),
-    ]),
-])
 MEMBER_METADATA = GROUP_METADATA_VALUE.structs["MemberMetadata"]
 
 OFFSET_KEY_VERSION = 1

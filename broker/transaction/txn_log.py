@@ -28,29 +28,9 @@ from collections.abc import Iterable
 from broker.transaction.txn_state import TopicPartition, TxnMetadata, TxnState
 from protocol.codec import decode_prefixed, encode_prefixed
 from protocol.primitives import DecodeError
-from protocol.schema import Struct, field, message
+from protocol.internal_topics import TRANSACTION_LOG_KEY, TRANSACTION_LOG_VALUE
+from protocol.schema import Struct
 
-TRANSACTION_LOG_KEY = message("TransactionLogKey", api_key=-1, valid="0", flexible="none",
-                              kind="data", fields=[
-    field("TransactionalId", "string", "0"),
-])
-
-TRANSACTION_LOG_VALUE = message("TransactionLogValue", api_key=-1, valid="0-1", flexible="1+",
-                                kind="data", fields=[
-    field("ProducerId", "int64", "0+"),
-    field("PreviousProducerId", "int64", "1+", tagged="1+", tag=0, default=-1),
-    field("NextProducerId", "int64", "1+", tagged="1+", tag=1, default=-1),
-    field("ProducerEpoch", "int16", "0+"),
-    field("TransactionTimeoutMs", "int32", "0+"),
-    field("TransactionStatus", "int8", "0+"),
-    field("TransactionPartitions", "[]PartitionsSchema", "0+", nullable="0+", fields=[
-        field("Topic", "string", "0+"),
-        field("PartitionIds", "[]int32", "0+"),
-    ]),
-    field("TransactionLastUpdateTimestampMs", "int64", "0+"),
-    field("TransactionStartTimestampMs", "int64", "0+"),
-    field("ClientTransactionVersion", "int16", "1+", tagged="1+", tag=2, default=0),
-])
 PARTITIONS_SCHEMA = TRANSACTION_LOG_VALUE.structs["PartitionsSchema"]
 
 KEY_VERSION = 0
