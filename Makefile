@@ -23,7 +23,7 @@ PYTEST_ARGS ?=
 DATA_DIR := data
 JAVA_CLIENT_INSTALLER := tests/oracle/install_java_client.py
 
-.PHONY: help install run test bench clean distclean kcat fault fault-process fault-txn fuzz bench-replication
+.PHONY: help install run test bench clean distclean kcat chromium fault fault-process fault-txn fuzz bench-replication
 
 help:
 	@echo "make run        install, then start ZooKeeper + one broker (data under $(DATA_DIR)/)"
@@ -61,7 +61,7 @@ run: $(STAMP)
 	@echo "Starting ZooKeeper (127.0.0.1:2181) and broker 0 (127.0.0.1:9092); data under $(DATA_DIR)/. Ctrl-C stops both."
 	$(PY) -m broker.local_run --zookeeper-config config/zookeeper.properties --server-config config/server.properties
 
-test: $(STAMP) kcat
+test: $(STAMP) kcat chromium
 	@if [ -f $(JAVA_CLIENT_INSTALLER) ]; then \
 		echo "$(PY) $(JAVA_CLIENT_INSTALLER)"; \
 		$(PY) $(JAVA_CLIENT_INSTALLER); \
@@ -85,6 +85,22 @@ kcat:
 	$$SUDO apt-get install -y -q kcat >/dev/null 2>&1 || \
 		{ $$SUDO apt-get update -q >/dev/null && $$SUDO apt-get install -y -q kcat >/dev/null; } || \
 		echo "note: could not install kcat; its integration test will skip"
+
+# Headless Chromium (Debian's /usr/bin/chromium) for tests/integration/test_console.py,
+# which loads the web console's pages in it. Installed like kcat: apt-get when root (or
+# passwordless sudo); otherwise a note, and that test skips saying why.
+chromium:
+	@if [ -x /usr/bin/chromium ]; then exit 0; fi; \
+	if [ "$$(id -u)" = 0 ]; then SUDO=; \
+	elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then SUDO="sudo -n"; \
+	else echo "note: chromium missing and no root/sudo for apt-get; the console test will skip"; exit 0; fi; \
+	if ! command -v apt-get >/dev/null 2>&1; then \
+		echo "note: chromium missing and no apt-get; the console test will skip"; exit 0; fi; \
+	echo "$$SUDO apt-get install -y chromium"; \
+	export DEBIAN_FRONTEND=noninteractive; \
+	$$SUDO apt-get install -y -q chromium >/dev/null 2>&1 || \
+		{ $$SUDO apt-get update -q >/dev/null && $$SUDO apt-get install -y -q chromium >/dev/null; } || \
+		echo "note: could not install chromium; the console test will skip"
 
 # Every bench/*.py except private helpers (_*.py); each prints its figures and the command
 # that reproduces them. A failing benchmark fails the target.

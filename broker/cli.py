@@ -26,6 +26,16 @@ TOOLS = {
     "transactions": "tools.transactions",
     "acls": "tools.acls",
     "configs": "tools.configs",
+    "dump-log": "tools.dump_log",
+    "console": "tools.console",
+    # the operators' tools (issue 18)
+    "log-dirs": "tools.log_dirs",
+    "get-offsets": "tools.get_offsets",
+    "delete-records": "tools.delete_records",
+    "producer-perf-test": "tools.producer_perf",
+    "consumer-perf-test": "tools.consumer_perf",
+    "verifiable-producer": "tools.verifiable_producer",
+    "verifiable-consumer": "tools.verifiable_consumer",
 }
 
 

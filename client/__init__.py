@@ -39,6 +39,15 @@ Map (what lives where):
     assignment.py   replica assignment (Kafka's AdminUtils), shared with the controller
     acl_admin.py    DescribeAcls / CreateAcls / DeleteAcls (pybroker acls)
     scram_admin.py  Describe/AlterUserScramCredentials; the client salts (pybroker configs)
+    operator_admin.py DescribeLogDirs at each broker, DeleteRecords at each leader
+                    (pybroker log-dirs, delete-records)
+    consumer_protocol.py the "consumer" protocol's subscription/assignment bytes, the
+                    range and roundrobin assignors
+    group_consumer.py GroupConsumer: a classic group member (join/sync, heartbeat,
+                    commit, eager rebalance) reading its partitions with Consumer
+    why_model.py    the DescribeWhy dataclasses: PartitionWhy, GroupWhy, BrokerStatus
+    why_admin.py    DescribeWhy (pybroker's own API): why a partition's ISR/HW, why a
+                    group rebalanced, a broker's ZooKeeper session (the console's "why")
 
 Where things go: a new request verb goes in ``verbs.py`` (or a module of its own for
 an API family with state, as the transactional producer is); TLS and SASL happen

@@ -30,11 +30,30 @@ Map (what lives where):
     acls.py                    pybroker acls: add, remove, list ACLs, --producer /
                                --consumer roles, as kafka-acls (client.acl_admin)
     configs.py                 pybroker configs: SCRAM credentials, topic configs (scram_admin)
+    log_dirs.py                pybroker log-dirs: kafka-log-dirs (client.operator_admin)
+    get_offsets.py             pybroker get-offsets: kafka-get-offsets / GetOffsetShell
+    delete_records.py          pybroker delete-records: kafka-delete-records (operator_admin)
+    producer_perf.py           pybroker producer-perf-test: ProducerPerformance's run and lines
+    consumer_perf.py           pybroker consumer-perf-test: ConsumerPerformance (GroupConsumer)
+    verifiable_producer.py     pybroker verifiable-producer: Kafka's JSON event protocol
+    verifiable_consumer.py     pybroker verifiable-consumer: the same, a group member
+    record_pipeline.py         records -> batches -> send_batches rounds in flight (the two
+                               producers above)
+    perf_common.py             their client properties, producer settings, throttler
+    dump_log.py                pybroker dump-log: segment, index, txn-index and snapshot
+                               files dumped as kafka-dump-log.sh (reads the files)
+    dump_log_format.py         its lines, field for field as Kafka 3.9's DumpLogSegments
+    dump_log_decoders.py       its key/value decoders (__consumer_offsets,
+                               __transaction_state, Kafka's String/Integer/LongDecoder)
+    console/                   pybroker console: the web console, server-rendered pages on
+                               our asyncio HTTP server, with the "why" (its own map)
 
 What a tool may import: ``client/`` and ``protocol/`` only (the layering test
-checks), never broker, controller, storage or spark_jobs; nothing imports a
-tool. A tool never builds a Kafka request: a verb it needs goes into
-``client/`` (``verbs.py``, ``groups.py`` or ``KafkaAdmin``) and the tool calls it.
+checks), never broker, controller, storage or spark_jobs (one exception:
+dump_log and dump_log_format read log files through storage's readers, as Kafka's
+kafka-dump-log.sh reads them); nothing imports a tool. A tool never builds a
+Kafka request: a verb it needs goes into ``client/`` (``verbs.py``, ``groups.py``
+or ``KafkaAdmin``) and the tool calls it.
 A new tool is a module here with ``main`` and a line in broker/cli.py's TOOLS
 table (``pybroker <name>``).
 """
