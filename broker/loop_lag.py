@@ -19,7 +19,10 @@ Theory of operation:
        event loop lag since start (1234 s): p50 ... (123400 samples, 2 over 50 ms, 1 of them
            on CPU)
 
-   The fuzzer (tests/fuzz) parses the "since start" line at shutdown.
+   The fuzzer (tests/fuzz) parses the "since start" line at shutdown. Each line
+   ends with the garbage collector's longest pause in its span (``GcPauses``,
+   from ``gc.callbacks``): a collection stops the loop too, so this tells a GC
+   stall from our code's.
 4. Whose time: for a lag over 50 ms the process CPU time since the previous
    tick is compared with the wall time: a stall during which the process ran
    at least half the time is counted "on CPU" (the loop was busy: our code,
@@ -42,6 +45,7 @@ from __future__ import annotations
 
 import asyncio
 import bisect
+import gc
 import logging
 import math
 import time
@@ -100,6 +104,35 @@ class LagHistogram:
                 f"on CPU)")
 
 
+class GcPauses:
+    """How long Python's garbage collections take (``gc.callbacks``): a collection
+    stops every thread, the loop's included, so a long one is a stall of its own
+    kind; the lag lines name the longest beside the lag."""
+
+    __slots__ = ("collections", "max_ms", "over_stall", "_began")
+
+    def __init__(self) -> None:
+        self.collections = 0
+        self.max_ms = 0.0
+        self.over_stall = 0
+        self._began = 0.0
+
+    def __call__(self, phase: str, _info: dict[str, int]) -> None:
+        if phase == "start":
+            self._began = time.perf_counter()
+            return
+        took_ms = (time.perf_counter() - self._began) * 1000.0
+        self.collections += 1
+        if took_ms > self.max_ms:
+            self.max_ms = took_ms
+        if took_ms > STALL_MS:
+            self.over_stall += 1
+
+    def summary(self) -> str:
+        return (f"gc max {self.max_ms:.2f} ms ({self.collections} collections, "
+                f"{self.over_stall} over {STALL_MS:g} ms)")
+
+
 class LoopLagMonitor:
     """Start with ``start()`` inside the running loop; ``stop()`` logs the total."""
 
@@ -115,8 +148,12 @@ class LoopLagMonitor:
         self._window_start = 0.0
         self._last_wall = 0.0
         self._last_cpu = 0.0
+        self.gc_total = GcPauses()
+        self.gc_current = GcPauses()
 
     def start(self) -> None:
+        gc.callbacks.append(self.gc_total)
+        gc.callbacks.append(self.gc_current)
         loop = asyncio.get_running_loop()
         self._loop = loop
         self._started = self._window_start = loop.time()
@@ -136,9 +173,10 @@ class LoopLagMonitor:
         self.total.add(lag_ms, on_cpu)
         self.current.add(lag_ms, on_cpu)
         if now - self._window_start >= self.window:
-            log.info("event loop lag over %.0f s: %s", now - self._window_start,
-                     self.current.summary())
+            log.info("event loop lag over %.0f s: %s; %s", now - self._window_start,
+                     self.current.summary(), self.gc_current.summary())
             self.current = LagHistogram()
+            self._swap_gc_window()
             self._window_start = now
         self._last_wall = now
         self._last_cpu = time.process_time()
@@ -147,10 +185,21 @@ class LoopLagMonitor:
             self._due = now + self.interval
         self._handle = loop.call_at(self._due, self._tick)
 
+    def _swap_gc_window(self) -> None:
+        fresh = GcPauses()
+        if self.gc_current in gc.callbacks:
+            gc.callbacks.remove(self.gc_current)
+        gc.callbacks.append(fresh)
+        self.gc_current = fresh
+
     def stop(self) -> None:
         if self._handle is None or self._loop is None:
             return
         self._handle.cancel()
         self._handle = None
-        log.info("event loop lag since start (%.0f s): %s",
-                 self._loop.time() - self._started, self.total.summary())
+        for hook in (self.gc_total, self.gc_current):
+            if hook in gc.callbacks:
+                gc.callbacks.remove(hook)
+        log.info("event loop lag since start (%.0f s): %s; %s",
+                 self._loop.time() - self._started, self.total.summary(),
+                 self.gc_total.summary())

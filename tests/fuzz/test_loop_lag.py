@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import time
 
 import pytest
 
-from broker.loop_lag import LagHistogram, LoopLagMonitor
+from broker.loop_lag import GcPauses, LagHistogram, LoopLagMonitor
 
 
 def test_percentiles_within_a_bucket_and_exact_max() -> None:
@@ -53,3 +54,14 @@ def test_a_busy_loop_counts_as_a_stall_on_cpu() -> None:
         return monitor
     monitor = asyncio.run(main())
     assert monitor.total.over_stall >= 1 and monitor.total.stalls_on_cpu >= 1
+
+
+def test_gc_pauses_are_timed_and_named_in_the_lines() -> None:
+    pauses = GcPauses()
+    gc.callbacks.append(pauses)
+    try:
+        gc.collect()
+    finally:
+        gc.callbacks.remove(pauses)
+    assert pauses.collections >= 1 and pauses.max_ms > 0.0
+    assert pauses.summary().startswith("gc max ")
