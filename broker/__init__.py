@@ -35,8 +35,12 @@ The services the handlers use:
     transaction/        the transaction coordinator and __transaction_state
     quotas/             client quotas (KIP-13/KIP-124/KIP-219): rates, precedence,
                         throttling around dispatch, ZooKeeper storage
-    dynamic_broker_configs.py   /config/brokers/<id>: TLS stores, replication throttles
+    dynamic_broker_configs.py   /config/brokers/<id> and <default>: the entry points
+    dynamic_config/     dynamic broker configs (issue 18): dynamic keys, layers, applying
+                        them live, DescribeConfigs sources, BROKER_LOGGER log levels
     loop_lag.py         the event-loop stall monitor (logged every minute and at shutdown)
+    metrics/            Prometheus metrics: registry, text format, the /metrics endpoint
+                        (prometheus.listener), Kafka's families from the broker's state
     acl/                the ZooKeeper-mode ACL authorizer and the handlers' shared checks
     security/           listeners' protocols, TLS, SASL, principals, SCRAM credentials
     metadata_cache.py   what the controller told us of the cluster

@@ -222,6 +222,8 @@ class Broker:
             for a in self.advertised]
         await self._register(stop)
         self._cancel_watches.append(self.cluster.watch_config_changes(self._on_topic_config))
+        # issue 18: /config/brokers/<id> and <default> changes, applied without a restart
+        self._cancel_watches.append(dynamic_broker_configs.watch(self))
         self.controller = Controller(
             self.broker_id, self.cluster, self.controller_pool,
             listener=self.control_plane_listener,
@@ -478,7 +480,7 @@ class Broker:
                 log.exception("log cleaner failed; backing off")
                 stats = None
             if stats is None:
-                await asyncio.sleep(cfg.log_cleaner_backoff_ms / 1000)
+                await asyncio.sleep(self.config.log_cleaner_backoff_ms / 1000)  # dynamic
             else:
                 log.info("cleaned %s: %s", stats.topic_partition, stats)
 

@@ -65,6 +65,13 @@ def _host_counts(v: str) -> bool:
     return True
 
 
+def _host_port(v: str) -> bool:
+    """prometheus.listener: ``HOST:PORT`` (broker/metrics/; ours)."""
+    host, sep, port = v.rpartition(":")
+    return bool(sep) and port.isdigit() and 0 <= int(port) <= 65535 \
+        and not any(c.isspace() or c == "/" for c in host)
+
+
 def _valid(check: Any, doc: str = "") -> dict[str, Any]:
     return {"check": check, "doc": doc or (check.__doc__ or check.__name__.strip("_"))}
 
@@ -175,6 +182,9 @@ class BrokerConfig:
     transaction_partition_verification_enable: bool = True   # KIP-890 part 1
     # ---- operations
     controlled_shutdown_enable: bool = True
+    # Prometheus metrics endpoint (broker/metrics/; ours, not Kafka's): HOST:PORT, off if unset
+    prometheus_listener: str | None = field(default=None, metadata=_valid(
+        _host_port, "HOST:PORT with a port 0-65535"))
     # ---- security: listeners' protocols, TLS, SASL (broker/security/). Every ssl.* and
     # sasl.* key may be given per listener as listener.name.<listener>.<key>
     # (``BrokerConfig.for_listener``); the JAAS config only that way:
@@ -210,6 +220,9 @@ class BrokerConfig:
     ssl_endpoint_identification_algorithm: str | None = "https"
     # listener.name.<listener>.<key> -> raw value (read through for_listener)
     listener_overrides: dict[str, str] = field(default_factory=dict, compare=False)
+    # issue 18: the layers this config was made from (broker/dynamic_config/layers.py's
+    # DynamicLayers: static config + /config/brokers entries); None for a static config
+    dynamic: Any = field(default=None, compare=False, repr=False)
     # ---- security: ACLs (broker/acl/authorizer.py); "" = no authorizer
     authorizer_class_name: str = ""
     super_users: str | None = None
@@ -256,7 +269,8 @@ class BrokerConfig:
 
     @classmethod
     def from_properties(cls, props: dict[str, str]) -> BrokerConfig:
-        known = {k: f for k, f in _FIELDS.items() if f.name != "listener_overrides"}
+        known = {k: f for k, f in _FIELDS.items()
+                 if f.name not in ("listener_overrides", "dynamic")}
         values: dict[str, Any] = {}
         overrides: dict[str, str] = {}
         for key, raw in props.items():

@@ -2,7 +2,10 @@
 
 Handlers live one module per API family under ``broker/handlers/`` and register
 themselves with ``@handler(api_key)``. The ApiVersions response is built from
-this registry, so what we advertise is exactly what we implement.
+this registry, so what we advertise is exactly what we implement — except
+pybroker's own APIs (``protocol.api_keys.PybrokerApiKey``, keys from 10000:
+DescribeWhy), which are served but never advertised, so stock clients never
+see them.
 
 A handler returns its response body, or an ``Outcome`` when the connection is
 to write nothing (``NO_RESPONSE``: Produce with acks=0) or to close once the
@@ -17,7 +20,7 @@ import enum
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Awaitable, Callable
 
-from protocol.api_keys import ApiKey
+from protocol.api_keys import ApiKey, is_pybroker_api
 from protocol.errors import ErrorCode
 from protocol.headers import RequestHeader
 from protocol.schema import Struct
@@ -107,10 +110,11 @@ _API_VERSION = _API_VERSIONS.structs["ApiVersion"]
 
 
 def api_versions_body(error_code: int = 0) -> Struct:
-    """Every registered handler's version range, by api key."""
+    """Every registered handler's version range, by api key (pybroker's own APIs left out)."""
     keys = [_API_VERSION.new(api_key=r.api_key, min_version=r.min_version,
                              max_version=r.max_version)
-            for r in sorted(REGISTRY.values(), key=lambda r: r.api_key)]
+            for r in sorted(REGISTRY.values(), key=lambda r: r.api_key)
+            if not is_pybroker_api(r.api_key)]
     return _API_VERSIONS.new(error_code=error_code, api_keys=keys, throttle_time_ms=0)
 
 

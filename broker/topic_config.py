@@ -367,9 +367,20 @@ def _broker_values(broker: BrokerConfig, syn: Synonym) -> list[SynonymValue]:
 
 
 def broker_synonyms(broker: BrokerConfig, key: TopicKey) -> list[SynonymValue]:
-    """Kafka's order: every STATIC_BROKER_CONFIG synonym, then every DEFAULT_CONFIG one."""
+    """Kafka's order (ConfigHelper.configSynonyms): every DYNAMIC_BROKER_CONFIG synonym,
+    every DYNAMIC_DEFAULT_BROKER_CONFIG one (issue 18: the layers an effective config
+    carries, broker/dynamic_config/layers.py), every STATIC_BROKER_CONFIG one, then
+    every DEFAULT_CONFIG one."""
+    layers = getattr(broker, "dynamic", None)
+    dynamic: list[SynonymValue] = []
+    if layers is not None:
+        broker = layers.static
+        for entry, source in ((layers.per_broker, ConfigSource.DYNAMIC_BROKER_CONFIG),
+                              (layers.cluster_default, ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG)):
+            dynamic += [SynonymValue(syn.key, entry[syn.key].strip(), source)
+                        for syn in key.synonyms if syn.key in entry]
     found = [v for syn in key.synonyms for v in _broker_values(broker, syn)]
-    return sorted(found, key=lambda v: v.source == ConfigSource.DEFAULT_CONFIG)
+    return dynamic + sorted(found, key=lambda v: v.source == ConfigSource.DEFAULT_CONFIG)
 
 
 def _scaled(key: TopicKey, syn_value: SynonymValue) -> str:
@@ -418,7 +429,8 @@ _STORAGE_KEYS = ("segment.bytes", "segment.ms", "segment.jitter.ms", "index.inte
                  "message.timestamp.type", "preallocate", "cleanup.policy",
                  "delete.retention.ms", "min.cleanable.dirty.ratio", "min.compaction.lag.ms",
                  "max.compaction.lag.ms", "message.timestamp.before.max.ms",
-                 "message.timestamp.after.max.ms", "message.timestamp.difference.max.ms")
+                 "message.timestamp.after.max.ms", "message.timestamp.difference.max.ms",
+                 "compression.type")
 
 
 def log_config(broker: BrokerConfig, overrides: Mapping[str, str] | None = None,

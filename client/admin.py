@@ -27,6 +27,7 @@ from protocol.spec import api
 
 RESOURCE_TOPIC = 2
 RESOURCE_BROKER = 4
+RESOURCE_BROKER_LOGGER = 8      # issue 18: log levels at run time (asked of that broker)
 OP_SET, OP_DELETE, OP_APPEND, OP_SUBTRACT = 0, 1, 2, 3
 CONFIG_SOURCE_DEFAULT = 5  # DescribeConfigs ConfigSource DEFAULT_CONFIG
 _ADMIN_RETRIES = 5               # NOT_CONTROLLER answers survived (a controller moving)
@@ -239,7 +240,7 @@ class KafkaAdmin:
         body = spec.new(resources=[s["AlterConfigsResource"].new(
             resource_type=resource_type, resource_name=name, configs=configs)],
             validate_only=validate_only)
-        if resource_type == RESOURCE_BROKER and name:
+        if resource_type in (RESOURCE_BROKER, RESOURCE_BROKER_LOGGER) and name:
             conn = await self._config_target(resource_type, [name])
             resp = await conn.request(ApiKey.INCREMENTAL_ALTER_CONFIGS, body)
         else:
@@ -253,7 +254,8 @@ class KafkaAdmin:
     async def _config_target(self, resource_type: int, names: list[str]) -> KafkaConnection:
         """Where a configs request goes: the named broker for one BROKER resource with
         an id, any broker otherwise."""
-        if resource_type == RESOURCE_BROKER and len(names) == 1 and names[0].isdigit():
+        if resource_type in (RESOURCE_BROKER, RESOURCE_BROKER_LOGGER) and len(names) == 1 \
+                and names[0].isdigit():
             return await self.broker_connection(int(names[0]))
         return await self.any_connection()
 

@@ -23,6 +23,7 @@ Map:
     zkclient.py, kazoo_zk.py    the ZooKeeper client seam and its kazoo adaptor
     zkdata.py                   znode paths and JSON as Kafka 3.9 writes them
     errors.py                   control-plane errors
+    stats.py                    ControllerStats: election counts the broker's metrics read
 
 Where things go: a new controller duty is a module of its own driven by an event in
 ``events.py``; a new znode is declared in ``zkdata.py``.

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from typing import Any, Callable
 
 from controller import alter_partition, deletion, leader_election, log_dir_events, reassignment
@@ -39,6 +40,7 @@ from controller.partition_state_machine import (PartitionState, PartitionStates,
                                                 controlled_shutdown_leader, initial_leader,
                                                 offline_leader, without_replicas)
 from controller.replica_state_machine import ReplicaState, ReplicaStates
+from controller.stats import ControllerStats
 from controller.zk import ClusterStore
 from controller import zkdata as zd
 from controller.zkdata import NO_LEADER, LeaderIsr
@@ -82,6 +84,7 @@ class Controller:
         self._active = False
         self._topic_watches: dict[str, Callable[[], None]] = {}
         self._cancel: list[Callable[[], None]] = []
+        self.stats = ControllerStats()          # read by the broker's metrics
 
     # -- facade --------------------------------------------------------------------------
 
@@ -92,6 +95,10 @@ class Controller:
     @property
     def epoch(self) -> int:
         return self.ctx.epoch if self._active else -1
+
+    def offline_partition_count(self) -> int:
+        """Partitions in OfflinePartition state (Kafka's OfflinePartitionsCount)."""
+        return self.partition_states.count(PartitionState.OFFLINE) if self._active else 0
 
     async def start(self) -> None:
         self.events.start()
@@ -333,6 +340,8 @@ class Controller:
         live = set(ctx.live)
         to_create: dict[TopicPartition, LeaderIsr] = {}
         to_update: dict[TopicPartition, LeaderIsr] = {}
+        started = time.monotonic()                # metrics: ControllerStats
+        unclean_elected: set[TopicPartition] = set()
         unclean = await self._unclean_topics(parts)
         for tp in parts:
             if tp[0] in ctx.topics_to_delete:
@@ -357,6 +366,8 @@ class Controller:
                         to_update[tp] = s.new_leader(leader, isr)
                     continue
                 to_update[tp] = s.new_leader(*chosen)
+                if chosen[0] not in s.isr:
+                    unclean_elected.add(tp)
             elif resend_all:
                 self._set_partition_state(tp, _P.ONLINE)
                 for b in replicas:
@@ -368,6 +379,9 @@ class Controller:
                                                                    ctx.epoch_zk_version)
         for tp in failed:
             log.warning("partition state of %s-%d changed under the controller", *tp)
+        self.stats.record_elections(
+            sum(1 for tp, s in updated.items() if s.leader != NO_LEADER),
+            len(unclean_elected & updated.keys()), (time.monotonic() - started) * 1000)
         for tp, s in {**created, **updated}.items():
             ctx.states[tp] = s
             self._set_partition_state(tp, _P.ONLINE if s.leader != NO_LEADER else _P.OFFLINE)
@@ -479,6 +493,7 @@ class Controller:
             return
         ctx.shutting_down.add(e.broker_id)
         live = set(ctx.live)
+        started = time.monotonic()                # metrics: ControllerStats
         moves: dict[TopicPartition, LeaderIsr] = {}
         followers: list[TopicPartition] = []
         for tp in ctx.partitions_on(e.broker_id):
@@ -499,6 +514,7 @@ class Controller:
             ctx.states[tp] = s
             batch.add_leader_and_isr([b for b in ctx.replicas(tp) if b not in ctx.shutting_down],
                                      tp)
+        self.stats.record_elections(len(updated), 0, (time.monotonic() - started) * 1000)
         for tp in followers:
             batch.add_stop_replica(e.broker_id, tp, delete=False)
         await self._remove_from_isr(followers, {e.broker_id}, batch)

@@ -23,6 +23,7 @@ them whose preferred replica can lead (partitions being reassigned excepted).
 from __future__ import annotations
 
 import logging
+import time
 from typing import TYPE_CHECKING
 
 from controller.context import TopicPartition
@@ -53,6 +54,8 @@ async def elect(c: Controller, parts: list[TopicPartition] | None, election_type
     live = set(ctx.live) - ctx.shutting_down
     out: dict[TopicPartition, ErrorResult] = {}
     changes: dict[TopicPartition, LeaderIsr] = {}
+    started = time.monotonic()                    # metrics: ControllerStats
+    unclean: set[TopicPartition] = set()
     for tp in wanted:
         s = ctx.states.get(tp)
         if s is None or not ctx.replicas(tp):
@@ -80,7 +83,12 @@ async def elect(c: Controller, parts: list[TopicPartition] | None, election_type
                            f"strategy OfflinePartitionLeaderElectionStrategy(true)")
             else:
                 changes[tp] = s.new_leader(*chosen)
+                if chosen[0] not in s.isr:
+                    unclean.add(tp)
     await write_leaders(c, changes, out)
+    c.stats.record_elections(sum(1 for tp in changes if out.get(tp, (1,))[0] == 0),
+                             sum(1 for tp in unclean if out.get(tp, (1,))[0] == 0),
+                             (time.monotonic() - started) * 1000)
     return out
 
 

@@ -58,6 +58,9 @@ class PartitionStates:
         else:
             self._states[tp] = target
 
+    def count(self, state: PartitionState) -> int:
+        return sum(1 for s in self._states.values() if s is state)
+
     def in_state(self, state: PartitionState) -> list[TopicPartition]:
         return sorted(tp for tp, s in self._states.items() if s is state)
 

@@ -6,6 +6,10 @@ name used in Kafka's schemas and in our ``protocol.spec`` modules ("Produce", "L
 Which keys and versions pybroker actually serves is decided by the broker's handler registry,
 not here: many of these (KRaft quorum, share groups, telemetry) are listed only so that a
 request carrying them can be named in logs and answered with UNSUPPORTED_VERSION.
+
+``PybrokerApiKey``: pybroker's own APIs, keys from ``PYBROKER_API_KEY_BASE`` (10000) up,
+far from Kafka's range; their schemas are in ``protocol.spec.pybroker`` and brokers
+never advertise them in ApiVersions (only our own client sends them).
 """
 
 from __future__ import annotations
@@ -117,9 +121,30 @@ class ApiKey(IntEnum):
 _BY_WIRE_NAME: dict[str, ApiKey] = {key.wire_name: key for key in ApiKey}
 
 
+PYBROKER_API_KEY_BASE = 10000
+
+
+class PybrokerApiKey(IntEnum):
+    """pybroker's own APIs (not Kafka's; never in ApiVersions)."""
+
+    DESCRIBE_WHY                    = 10000
+
+    @property
+    def wire_name(self) -> str:
+        return "".join(part.capitalize() for part in self.name.split("_"))
+
+
+def is_pybroker_api(api_key: int) -> bool:
+    return api_key >= PYBROKER_API_KEY_BASE
+
+
 def api_name(api_key: int) -> str:
     """A readable name for any api key, known or not (for logs): ``"Produce"``, ``"Unknown(999)"``."""
     try:
         return ApiKey(api_key).wire_name
+    except ValueError:
+        pass
+    try:
+        return PybrokerApiKey(api_key).wire_name
     except ValueError:
         return f"Unknown({api_key})"

@@ -51,7 +51,7 @@ from protocol import codec
 from protocol.codec_reference import Reader, _read_tagged_section, write_tagged_section
 from protocol.primitives import DecodeError, Writer
 from protocol.schema import Struct
-from protocol.spec import all_apis
+from protocol.spec import wire_apis
 
 _HEAD = struct.Struct(">hhi")
 _INT16 = struct.Struct(">h")
@@ -86,7 +86,7 @@ class RequestHeader:
 def request_header_version(api_key: int, version: int) -> int:
     if api_key == CONTROLLED_SHUTDOWN and version == 0:
         return 0
-    spec = all_apis().get(api_key)
+    spec = wire_apis().get(api_key)
     if spec is not None and spec.request.is_flexible(version):
         return 2
     return 1
@@ -95,7 +95,7 @@ def request_header_version(api_key: int, version: int) -> int:
 def response_header_version(api_key: int, version: int) -> int:
     if api_key == API_VERSIONS:
         return 0
-    return 1 if all_apis()[api_key].response.is_flexible(version) else 0
+    return 1 if wire_apis()[api_key].response.is_flexible(version) else 0
 
 
 def decode_request_header(frame: Any) -> tuple[RequestHeader, int]:
@@ -140,7 +140,7 @@ class _TagHolder:
 def decode_request(frame: Any) -> tuple[RequestHeader, Struct]:
     """Header and body of one request frame (size prefix excluded)."""
     header, pos = decode_request_header(frame)
-    spec = all_apis().get(header.api_key)
+    spec = wire_apis().get(header.api_key)
     if spec is None:
         raise UnknownApiKey(header.api_key)
     if header.api_version not in spec.request.valid:
@@ -195,7 +195,7 @@ def decode_response(api_key: int, version: int, frame: Any) -> tuple[int, Struct
         r = Reader(buf, pos)
         _read_tagged_section(_TagHolder(), {}, r, version)  # type: ignore[arg-type]
         pos = r.pos
-    spec = all_apis()[api_key].response
+    spec = wire_apis()[api_key].response
     body, end = codec.decode_from(spec, buf, pos, version)
     if end != len(buf):
         raise DecodeError(f"{spec.name} v{version}: {len(buf) - end} trailing bytes")

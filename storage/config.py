@@ -45,6 +45,9 @@ class LogConfig:
     message_timestamp_after_max_ms: int = LONG_MAX       # (log.)message.timestamp.after.max.ms
     message_timestamp_difference_max_ms: int = LONG_MAX  # deprecated; fills in for the two above
     # -- end issue 17 ----------------------------------------------------------------------
+    # issue 18: the codec batches are stored in; "producer" keeps the producer's (the
+    # leader recompresses otherwise: protocol/recompress.py, broker/replication/record_checks.py)
+    compression_type: str = "producer"           # compression.type (broker and topic key)
 
     @property
     def compact(self) -> bool:
@@ -72,7 +75,7 @@ class LogConfig:
             if spec is None:
                 continue
             name, scale = spec
-            if name in ("message_timestamp_type",):
+            if name in ("message_timestamp_type", "compression_type"):
                 values[name] = raw.strip()
             elif name == "cleanup_policy":
                 values[name] = ",".join(p.strip().lower() for p in raw.split(",") if p.strip())
@@ -124,6 +127,7 @@ _KEYS: dict[str, tuple[str, int]] = {
     "message.timestamp.after.max.ms": ("message_timestamp_after_max_ms", 1),
     "log.message.timestamp.difference.max.ms": ("message_timestamp_difference_max_ms", 1),
     "message.timestamp.difference.max.ms": ("message_timestamp_difference_max_ms", 1),
+    "compression.type": ("compression_type", 1),     # issue 18
 }
 
 _PRIORITY = {"log.retention.minutes": 1, "log.retention.ms": 2, "log.roll.ms": 2}

@@ -195,3 +195,15 @@ async def _call(coro_fn: Callable[[], Awaitable[int]]) -> int:
 def streams(stdin: IO[str] | None, stdout: IO[str] | None,
             stderr: IO[str] | None) -> tuple[IO[str], IO[str], IO[str]]:
     return stdin or sys.stdin, stdout or sys.stdout, stderr or sys.stderr
+
+
+def run_tool(parse: Callable[[list[str], IO[str], IO[str]], Any],
+             execute: Callable[[Any, IO[str]], Awaitable[int]], argv: list[str],
+             stdin: IO[str] | None, stdout: IO[str] | None, stderr: IO[str] | None) -> int:
+    """A tool's ``main`` when it is "parse, then run ``execute(args, stdout)``": the
+    exit status of whichever ends it (parse_or_status, then run)."""
+    _, out, err = streams(stdin, stdout, stderr)
+    args = parse_or_status(parse, argv, out, err)
+    if isinstance(args, int):
+        return args
+    return run(lambda: execute(args, out), err)

@@ -11,6 +11,17 @@
     pybroker configs --bootstrap-server HOST:PORT --describe --entity-type topics
         [--entity-name T] [--all]
 
+Brokers (issue 18): ``--entity-type brokers --entity-name ID`` is that broker's own
+dynamic entry, ``--entity-default`` the cluster-wide default (``<default>``), e.g.
+
+    pybroker configs --bootstrap-server H:P --alter --entity-type brokers --entity-default
+        --add-config log.retention.ms=3600000,message.max.bytes=2097152
+    pybroker configs --bootstrap-server H:P --describe --entity-type brokers --entity-default
+    pybroker configs --bootstrap-server H:P --describe --entity-type brokers --entity-name 0 --all
+
+and ``--entity-type broker-loggers --entity-name ID`` the broker's log levels
+(``--add-config broker.handlers.fetch=DEBUG``, ``--delete-config LOGGER``: inherit again).
+
 Client quotas (``--entity-type users`` / ``clients``, ``--entity-default``, keys
 producer_byte_rate, consumer_byte_rate, request_percentage, controller_mutation_rate)
 are tools/client_quotas.py's; a users --alter may carry both kinds of keys.
@@ -44,7 +55,7 @@ from dataclasses import dataclass
 from typing import IO
 
 from client import OP_DELETE, OP_SET, KafkaAdmin
-from client.admin import RESOURCE_BROKER, RESOURCE_TOPIC
+from client.admin import RESOURCE_BROKER, RESOURCE_BROKER_LOGGER, RESOURCE_TOPIC
 from client.scram_admin import (DEFAULT_ITERATIONS, ScramDeletion, ScramUpsertion,
                                 alter_user_scram_credentials, describe_user_scram_credentials)
 from protocol.errors import ErrorCode
@@ -54,7 +65,7 @@ from tools import (ToolError, ToolParser, UsageExit, add_command_config, client_
 from tools.topics import format_config, select_topics
 
 ERROR_PREFIX = "Error while executing config command: "
-ENTITY_TYPES = ("users", "clients", "topics", "brokers")
+ENTITY_TYPES = ("users", "clients", "topics", "brokers", "broker-loggers")
 QUOTA_KEYS = client_quotas.QUOTA_KEYS
 # Kafka's ConfigCommand: "," and "=" split only outside [...] (a lookahead that finds no
 # "]" before the next "[" or the end).
@@ -145,7 +156,8 @@ def build_parser(out: IO[str] | None = None, err: IO[str] | None = None) -> Tool
     p.add_argument("--topic", help="--entity-type topics --entity-name TOPIC")
     p.add_argument("--add-config", metavar="K=V[,K=[V,V]]")
     p.add_argument("--delete-config", action="append", default=[], metavar="K[,K]")
-    p.add_argument("--all", action="store_true", help="topics --describe: every config")
+    p.add_argument("--all", action="store_true",
+                   help="topics/brokers --describe: every config, not only the dynamic ones")
     p.add_argument("--timeout", type=float, default=30.0, help="request timeout, seconds")
     return p
 
@@ -175,6 +187,9 @@ def parse_args(argv: list[str], out: IO[str] | None = None,
     if len(types) > 1 and not args.quotas:
         raise ToolError(f"Only users and clients can be combined; got {', '.join(types)}")
     args.names = [n for n in names if n is not None]
+    args.entity_default = None in names
+    if args.entity_default and set(types) & {"topics", "broker-loggers"}:
+        raise ToolError(f"--entity-default is not valid with --entity-type {types[0]}")
     args.adds = parse_add_config(args.add_config) if args.add_config else {}
     args.deletes = parse_delete_config(args.delete_config)
     if args.alter:
@@ -229,11 +244,22 @@ async def execute(args: Namespace, out: IO[str]) -> int:
                 await _describe_users(admin, args.names, out)
         elif args.entity_type == "brokers":
             if args.alter:
-                await _alter_entity(admin, RESOURCE_BROKER, args.names[0], args.adds,
-                                    args.deletes)
-                out.write(f"Completed updating config for broker {args.names[0]}.\n")
+                name = "" if args.entity_default else args.names[0]
+                await _alter_entity(admin, RESOURCE_BROKER, name, args.adds, args.deletes)
+                out.write("Completed updating default config for brokers in the cluster.\n"
+                          if args.entity_default
+                          else f"Completed updating config for broker {name}.\n")
+            elif args.entity_default:
+                await _describe_broker_default(admin, out)
             else:
                 await _describe_brokers(admin, args.names, args.all, out)
+        elif args.entity_type == "broker-loggers":
+            if args.alter:
+                await _alter_entity(admin, RESOURCE_BROKER_LOGGER, args.names[0], args.adds,
+                                    args.deletes)
+                out.write(f"Completed updating config for broker-logger {args.names[0]}.\n")
+            else:
+                await _describe_loggers(admin, args.names, out)
         elif args.alter:
             await _alter_entity(admin, RESOURCE_TOPIC, args.names[0], args.adds, args.deletes)
             out.write(f"Completed updating config for topic {args.names[0]}.\n")
@@ -272,8 +298,10 @@ async def _alter_entity(admin: KafkaAdmin, resource_type: int, name: str,
     ops += [(k, OP_DELETE, None) for k in deletes]
     code, message = await admin.incremental_alter_configs(name, ops,
                                                           resource_type=resource_type)
-    kind = "broker" if resource_type == RESOURCE_BROKER else "topic"
-    _check(code, message, f"{kind} {name!r}")
+    kind = {RESOURCE_BROKER: "broker", RESOURCE_BROKER_LOGGER: "broker-logger"}.get(
+        resource_type, "topic")
+    _check(code, message, "the brokers' default" if resource_type == RESOURCE_BROKER
+           and name == "" else f"{kind} {name!r}")
 
 
 async def _describe_brokers(admin: KafkaAdmin, names: list[str], show_all: bool,
@@ -287,6 +315,28 @@ async def _describe_brokers(admin: KafkaAdmin, names: list[str], show_all: bool,
         for c in configs:
             if show_all or c.config_source == 2:  # DYNAMIC_BROKER_CONFIG
                 out.write(f"  {format_config(c)}\n")
+
+
+async def _describe_broker_default(admin: KafkaAdmin, out: IO[str]) -> None:
+    """The cluster default entry (BROKER ""), as ConfigCommand prints it."""
+    described = await admin.describe_configs([""], resource_type=RESOURCE_BROKER)
+    code, message, configs = described.get("", (ErrorCode.UNKNOWN_SERVER_ERROR, None, []))
+    _check(code, message, "the brokers' default")
+    out.write("Default configs for brokers in the cluster are:\n")
+    for c in configs:
+        out.write(f"  {format_config(c)}\n")
+
+
+async def _describe_loggers(admin: KafkaAdmin, names: list[str], out: IO[str]) -> None:
+    """Each broker's loggers and levels (BROKER_LOGGER)."""
+    for name in names or [str(i) for i in sorted((await admin.metadata([])).brokers)]:
+        described = await admin.describe_configs([name], resource_type=RESOURCE_BROKER_LOGGER,
+                                                 include_synonyms=False)
+        code, message, configs = described.get(name, (ErrorCode.UNKNOWN_SERVER_ERROR, None, []))
+        _check(code, message, f"broker-logger {name!r}")
+        out.write(f"Configs for broker-logger {name} are:\n")
+        for c in configs:
+            out.write(f"  {c.name}={c.value} sensitive=false synonyms={{}}\n")
 
 
 async def _describe_topics(admin: KafkaAdmin, names: list[str], show_all: bool,

@@ -35,7 +35,7 @@ from typing import IO
 from client import KafkaAdmin
 from client.consumer import EARLIEST, LATEST
 from client.group_consumer import GroupConsumer
-from tools import ToolError, ToolParser, parse_or_status, run, streams
+from tools import ToolError, ToolParser, run_tool
 from tools.perf_common import load_props, security_of
 
 HEADER_TAIL = ", rebalance.time.ms, fetch.time.ms, fetch.MB.sec, fetch.nMsg.sec"
@@ -180,8 +180,4 @@ async def execute(args: Namespace, out: IO[str]) -> int:
 
 def main(argv: list[str], *, stdin: IO[str] | None = None, stdout: IO[str] | None = None,
          stderr: IO[str] | None = None) -> int:
-    _, out, err = streams(stdin, stdout, stderr)
-    args = parse_or_status(parse_args, argv, out, err)
-    if isinstance(args, int):
-        return args
-    return run(lambda: execute(args, out), err)
+    return run_tool(parse_args, execute, argv, stdin, stdout, stderr)

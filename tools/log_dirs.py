@@ -29,7 +29,7 @@ from typing import IO, Any
 from client import KafkaAdmin
 from client.operator_admin import LogDirInfo, log_dirs_of_brokers
 from tools import ToolError, ToolParser, add_command_config, command_security, \
-    parse_or_status, run, streams
+    run_tool
 from protocol.errors import ErrorCode
 
 # Kafka's exception class per error code, as LogDirsCommand prints error().getClass().getName()
@@ -115,8 +115,4 @@ async def execute(args: Namespace, out: IO[str]) -> int:
 
 def main(argv: list[str], *, stdin: IO[str] | None = None, stdout: IO[str] | None = None,
          stderr: IO[str] | None = None) -> int:
-    _, out, err = streams(stdin, stdout, stderr)
-    args = parse_or_status(parse_args, argv, out, err)
-    if isinstance(args, int):
-        return args
-    return run(lambda: execute(args, out), err)
+    return run_tool(parse_args, execute, argv, stdin, stdout, stderr)

@@ -31,7 +31,7 @@ from client import KafkaAdmin
 from client.transactions_admin import TransactionsAdmin
 from protocol.errors import ErrorCode
 from tools import (ToolError, ToolParser, add_command_config, command_security,
-                   parse_or_status, run, streams)
+                   run_tool)
 
 DEFAULT_MAX_TIMEOUT_MIN = 15
 
@@ -153,8 +153,4 @@ def parse_args(argv: list[str], out: IO[str], err: IO[str]) -> Namespace:
 
 def main(argv: list[str], *, stdin: IO[str] | None = None, stdout: IO[str] | None = None,
          stderr: IO[str] | None = None) -> int:
-    _, out, err = streams(stdin, stdout, stderr)
-    args = parse_or_status(parse_args, argv, out, err)
-    if isinstance(args, int):
-        return args
-    return run(lambda: execute(args, out), err)
+    return run_tool(parse_args, execute, argv, stdin, stdout, stderr)

@@ -43,7 +43,7 @@ from client import KafkaAdmin
 from client.consumer import EARLIEST, LATEST
 from client.consumer_protocol import assignor_name
 from client.group_consumer import GroupConsumer, GroupRecord
-from tools import ToolError, ToolParser, parse_or_status, run, streams
+from tools import ToolError, ToolParser, run_tool
 from tools.perf_common import int_prop, load_props, security_of
 from protocol.errors import ErrorCode
 
@@ -192,8 +192,4 @@ async def commit(consumer: GroupConsumer, summaries: list[dict[str, Any]], emit:
 
 def main(argv: list[str], *, stdin: IO[str] | None = None, stdout: IO[str] | None = None,
          stderr: IO[str] | None = None) -> int:
-    _, out, err = streams(stdin, stdout, stderr)
-    args = parse_or_status(parse_args, argv, out, err)
-    if isinstance(args, int):
-        return args
-    return run(lambda: execute(args, out), err)
+    return run_tool(parse_args, execute, argv, stdin, stdout, stderr)

@@ -38,7 +38,7 @@ from argparse import Namespace
 from typing import IO, Any
 
 from client import KafkaAdmin
-from tools import ToolError, ToolParser, parse_or_status, run, streams
+from tools import ToolError, ToolParser, run_tool
 from tools.perf_common import Throttler, load_props, partitions_of, producer_settings
 from tools.record_pipeline import RecordPipeline
 from protocol.errors import ErrorCode
@@ -183,8 +183,4 @@ async def execute(args: Namespace, out: IO[str], stop: asyncio.Event | None = No
 
 def main(argv: list[str], *, stdin: IO[str] | None = None, stdout: IO[str] | None = None,
          stderr: IO[str] | None = None) -> int:
-    _, out, err = streams(stdin, stdout, stderr)
-    args = parse_or_status(parse_args, argv, out, err)
-    if isinstance(args, int):
-        return args
-    return run(lambda: execute(args, out), err)
+    return run_tool(parse_args, execute, argv, stdin, stdout, stderr)

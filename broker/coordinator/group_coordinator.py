@@ -46,6 +46,8 @@ from broker.coordinator.ownership import OwnershipOps
 from broker.coordinator.sync_ops import SyncOps
 from broker.coordinator.txn_offset_ops import TxnOffsetOps
 from broker.replication.purgatory import Purgatory, Timer
+from broker.why import group_facts
+from broker.why.group_history import GroupHistories
 from protocol.errors import ErrorCode
 from storage.log import wall_clock_ms
 
@@ -72,6 +74,7 @@ class GroupCoordinator(OwnershipOps, SyncOps, OffsetOps, TxnOffsetOps):
         self.heartbeats = Purgatory("Heartbeat", timer)
         self.rebalances = Purgatory("Rebalance", timer)
         self.groups: dict[str, GroupMetadata] = {}
+        self.why = GroupHistories()   # broker/why: what started each rebalance (group_facts)
         self.partitions = CoordinatorPartitions(OFFSETS_TOPIC)   # served / loading / epochs
         self.active = True
         # FindCoordinator creates __consumer_offsets once; concurrent finds see this set
@@ -236,6 +239,7 @@ class GroupCoordinator(OwnershipOps, SyncOps, OffsetOps, TxnOffsetOps):
                                 req.protocol_type, list(req.protocols), is_new=True)
         if group.is_(PR) and group.generation_id == 0:
             group.new_member_added = True
+        group_facts.member_joined(self, group, member_id, req)
         group.add(member, respond)
         # new members cannot heartbeat yet: they get the longer join timeout
         self._heartbeat(group, member, NEW_MEMBER_JOIN_TIMEOUT_MS)
@@ -243,6 +247,7 @@ class GroupCoordinator(OwnershipOps, SyncOps, OffsetOps, TxnOffsetOps):
 
     def _update_member_and_rebalance(self, group: GroupMetadata, member: MemberMetadata,
                                      req: JoinRequest, respond: JoinCallback) -> None:
+        group_facts.member_rejoined(self, group, member, req, group.can_rebalance)
         group.update_member(member, list(req.protocols), req.rebalance_timeout_ms,
                             req.session_timeout_ms, respond)
         self._maybe_prepare_rebalance(group, f"member {member.member_id} rejoining")
@@ -259,6 +264,8 @@ class GroupCoordinator(OwnershipOps, SyncOps, OffsetOps, TxnOffsetOps):
         old = (list(member.protocols), member.rebalance_timeout_ms, member.session_timeout_ms)
         group.update_member(member, list(req.protocols), req.rebalance_timeout_ms,
                             req.session_timeout_ms, respond)
+        group_facts.static_replaced(self, group, instance, old_id, member, not group.is_(S)
+                                    or group.protocol_name != group.select_protocol())
         if group.is_(S):
             if group.protocol_name != group.select_protocol():
                 self._maybe_prepare_rebalance(group, f"static member {instance} changed protocols")
@@ -313,6 +320,7 @@ class GroupCoordinator(OwnershipOps, SyncOps, OffsetOps, TxnOffsetOps):
 
     def on_complete_join(self, group: GroupMetadata) -> None:
         for failed in [m for m in group.not_yet_rejoined() if not m.is_static]:
+            group_facts.rejoin_timed_out(self, group, failed)
             group.remove(failed.member_id)
             self.heartbeats.check_and_complete(member_key(group.group_id, failed.member_id))
         if group.is_(D):
@@ -323,6 +331,7 @@ class GroupCoordinator(OwnershipOps, SyncOps, OffsetOps, TxnOffsetOps):
                 DelayedJoin(self, group, group.rebalance_timeout_ms), [join_key(group.group_id)])
             return
         group.init_next_generation(self.clock())
+        group_facts.generation_started(self, group)
         if group.is_(E):
             log.info("group %s with generation %d is now empty", group.group_id,
                      group.generation_id)
@@ -352,6 +361,8 @@ class GroupCoordinator(OwnershipOps, SyncOps, OffsetOps, TxnOffsetOps):
         if group.pending_sync_members:
             missing = sorted(group.pending_sync_members)
             for member_id in missing:
+                if member_id in group.members:
+                    group_facts.sync_timed_out(self, group, group.members[member_id])
                 group.remove(member_id)
                 self.heartbeats.check_and_complete(member_key(group.group_id, member_id))
             self._prepare_rebalance(group, f"removing {missing} on pending sync expiration")
@@ -400,6 +411,7 @@ class GroupCoordinator(OwnershipOps, SyncOps, OffsetOps, TxnOffsetOps):
         if member is not None and not member.has_satisfied_heartbeat():
             log.info("member %s in group %s has failed (session timeout), removing it",
                      member_id, group.group_id)
+            group_facts.member_timed_out(self, group, member)
             self._remove_member_and_update_group(group, member, "heartbeat expiration")
 
     def _remove_member_and_update_group(self, group: GroupMetadata, member: MemberMetadata,
@@ -476,6 +488,7 @@ class GroupCoordinator(OwnershipOps, SyncOps, OffsetOps, TxnOffsetOps):
     def _remove_leaving_member(self, group: GroupMetadata, member_id: str,
                                reason: str | None) -> None:
         member = group.members[member_id]
+        group_facts.member_left(self, group, member, reason)
         self._remove_member_and_update_group(group, member,
                                              f"member {member_id} left ({reason or 'no reason'})")
         self.heartbeats.check_and_complete(member_key(group.group_id, member_id))

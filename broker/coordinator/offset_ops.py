@@ -29,6 +29,8 @@ from typing import TYPE_CHECKING, Any
 from broker.coordinator import offsets_topic as ot
 from broker.coordinator.group_metadata import GROUP_TYPE_CLASSIC, GroupMetadata, TopicPartition
 from broker.coordinator.group_state import GroupState, matches_filter
+from broker.why import group_facts
+from broker.why.group_history import GroupHistories
 from protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
@@ -85,6 +87,7 @@ class OffsetOps:
     validate_member: Callable[[GroupMetadata, str, str | None], int | None]
     _heartbeat: Callable[..., None]
     unstable_partitions: Callable[[GroupMetadata], set[TopicPartition]]
+    why: GroupHistories
     _expiry_task: asyncio.Task[None] | None = None
 
     # -- OffsetCommit --------------------------------------------------------------------
@@ -226,6 +229,7 @@ class OffsetOps:
             elif group is None or group.is_(D):
                 errors[group_id] = ErrorCode.GROUP_ID_NOT_FOUND
             elif group.is_(E):
+                group_facts.group_deleted(self, group)   # broker/why
                 group.transition_to(D, self.clock())
                 doomed.append(group)
             else:

@@ -9,13 +9,13 @@ DescribeConfigs
   effective value, source and synonyms from broker.topic_config; an illegal
   name -> INVALID_TOPIC_EXCEPTION, a topic the metadata cache lacks ->
   UNKNOWN_TOPIC_OR_PARTITION.
-* BROKER "<this broker's id>": every server.properties key we know; ReadOnly
-  false for the keys Kafka 3.9 can reconfigure dynamically (listeners,
-  advertised.listeners, log.* synonyms of topic keys, ...), though none is
-  stored dynamically here, then the two replication throttle rates; BROKER "":
-  the cluster-wide dynamic defaults (the throttle rates stored there, if any).
-  Another id -> INVALID_REQUEST.
-* BROKER_LOGGER "<id>": the root logger's level.
+* BROKER "<this broker's id>": every key we know with its effective value, source
+  and synonyms in Kafka's order (per-broker dynamic, cluster default dynamic,
+  static, default); ReadOnly false for the keys accepted dynamically
+  (broker/dynamic_config/describe.py). BROKER "": the keys the cluster default entry
+  holds. Another id -> INVALID_REQUEST.
+* BROKER_LOGGER "<id>": every logger (root and the Python loggers) with its
+  effective level (broker/dynamic_config/loggers.py).
 * v0 has IsDefault (source DEFAULT_CONFIG) instead of ConfigSource; synonyms
   only when IncludeSynonyms (v1+); ConfigType always and Documentation when
   IncludeDocumentation (v3+).
@@ -29,15 +29,14 @@ Alter (both APIs)
   topic must exist; then, unless ValidateOnly, ClusterStore.set_topic_configs
   writes /config/topics/<t> plus a /config/changes notification, on which every
   broker applies the new LogConfig to its live partition logs.
-* BROKER "<this broker's id>": a TLS listener's keystore and truststore
-  (``listener.name.<l>.ssl.{keystore,truststore}.{location,type}``) are dynamic:
-  certificate rotation without a restart, stored in /config/brokers/<id>
-  (broker/security/reconfigure.py); so are leader.replication.throttled.rate and
-  follower.replication.throttled.rate (replication quotas, applied at once;
-  broker/dynamic_broker_configs.py); AlterConfigs replaces that broker's whole
-  dynamic set. BROKER "" (the cluster default, /config/brokers/<default>) takes
-  the two rates only, stored but not applied (Kafka 3.9, ZooKeeper mode). Any
-  other key -> INVALID_REQUEST.
+* BROKER "<this broker's id>" / "" (the cluster default, /config/brokers/<default>):
+  the keys Kafka 3.9 marks dynamic, checked (INVALID_CONFIG naming key and value;
+  other keys INVALID_REQUEST), stored in ZooKeeper with a change notification and
+  applied without a restart on every broker (broker/dynamic_config/alter.py);
+  AlterConfigs replaces the whole entry; APPEND/SUBTRACT -> INVALID_CONFIG.
+* BROKER_LOGGER "<id>": IncrementalAlterConfigs SET (a level) / DELETE (inherit
+  again), not persisted; a bad level or unknown logger -> INVALID_CONFIG;
+  AlterConfigs or APPEND/SUBTRACT -> INVALID_REQUEST.
 * DescribeConfigs hides secrets as Kafka does (PASSWORD keys and JAAS configs:
   null value, IsSensitive) and lists the listener-prefixed keys, dynamic ones
   with source DYNAMIC_BROKER_CONFIG.
@@ -49,21 +48,22 @@ TOPIC_AUTHORIZATION_FAILED) or on the cluster for BROKER and BROKER_LOGGER
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from broker import dynamic_broker_configs, topic_config, topic_names
+from broker import topic_config, topic_names
+from broker.dynamic_config import alter, describe, live, loggers
+from broker.dynamic_config.layers import DynamicLayers
 from broker.acl.acl_model import AclOperation, ResourceType
 from broker.acl.authorizer import allowed, allowed_cluster
-from broker.config import BrokerConfig, key_of
+from broker.config import BrokerConfig
 from broker.context import RequestContext
 from broker.security import reconfigure
 from broker.dispatch import handler
 from broker.topic_creation import TopicError
-from broker.topic_config import ConfigEntry, ConfigSource, ConfigType, SynonymValue
+from broker.topic_config import ConfigEntry, ConfigSource
 from controller import TopicNotFound
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
@@ -105,68 +105,16 @@ def _authorize(ctx: RequestContext, op: AclOperation, rtype: int, name: str) -> 
 
 # ---- DescribeConfigs ---------------------------------------------------------------------
 
-def _type_of(f: dataclasses.Field[Any]) -> ConfigType:
-    t = str(f.type)
-    if t.startswith("bool"):
-        return ConfigType.BOOLEAN
-    if t.startswith("int"):
-        return ConfigType.LONG if f.name.endswith(("_ms", "_bytes")) else ConfigType.INT
-    return ConfigType.STRING
-
-
-# Kafka's PASSWORD-type keys (and JAAS configs, which hold passwords): described
-# with a null value and IsSensitive, never in clear.
-SENSITIVE_SUFFIXES = ("ssl.keystore.password", "ssl.key.password", "ssl.truststore.password",
-                      "ssl.keystore.key", "ssl.keystore.certificate.chain",
-                      "ssl.truststore.certificates", "sasl.jaas.config")
-
-
-def _sensitive(key: str) -> bool:
-    return key.endswith(SENSITIVE_SUFFIXES)
-
-
 def broker_rows(config: BrokerConfig, dynamic_set: dict[str, str] | None = None
                 ) -> list[ConfigEntry]:
-    """Every BrokerConfig key: STATIC_BROKER_CONFIG when it differs from Kafka's
-    default, else DEFAULT_CONFIG; read-only unless Kafka 3.9 can update the key
-    dynamically (DynamicBrokerConfig.AllDynamicConfigs, e.g. listeners,
-    advertised.listeners, message.max.bytes, log.retention.ms). Then every
-    listener-prefixed key, DYNAMIC_BROKER_CONFIG when ``dynamic_set`` holds it."""
-    rows = []
-    dynamic = topic_config.dynamic_broker_keys()
-    for f in sorted(dataclasses.fields(config), key=lambda f: f.name):
-        if f.name == "listener_overrides":
-            continue
-        value, default = getattr(config, f.name), f.default
-        text = None if value is None else topic_config.to_text(value)
-        default_text = None if default in (None, dataclasses.MISSING) \
-            else topic_config.to_text(default)
-        synonyms = []
-        if value is not None and value != default:
-            synonyms.append(SynonymValue(key_of(f.name), text, ConfigSource.STATIC_BROKER_CONFIG))
-        if default_text is not None:
-            synonyms.append(SynonymValue(key_of(f.name), default_text, ConfigSource.DEFAULT_CONFIG))
-        source = synonyms[0].source if synonyms else ConfigSource.DEFAULT_CONFIG
-        hidden = _sensitive(key_of(f.name))
-        if hidden:
-            text = None
-            synonyms = [dataclasses.replace(y, value=None) for y in synonyms]
-        rows.append(ConfigEntry(key_of(f.name), text, source,
-                                ConfigType.PASSWORD if hidden else _type_of(f),
-                                tuple(synonyms), "", read_only=key_of(f.name) not in dynamic,
-                                sensitive=hidden))
-    for key, value in sorted(config.listener_overrides.items()):
-        source = ConfigSource.DYNAMIC_BROKER_CONFIG if key in (dynamic_set or {}) \
-            else ConfigSource.STATIC_BROKER_CONFIG
-        hidden = _sensitive(key)
-        shown = None if hidden else value
-        parts = reconfigure.split(key)
-        rows.append(ConfigEntry(key, shown, source,
-                                ConfigType.PASSWORD if hidden else ConfigType.STRING,
-                                (SynonymValue(key, shown, source),), "",
-                                read_only=parts is None or parts[1] not in reconfigure.RECONFIGURABLE,
-                                sensitive=hidden))
-    return rows
+    """BROKER rows for ``config`` with ``dynamic_set`` as its own dynamic entry (the
+    layers ``config`` carries otherwise): broker/dynamic_config/describe.py."""
+    layers = getattr(config, "dynamic", None)
+    if layers is None or dynamic_set is not None:
+        static = layers.static if layers is not None else config
+        layers = DynamicLayers(static, dict(dynamic_set or {}),
+                               dict(layers.cluster_default) if layers is not None else {})
+    return describe.broker_rows(config, layers)
 
 
 def broker_id_of(config: BrokerConfig, name: str) -> None:
@@ -191,18 +139,15 @@ async def _describe_rows(broker: Any, rtype: int, name: str) -> list[ConfigEntry
         if not broker.metadata.has_topic(name):
             raise TopicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
         return topic_config.describe(broker.config, await broker.cluster.topic_configs(name))
+        # (broker.config carries the dynamic layers: sources DYNAMIC_*_BROKER_CONFIG)
     if rtype == BROKER:
         if name == "":
-            return dynamic_broker_configs.rate_rows(
-                await dynamic_broker_configs.load_default(broker), default_entry=True)
+            return describe.default_rows(live.layers_of(broker))
         broker_id_of(broker.config, name)
-        return (broker_rows(broker.config, broker.dynamic_configs)
-                + dynamic_broker_configs.rate_rows(broker.dynamic_configs))
+        return describe.broker_rows(broker.config, live.layers_of(broker))
     if rtype == BROKER_LOGGER:
         broker_id_of(broker.config, name)
-        level = logging.getLevelName(logging.getLogger().getEffectiveLevel())
-        return [ConfigEntry("root", level, ConfigSource.DYNAMIC_BROKER_LOGGER_CONFIG,
-                            ConfigType.STRING, (), "")]
+        return loggers.describe()
     raise TopicError(ErrorCode.INVALID_REQUEST, f"Unsupported resource type: {rtype}")
 
 
@@ -308,16 +253,11 @@ async def _alter_topic(broker: Any, name: str, edit: Edit, validate_only: bool) 
 
 
 async def _alter_broker(broker: Any, r: Struct, incremental: bool, validate_only: bool) -> None:
-    """This broker's dynamic configs (a TLS listener's stores: certificate rotation,
-    broker/security/reconfigure.py; the replication throttle rates) or the cluster
-    default "" (the throttle rates only): broker/dynamic_broker_configs.py."""
+    """This broker's dynamic entry or the cluster default "" (broker/dynamic_config/)."""
     default = r.resource_name == ""
-    if default and not r.configs and incremental:
-        return
     updates: dict[str, str | None] = {}
     if not incremental:                      # AlterConfigs replaces the whole dynamic set
-        current = (await dynamic_broker_configs.load_default(broker) if default
-                   else broker.dynamic_configs)
+        current = (live.default_entry(broker) if default else broker.dynamic_configs)
         updates = {k: None for k in current}
     for c in r.configs:
         op = c.config_operation if incremental else SET
@@ -325,20 +265,39 @@ async def _alter_broker(broker: Any, r: Struct, incremental: bool, validate_only
             raise TopicError(ErrorCode.INVALID_CONFIG,
                              f"Config value append/subtract is not allowed for config key: "
                              f"{c.name}")
+        if op not in (SET, DELETE):
+            raise TopicError(ErrorCode.INVALID_REQUEST, f"Unknown operations type {op}")
         updates[c.name] = c.value if op == SET else None
     if not updates:
         return
     try:
-        if default:
-            dynamic_broker_configs.check_default(updates)
-        else:
-            dynamic_broker_configs.apply(broker, updates, validate_only)
-        if not validate_only:
-            await reconfigure.store(broker, updates,
-                                    dynamic_broker_configs.DEFAULT_ENTITY if default else None)
+        await alter.alter(broker, default, updates, validate_only)
     except reconfigure.ReconfigureError as e:
         raise TopicError(ErrorCode.INVALID_CONFIG if e.invalid_config
                          else ErrorCode.INVALID_REQUEST, str(e)) from None
+
+
+def _alter_loggers(broker: Any, r: Struct, incremental: bool, validate_only: bool) -> None:
+    """BROKER_LOGGER: IncrementalAlterConfigs SET/DELETE only (loggers.py)."""
+    broker_id_of(broker.config, r.resource_name)
+    if not incremental:
+        raise TopicError(ErrorCode.INVALID_REQUEST, "AlterConfigs is deprecated and does not "
+                         "support the resource type BROKER_LOGGER")
+    changes: dict[str, str | None] = {}
+    for c in r.configs:
+        if c.config_operation not in (SET, DELETE):
+            verb = {APPEND: "APPEND", SUBTRACT: "SUBTRACT"}.get(c.config_operation,
+                                                              str(c.config_operation))
+            raise TopicError(ErrorCode.INVALID_REQUEST,
+                             f"{verb} operation is not allowed for the BROKER_LOGGER resource")
+        changes[c.name] = c.value if c.config_operation == SET else None
+    try:
+        levels = loggers.check(changes)
+    except loggers.LoggerConfigError as e:
+        raise TopicError(ErrorCode.INVALID_REQUEST if e.invalid_request
+                         else ErrorCode.INVALID_CONFIG, str(e)) from None
+    if not validate_only:
+        loggers.apply(levels)
 
 
 async def _alter(ctx: RequestContext, request: Struct, incremental: bool) -> list[Struct]:
@@ -361,6 +320,8 @@ async def _alter(ctx: RequestContext, request: Struct, incremental: bool) -> lis
                 if r.resource_name != "":
                     broker_id_of(ctx.broker.config, r.resource_name)
                 await _alter_broker(ctx.broker, r, incremental, request.validate_only)
+            elif r.resource_type == BROKER_LOGGER:
+                _alter_loggers(ctx.broker, r, incremental, request.validate_only)
             else:
                 raise TopicError(ErrorCode.INVALID_REQUEST,
                                  f"Unknown resource type {r.resource_type}")

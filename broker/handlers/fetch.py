@@ -267,6 +267,9 @@ async def handle_fetch(ctx: RequestContext, request: Struct) -> Struct:
             response_session = created.id
     if replica_id >= 0:
         _record_replication(getattr(replicas, "leader_quota", None), results)
+    stats = getattr(replicas, "topic_stats", None)      # metrics (broker/metrics/)
+    if stats is not None:
+        _count_out(stats, replica_id, results)
     topic_ids = dict(req.topic_ids)
     if session is not None:
         topic_ids.update({tp[0]: c.topic_id for tp, c in session.partitions.items()})
@@ -280,6 +283,20 @@ def _record_replication(quota: ReplicationQuota | None, results: dict[TP, FetchP
     they were checked against it before they were read)."""
     if quota is not None:
         quota.record(throttled_bytes(quota, {tp: r.size for tp, r in results.items()}))
+
+
+def _count_out(stats: Any, replica_id: int, results: dict[TP, FetchPartitionResult]) -> None:
+    """Per-topic BrokerTopicMetrics of the answered partitions: bytes out to consumers,
+    replication bytes out to followers, partitions answered and failed."""
+    for tp, r in results.items():
+        c = stats.of(tp[0])
+        c.total_fetch += 1
+        if r.error:
+            c.failed_fetch += 1
+        elif replica_id < 0:
+            c.bytes_out += r.size
+        else:
+            c.replication_bytes_out += r.size
 
 
 def _unauthorized(ctx: RequestContext, replica_id: int,

@@ -61,6 +61,10 @@ Theory of operation:
 10. KIP-219 channel muting: a handler (the quota layer) sets ``ctx.throttle_ms``;
    once that request's response is written the connection handles and reads
    nothing more from this client until ``throttle_ms`` later.
+11. Metrics (broker/metrics/request_timing.py), when the broker has them: each
+   request's stages (queue, local, remote, response queue, send) are timed and
+   recorded per API; the handler runs with a ``RequestClock`` current, to which
+   the purgatory adds the request's remote time.
 """
 
 from __future__ import annotations
@@ -73,19 +77,24 @@ from typing import Any
 
 from broker.context import BrokerServices, RequestContext
 from broker.network.limits import NetworkLimits
+from broker.network.log_throttle import LogThrottle
 from broker.network.request_memory import Slot
 from broker.security.listeners import PLAINTEXT_LISTENER, ListenerSecurity
 from broker.security.principal import ANONYMOUS
 from broker.security.sasl_server import AuthenticationFailed, SaslAuthenticator
 from broker.dispatch import Outcome, dispatch, supported, unsupported_version_body
+from broker.metrics.request_timing import CURRENT as REQUEST_CLOCK
+from broker.metrics.request_timing import RequestClock, RequestMetrics, perf_counter
 from protocol.api_keys import ApiKey
 from protocol.codec import decode_from
 from protocol.framing import FrameBuffer, FrameTooLarge, InvalidFrameSize, size_prefixed
 from protocol.headers import API_VERSIONS, RequestHeader, decode_request_header, encode_response
 from protocol.primitives import DecodeError, EncodeError
-from protocol.spec import all_apis
+from protocol.spec import wire_apis
 
 log = logging.getLogger(__name__)
+# connections closed for malformed input: at most 20 lines per 10 s (log_throttle.py)
+BAD_INPUT_LOG = LogThrottle(log)
 # Produce requests of one connection that may wait for replication at once
 # (librdkafka and the Java client send up to 5). One more is still appended on
 # arrival, but handled muted: the next request is read once it is answered.
@@ -122,6 +131,9 @@ class Connection:
         self._failed = False
         # -- limits, back-pressure, request timeout, throttling (theory of operation, 7-10)
         self.limits = limits or _UNLIMITED
+        # -- metrics (11): None when the broker has none
+        metrics = getattr(broker, "metrics", None)
+        self.request_metrics: RequestMetrics | None = getattr(metrics, "requests", None)
         self._held = 0                           # bytes charged to the memory pool
         self.request_timeout = config.request_timeout_ms / 1000
         self._partial_since: float | None = None  # loop time an incomplete frame began
@@ -173,9 +185,9 @@ class Connection:
                 except (FrameTooLarge, InvalidFrameSize) as e:
                     hint = " (a TLS handshake on a PLAINTEXT or SASL_PLAINTEXT listener?)" \
                         if data[:2] == b"\x16\x03" and not self.security.uses_tls else ""
-                    log.warning("closing connection %s on listener %s: %s "
-                                "(socket.request.max.bytes=%d)%s", self.peer, self.listener,
-                                e, self.frames.max_frame_size, hint)
+                    BAD_INPUT_LOG.log("closing connection %s on listener %s: %s "
+                                      "(socket.request.max.bytes=%d)%s", self.peer,
+                                      self.listener, e, self.frames.max_frame_size, hint)
                     return
                 if self.frames.buffered:        # a frame begun, not complete (9)
                     if frames or self._partial_since is None:
@@ -339,10 +351,11 @@ class Connection:
 
     async def _handle(self, frame: bytes) -> bool:
         """Handle one request; False means close the connection."""
+        received = perf_counter() if self.request_metrics is not None else 0.0
         try:
             header, pos = decode_request_header(frame)
         except DecodeError as e:
-            log.warning("closing connection %s: bad request header: %s", self.peer, e)
+            BAD_INPUT_LOG.log("closing connection %s: bad request header: %s", self.peer, e)
             return False
         if not supported(header.api_key, header.api_version):
             if header.api_key == API_VERSIONS:
@@ -350,32 +363,34 @@ class Connection:
                 await self._send(API_VERSIONS, 0, header.correlation_id,
                                  unsupported_version_body())
                 return True
-            log.warning("closing connection %s: unsupported api key %d version %d",
-                        self.peer, header.api_key, header.api_version)
+            BAD_INPUT_LOG.log("closing connection %s: unsupported api key %d version %d",
+                              self.peer, header.api_key, header.api_version)
             return False
         if self._refused(header):
             return False
-        spec = all_apis()[header.api_key].request
+        spec = wire_apis()[header.api_key].request
         try:
             # Trailing bytes after the body are ignored, as Kafka's request parser
             # does: librdkafka's admin client sends Metadata v12 with three extra
             # bytes (a reserved array-count slot), and Kafka answers it.
             body, _end = decode_from(spec, frame, pos, header.api_version)
         except DecodeError as e:
-            log.warning("closing connection %s: malformed %s v%d: %s (frame starts %s)",
-                        self.peer, spec.name, header.api_version, e, frame[:64].hex())
+            BAD_INPUT_LOG.log("closing connection %s: malformed %s v%d: %s (frame starts %s)",
+                              self.peer, spec.name, header.api_version, e, frame[:64].hex())
             return False
         ctx = RequestContext(header=header, connection=self, broker=self.broker)
         queue = self.limits.queue
         # queued.max.requests: a slot, waiting for one if none is free
         slot = queue.try_enter() or await queue.enter()
+        times = (received, perf_counter()) if received else None    # metrics (11)
         if header.api_key == ApiKey.PRODUCE and len(self._pipelined) < MAX_PIPELINED_PRODUCES:
-            return await self._pipeline_produce(ctx, header, body, spec.name, slot)
+            return await self._pipeline_produce(ctx, header, body, spec.name, slot, times)
         return await self._answer(ctx, header, body, spec.name, self._last_response, None,
-                                  slot)
+                                  slot, times)
 
     async def _pipeline_produce(self, ctx: RequestContext, header: RequestHeader, body: Any,
-                                name: str, slot: Slot) -> bool:
+                                name: str, slot: Slot,
+                                times: tuple[float, float] | None = None) -> bool:
         """Run a Produce in a task of its own and come back once its records are
         appended (or it ended): the caller may read the next request while this
         one waits for replication. Its response still goes after the one before."""
@@ -390,7 +405,8 @@ class Connection:
         ctx.appended = unmute
         written: asyncio.Future[None] = loop.create_future()
         previous, self._last_response = self._last_response, written
-        task = loop.create_task(self._answer(ctx, header, body, name, previous, written))
+        task = loop.create_task(self._answer(ctx, header, body, name, previous, written,
+                                             times=times))
         self._pipelined.add(task)
         task.add_done_callback(self._pipelined.discard)
         task.add_done_callback(unmute)
@@ -399,10 +415,16 @@ class Connection:
 
     async def _answer(self, ctx: RequestContext, header: RequestHeader, body: Any, name: str,
                       previous: asyncio.Future[None] | None,
-                      written: asyncio.Future[None] | None, slot: Slot | None = None) -> bool:
+                      written: asyncio.Future[None] | None, slot: Slot | None = None,
+                      times: tuple[float, float] | None = None) -> bool:
         """Handle, wait for the response before this one, write ours; False (and the
         connection closed) when the handler failed or asked for the close.
-        ``slot``: the request-queue slot to give back when the handler returns."""
+        ``slot``: the request-queue slot to give back when the handler returns.
+        ``times``: (received, dequeued) when the request is timed (metrics, 11)."""
+        clock = clock_token = None
+        if times is not None:
+            clock = RequestClock()
+            clock_token = REQUEST_CLOCK.set(clock)
         traced = request_log.isEnabledFor(logging.DEBUG)
         if traced:
             started = time.monotonic()
@@ -421,7 +443,12 @@ class Connection:
             finally:
                 if slot is not None:
                     self.limits.queue.leave(slot)
+                if clock_token is not None:
+                    REQUEST_CLOCK.reset(clock_token)
+                    handled = perf_counter()
             await _after(previous)
+            if clock is not None:
+                queued_done = perf_counter()
             if response is Outcome.CLOSE_CONNECTION:
                 # the handler logged why; responses before this one are written
                 self._failed = True
@@ -442,6 +469,11 @@ class Connection:
                     self._failed = True
                     self.writer.close()
                     return False
+            if clock is not None and times is not None and self.request_metrics is not None:
+                self.request_metrics.record(
+                    header.api_key, header.api_version,
+                    _fetch_from(header.api_key, header.api_version, body),
+                    times[0], times[1], handled, clock.remote, queued_done, perf_counter())
             if ctx.throttle_ms > 0:
                 self._mute_for(ctx.throttle_ms)
             if self.close_after_response:
@@ -472,8 +504,16 @@ async def _after(earlier: asyncio.Future[None] | None) -> None:
         await earlier
 
 
+def _fetch_from(api_key: int, version: int, body: Any) -> str | None:
+    """For a Fetch, whom from (Kafka's FetchConsumer / FetchFollower metrics)."""
+    if api_key != ApiKey.FETCH:
+        return None
+    replica_id = body.replica_state.replica_id if version >= 15 else body.replica_id
+    return "Follower" if replica_id >= 0 else "Consumer"
+
+
 def _api_name(api_key: int) -> str:
-    apis = all_apis()
+    apis = wire_apis()
     return apis[api_key].request.name if api_key in apis else f"api key {api_key}"
 
 

@@ -8,10 +8,12 @@ It reads the manager's partitions, fence, clock, verifier and purgatory.
 
 Per produce request (``append_records``): KIP-890 verification of a transactional
 first batch; heavy records (compressed, or many) validated in a worker thread
-(``record_checks``); per partition the fence, then ``Partition.append_records_as_leader``
+(``record_checks``), and recompressed there when the topic's compression.type asks for
+another codec (issue 18); per partition the fence, then ``Partition.append_records_as_leader``
 (errors, KIP-467 record errors and storage failures answered per partition);
 ``appended`` called once every append is done (the connection reads on); with acks=all
-the wait for the HW.
+the wait for the HW. With metrics on (``topic_stats`` set, broker/metrics/) each
+partition's outcome is added to its topic's counters: a few int adds.
 """
 
 from __future__ import annotations
@@ -24,11 +26,12 @@ from typing import TYPE_CHECKING, Any
 
 from broker.replication.partition import Partition, RecordErrorsError
 from broker.replication.purgatory import DelayedProduce, Purgatory
-from broker.replication.record_checks import check_heavy
+from broker.replication.record_checks import check_and_recompress
 from broker.replication.txn_verify import Verifier, unverified
 from protocol.errors import ErrorCode, KafkaError
 
 if TYPE_CHECKING:
+    from broker.metrics.topic_stats import BrokerTopicStats
     from broker.replication.leader_fence import LeaderFence
 
 log = logging.getLogger(__name__)
@@ -58,6 +61,7 @@ class LeaderAppends:
     verifier: Verifier | None
     produce_purgatory: Purgatory
     min_insync_replicas: Callable[[str], int]
+    topic_stats: BrokerTopicStats | None = None     # metrics (None: off)
 
     def _absent(self, tp: TopicPartition) -> int: ...
 
@@ -89,9 +93,11 @@ class LeaderAppends:
             results.update((tp, ProduceResult(e)) for tp, e in failed.items())
             entries = {tp: d for tp, d in entries.items() if tp not in failed}
         # heavy records (compressed, or many) are validated in a worker thread first
-        checked = {} if from_coordinator else await check_heavy(self.partitions, entries,
-                                                                self.clock)
+        # (issue 18: and recompressed to the topic's compression.type, ``rewritten``)
+        checked, rewritten = ({}, {}) if from_coordinator else await check_and_recompress(
+            self.partitions, entries, self.clock)
         for tp, data in entries.items():
+            data = rewritten.get(tp, data)
             p = self.partitions.get(tp)
             if p is None:
                 results[tp] = ProduceResult(self._absent(tp))
@@ -110,16 +116,25 @@ class LeaderAppends:
                 results[tp] = ProduceResult(
                     e.code, error_message=e.message, record_errors=tuple(
                         e.record_errors if isinstance(e, RecordErrorsError) else ()))
+                if self.topic_stats is not None:
+                    _count_failed(self.topic_stats, tp[0], e.code, len(data))
                 continue
             except OSError as e:    # its log dir failed (the log's guard reported it)
                 log.error("%s-%d: append failed: %s", tp[0], tp[1], e)
                 results[tp] = ProduceResult(ErrorCode.KAFKA_STORAGE_ERROR, error_message=str(e))
+                if self.topic_stats is not None:
+                    _count_failed(self.topic_stats, tp[0], ErrorCode.KAFKA_STORAGE_ERROR, 0)
                 continue
             results[tp] = ProduceResult(ErrorCode.NONE, r.first_offset, r.log_append_time,
                                         r.log_start_offset)
             pending[tp] = r.last_offset + 1
             if not r.duplicate:
                 self._partition_changed(tp)
+                if self.topic_stats is not None:
+                    c = self.topic_stats.of(tp[0])
+                    c.total_produce += 1
+                    c.messages_in += r.last_offset - r.first_offset + 1
+                    c.bytes_in += len(data)
         if appended is not None:
             appended()
         if acks == -1 and pending:
@@ -177,3 +192,21 @@ class LeaderAppends:
             return True, (ErrorCode.KAFKA_STORAGE_ERROR if tp in self.offline_partitions
                           else ErrorCode.NOT_LEADER_OR_FOLLOWER)
         return p.check_enough_replicas_reach_offset(required, self.min_insync_replicas(tp[0]))
+
+
+# As Kafka 3.9's ReplicaManager.appendToLocalLog: these errors are not counted as
+# failed produce requests; the size errors count their bytes as rejected instead.
+_NOT_FAILED = frozenset({ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.NOT_LEADER_OR_FOLLOWER,
+                         ErrorCode.MESSAGE_TOO_LARGE, ErrorCode.RECORD_LIST_TOO_LARGE,
+                         ErrorCode.CORRUPT_MESSAGE, ErrorCode.KAFKA_STORAGE_ERROR})
+_REJECTED = frozenset({ErrorCode.MESSAGE_TOO_LARGE, ErrorCode.RECORD_LIST_TOO_LARGE})
+
+
+def _count_failed(stats: BrokerTopicStats, topic: str, code: int, size: int) -> None:
+    """Metrics of a partition whose append failed with ``code``."""
+    c = stats.of(topic)
+    c.total_produce += 1
+    if code not in _NOT_FAILED:
+        c.failed_produce += 1
+    if code in _REJECTED:
+        c.bytes_rejected += size

@@ -42,6 +42,8 @@ from broker.replication import partition_isr, partition_txn
 from broker.replication.partition_isr import FollowerState, IsrSink, PendingIsrChange
 from broker.replication.partition_state import NO_TOPIC_ID, PartitionState
 from broker.replication.producer_state import ProducerStateManager
+from broker.why import isr_facts
+from broker.why.isr_history import IsrHistory
 from protocol import record_validation, records
 from protocol.errors import ErrorCode, KafkaError
 from protocol.records import BatchHeader
@@ -91,6 +93,7 @@ class Partition:
         self.pending_isr: PendingIsrChange | None = None
         self.isr_sink: IsrSink | None = None   # None: ISR changes are never proposed
         self.producer_expiration_ms: int | None = None
+        self.why = IsrHistory()   # broker/why: the ISR changes this leader made, with reasons
         # bumped by mark_changed (ReplicaManager._partition_changed) on every append,
         # HW move and role change: what a fetch could answer differently about
         self.change_seq = next(_change_seq)
@@ -180,6 +183,8 @@ class Partition:
         """
         plog = self.local_log()
         new_epoch = state.leader_epoch != self.leader_epoch or not self.is_leader
+        if self.is_leader:   # broker/why: an ISR change the controller made while we lead
+            isr_facts.leader_and_isr(self, state.isr, state.leader_epoch)
         self._apply(state)
         if new_epoch:
             self.leader_epoch_start_offset = plog.log_end_offset

@@ -28,6 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from broker.why import isr_facts
 from protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
@@ -130,6 +131,7 @@ def maybe_expand_isr(p: Partition, replica_id: int) -> bool:
         return False
     log.info("%s-%d: expanding ISR %s with %d (its LEO %d, HW %d)", p.topic, p.partition,
              sorted(p.isr), replica_id, state.log_end_offset, p.high_watermark)
+    isr_facts.expand_proposed(p, replica_id)   # broker/why: the reason, kept for DescribeWhy
     _propose(p, p.isr | {replica_id})
     return True
 
@@ -157,6 +159,7 @@ def maybe_shrink_isr(p: Partition, max_lag_ms: int) -> bool:
     log.info("%s-%d: shrinking ISR %s by %s (no catch-up within %d ms; LEO %d, HW %d)",
              p.topic, p.partition, sorted(p.isr), sorted(lagging), max_lag_ms,
              p.log_end_offset, p.high_watermark)
+    isr_facts.shrink_proposed(p, lagging, max_lag_ms)   # broker/why: reasons and lags
     _propose(p, p.isr - lagging)
     return True
 
@@ -199,7 +202,8 @@ def on_alter_partition_answer(p: Partition, change: PendingIsrChange, error: int
                  p.partition_epoch)
         return False
     p.pending_isr = None
-    p.isr = frozenset(isr)
+    before, p.isr = p.isr, frozenset(isr)
+    isr_facts.isr_committed(p, before)   # broker/why: the change, with its reasons
     p.partition_epoch = partition_epoch
     log.info("%s-%d: ISR is now %s (partition epoch %d)", p.topic, p.partition,
              sorted(p.isr), partition_epoch)

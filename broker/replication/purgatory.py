@@ -32,6 +32,11 @@ Theory of operation (Kafka's verbs; asyncio replaces locks and reaper threads):
 
 Everything runs on the event loop thread, so a check never interleaves with
 another; an op completes exactly once.
+
+Metrics (broker/metrics/): ``pending`` counts the ops watched and not yet
+completed (NumDelayedOperations); an op watched while a request's
+``RequestClock`` is current (the connection sets it around the handler) adds
+its time in the purgatory to that request's remote time.
 """
 
 from __future__ import annotations
@@ -40,6 +45,9 @@ import asyncio
 import logging
 from collections.abc import Callable, Hashable, Iterable
 from typing import Any, Protocol
+
+from broker.metrics.request_timing import CURRENT as _REQUEST_CLOCK
+from broker.metrics.request_timing import RequestClock, perf_counter
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +71,10 @@ class LoopTimer:
 
 class DelayedOperation:
     """An operation that completes when ``try_complete`` says so, or at ``delay_ms``."""
+
+    # metrics: the request whose remote time this op's wait adds to, and since when
+    _clock: RequestClock | None = None
+    _watched_at = 0.0
 
     def __init__(self, delay_ms: int) -> None:
         self.delay_ms = delay_ms
@@ -108,6 +120,9 @@ class DelayedOperation:
             self._timer = None
         if self._purgatory is not None:
             self._purgatory._completed(self)
+        if self._clock is not None:
+            self._clock.remote += perf_counter() - self._watched_at
+            self._clock = None
         self.on_complete()
         if not self.expired:
             self.release()
@@ -138,6 +153,7 @@ class Purgatory:
         self._watchers: dict[Hashable, dict[DelayedOperation, None]] = {}
         self._stale = 0      # watch entries of completed ops not yet dropped
         self._dirty: set[Hashable] = set()   # keys that may hold such entries
+        self.pending = 0     # ops watched, not completed (metrics: NumDelayedOperations)
 
     def try_complete_else_watch(self, op: DelayedOperation, keys: Iterable[Hashable]) -> bool:
         """Complete ``op`` now if possible; otherwise watch it and schedule its expiry.
@@ -156,6 +172,10 @@ class Purgatory:
         op._keys = tuple(keys)
         for key in op._keys:
             self._watchers.setdefault(key, {})[op] = None
+        self.pending += 1
+        clock = _REQUEST_CLOCK.get()
+        if clock is not None:
+            op._clock, op._watched_at = clock, perf_counter()
         op._timer = self.timer.call_later(max(op.delay_ms, 0) / 1000, op._expire)
 
     def check_and_complete(self, key: Hashable) -> int:
@@ -187,6 +207,7 @@ class Purgatory:
         return sum(1 for op in ops if op.force_complete())
 
     def _completed(self, op: DelayedOperation) -> None:
+        self.pending -= 1
         self._stale += len(op._keys)
         self._dirty.update(op._keys)
         if self._stale >= self.PURGE_AFTER:

@@ -17,6 +17,12 @@ Python, about 0.7 us a record. Done on the event loop, a compression bomb or a b
   the partition then appends without walking the records again (``records_checked``;
   it still reads the batch headers, which is cheap).
 
+Recompression (issue 18): a topic whose compression.type is not ``producer`` stores
+its batches in that codec (Kafka's LogValidator). Data in another codec is heavy too;
+once valid, the worker thread rewrites it (``protocol.recompress``) and the partition
+appends the rewritten bytes (``check_and_recompress`` -> ``rewritten``); offsets are
+assigned by the log as for the original.
+
 Light data (small uncompressed batches: nearly all traffic of uncompressed producers)
 is validated inline, where a thread hop (~50 us) would cost more than its walk. One
 hop per produce request, whatever its partition count. The data is the request's
@@ -31,8 +37,9 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from broker.replication.partition import Partition, validate_records
-from protocol import records
-from protocol.errors import KafkaError
+from protocol import compression, records, record_validation
+from protocol.errors import ErrorCode, KafkaError
+from protocol.recompress import needs_recompression, recompress, target_codec
 
 TopicPartition = tuple[str, int]
 HEAVY_RECORDS = 1000      # ~0.7 ms of walk: above it, a thread hop is the cheaper
@@ -54,26 +61,52 @@ async def check_heavy(partitions: Mapping[TopicPartition, Partition],
     """Validate the heavy entries of partitions we lead, in one worker thread;
     -> tp -> the KafkaError to answer, or None (valid). Entries not returned are
     validated by the append as usual."""
-    work: list[tuple[TopicPartition, Any, Any]] = []
+    checked, _rewritten = await check_and_recompress(partitions, entries, clock)
+    return checked
+
+
+async def check_and_recompress(partitions: Mapping[TopicPartition, Partition],
+                               entries: Mapping[TopicPartition, Any],
+                               clock: Callable[[], int]
+                               ) -> tuple[dict[TopicPartition, KafkaError | None],
+                                          dict[TopicPartition, bytes]]:
+    """``check_heavy``, plus the recompression of valid data whose codec differs from
+    its topic's compression.type: -> (checked, tp -> the bytes to append instead)."""
+    work: list[tuple[TopicPartition, Any, Any, int | None]] = []
     for tp, data in entries.items():
         p = partitions.get(tp)
-        if p is None or not p.is_leader or not is_heavy(data):
+        if p is None or not p.is_leader:
             continue
         plog = p.log
         if plog is None:
             continue
-        work.append((tp, data, plog.config))
+        codec = target_codec(getattr(plog.config, "compression_type", None))
+        if not is_heavy(data) and not needs_recompression(data, codec):
+            continue
+        work.append((tp, data, plog.config, codec))
     if not work:
-        return {}
+        return {}, {}
     now = clock()
 
-    def validate_all() -> dict[TopicPartition, KafkaError | None]:
+    def validate_all() -> tuple[dict[TopicPartition, KafkaError | None],
+                                dict[TopicPartition, bytes]]:
         out: dict[TopicPartition, KafkaError | None] = {}
-        for tp, data, config in work:
+        rewritten: dict[TopicPartition, bytes] = {}
+        for tp, data, config, codec in work:
             try:
                 validate_records(data, config, tp[0], tp[1], now)
                 out[tp] = None
             except KafkaError as e:
                 out[tp] = e
-        return out
+                continue
+            if needs_recompression(data, codec):
+                assert codec is not None
+                try:
+                    rewritten[tp] = recompress(data, codec, record_validation.max_inflated_bytes(
+                        config.max_message_bytes))
+                except (compression.CorruptCompressedData,
+                        compression.CompressionUnavailable) as e:
+                    out[tp] = KafkaError(ErrorCode.CORRUPT_MESSAGE,
+                                         f"recompression to {config.compression_type}: {e}")
+        return out, rewritten
     return await asyncio.to_thread(validate_all)

@@ -1,0 +1,42 @@
+"""The alter flow for BROKER resources (Incremental/AlterConfigs), after the handler
+turned the request into ``updates`` (key -> value, None deletes):
+
+1. check every key (dynamic here? per-broker-only at the default?) and every value
+   (keys.check): INVALID_REQUEST / INVALID_CONFIG, nothing changed;
+2. a TLS listener key: the new SSL context is built now (reconfigure.apply with
+   ValidateOnly), so a keystore OpenSSL refuses is INVALID_CONFIG before anything
+   is stored;
+3. ValidateOnly stops here;
+4. the entry is written to ZooKeeper with a change notification (reconfigure.store);
+5. this broker applies it at once (TLS keys as given, so the same keystore path again
+   reloads the files; then live.refresh); the others on the notification
+   (live.adopt_entry, which applies the TLS keys whose value changed).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.dynamic_config import keys, live
+from broker.security import reconfigure
+
+
+async def alter(broker: Any, default: bool, updates: dict[str, str | None],
+                validate_only: bool) -> None:
+    """Raises reconfigure.ReconfigureError (see the module docstring)."""
+    live.static_of(broker)
+    keys.check(updates, per_broker=not default, broker=broker)
+    tls = {k: v for k, v in updates.items() if keys.is_listener_key(k)}
+    if tls:
+        reconfigure.apply(broker, tls, validate_only=True)
+    if validate_only:
+        return
+    if default:
+        entry = await reconfigure.store(broker, updates, keys.DEFAULT_ENTITY)
+        live.adopt_entry(broker, entry, default=True)
+        return
+    entry = await reconfigure.store(broker, updates)
+    if tls:     # applied as given: the same path again reloads the files (rotation)
+        reconfigure.apply(broker, tls, validate_only=False)
+    broker.dynamic_configs = live.normalise(entry)
+    live.refresh(broker)

@@ -1,0 +1,200 @@
+"""Applying the dynamic broker configs to a running broker, and keeping them current.
+
+The broker's state (set here, duck-typed on the Broker object):
+
+* ``broker.static_config``: the config server.properties made (first seen here);
+* ``broker.dynamic_configs``: its own entry ``/config/brokers/<id>`` (raw strings);
+* ``broker.dynamic_default_configs``: the cluster default ``/config/brokers/<default>``;
+* ``broker.config``: the effective config (layers.effective_config) every reader uses.
+
+``refresh`` recomputes the effective config from the layers and pushes what components
+copied at start-up: every partition log's LogConfig (a default changes every topic
+without its own override, at once), the LogManager's default, the connection quotas,
+the cleaner's config, the controller's unclean.leader.election.enable, the replication
+throttle rates. Readers of ``broker.config`` (Produce's message.max.bytes,
+min.insync.replicas, the cleaner's back-off) see the new value on their next read.
+
+When: after an alter on the broker that took it (at once, so its answer holds),
+on every ``/config/changes`` notification ``brokers/<id>`` / ``brokers/<default>``
+(``watch``: each broker re-reads the entry, as Kafka's BrokerConfigHandler) and at
+start-up (``load`` before the listeners open).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+from typing import Any
+
+from broker.config import BrokerConfig
+from broker.dynamic_config.keys import DEFAULT_ENTITY, is_listener_key
+from broker.dynamic_config.layers import DynamicLayers, effective_config
+from broker.dynamic_config.rates import apply_rates
+from broker.security import reconfigure
+from broker.security.reconfigure import ReconfigureError
+
+log = logging.getLogger(__name__)
+
+_tasks: set[asyncio.Task[None]] = set()
+
+
+def static_of(broker: Any) -> Any:
+    """The static config (remembered the first time we see the broker)."""
+    static = broker.__dict__.get("static_config")
+    if static is None:
+        static = broker.config
+        if getattr(static, "dynamic", None) is not None:
+            static = static.dynamic.static
+        broker.static_config = static
+    return static
+
+
+def default_entry(broker: Any) -> dict[str, str]:
+    return dict(getattr(broker, "dynamic_default_configs", None) or {})
+
+
+def layers_of(broker: Any) -> DynamicLayers:
+    return DynamicLayers(static_of(broker), dict(broker.dynamic_configs), default_entry(broker))
+
+
+def refresh(broker: Any) -> None:
+    """Recompute the effective config and apply it to the running components."""
+    old = broker.config
+    if not isinstance(static_of(broker), BrokerConfig):     # a unit test's stand-in
+        apply_rates(broker, broker.dynamic_configs)
+        return
+    new = effective_config(layers_of(broker), old.listener_overrides)
+    broker.config = new
+    _apply_logs(broker)
+    _apply_network(broker, new)
+    _apply_cleaner(broker, new)
+    controller = getattr(broker, "controller", None)
+    if controller is not None and hasattr(controller, "unclean"):
+        controller.unclean = new.unclean_leader_election_enable
+    replicas = getattr(broker, "replicas", None)
+    if replicas is not None and hasattr(replicas, "producer_id_expiration_ms"):
+        replicas.producer_id_expiration_ms = new.producer_id_expiration_ms
+    apply_rates(broker, broker.dynamic_configs)
+    changed = sorted(f.name for f in dataclasses.fields(new)
+                     if f.compare and getattr(new, f.name) != getattr(old, f.name))
+    if changed:
+        log.info("dynamic broker config applied: %s", ", ".join(
+            f"{name.replace('_', '.')}={getattr(new, name)!r}" for name in changed))
+
+
+def _apply_logs(broker: Any) -> None:
+    logs = getattr(broker, "logs", None)
+    if logs is None:
+        return
+    logs.config = broker.default_log_config()
+    per_topic: dict[str, Any] = {}
+    for (topic, _p), plog in logs:
+        config = per_topic.get(topic)
+        if config is None:
+            config = per_topic[topic] = broker.log_config_for(topic)
+        if plog.config != config:
+            plog.config = config
+
+
+def _apply_network(broker: Any, config: Any) -> None:
+    limits = getattr(broker, "network_limits", None)
+    if limits is None:
+        return
+    from broker.network.connection_quotas import parse_overrides, resolve_overrides
+    quotas = limits.quotas
+    quotas.max_connections = config.max_connections
+    quotas.max_per_ip = config.max_connections_per_ip
+    quotas.per_ip_overrides = dict(resolve_overrides(
+        parse_overrides(config.max_connections_per_ip_overrides)))
+    quotas.max_creation_rate = config.max_connection_creation_rate
+
+
+def _apply_cleaner(broker: Any, config: Any) -> None:
+    cleaner = getattr(broker, "cleaner", None)
+    if cleaner is None or not dataclasses.is_dataclass(getattr(cleaner, "config", None)):
+        return
+    cleaner.config = dataclasses.replace(
+        cleaner.config, dedupe_buffer_size=config.log_cleaner_dedupe_buffer_size,
+        dedupe_buffer_load_factor=config.log_cleaner_io_buffer_load_factor,
+        backoff_ms=config.log_cleaner_backoff_ms)
+
+
+# ---- ZooKeeper: load, store, notifications ---------------------------------------------
+
+async def read_entry(cluster: Any, entity: str) -> dict[str, str]:
+    """``/config/brokers/<entity>``'s config map ({} when absent or unreadable)."""
+    if not hasattr(cluster, "get_data"):
+        return {}
+    got = await cluster.get_data(f"/config/brokers/{entity}")
+    return reconfigure._decode(got[0]) if got else {}
+
+
+def normalise(entry: dict[str, str]) -> dict[str, str]:
+    """Listener keys with the listener part lower case (as reconfigure keeps them)."""
+    out = {}
+    for key, value in entry.items():
+        parts = reconfigure.split(key)
+        out[f"{reconfigure.PREFIX}{parts[0].lower()}.{parts[1]}" if parts else key] = value
+    return out
+
+
+def tls_changes(broker: Any, new_entry: dict[str, str]) -> dict[str, str | None]:
+    """The listener keys whose value differs between the applied entry and ``new_entry``."""
+    old = {k: v for k, v in broker.dynamic_configs.items() if is_listener_key(k)}
+    new = {k: v for k, v in new_entry.items() if is_listener_key(k)}
+    changes: dict[str, str | None] = {k: v for k, v in new.items() if old.get(k) != v}
+    changes.update({k: None for k in old if k not in new})
+    return changes
+
+
+def adopt_entry(broker: Any, entry: dict[str, str], default: bool) -> None:
+    """Make ``entry`` the broker's own (or the default) entry and apply it. TLS keys
+    that changed are applied through reconfigure (refused ones logged, kept out)."""
+    if default:
+        broker.dynamic_default_configs = {k: v for k, v in entry.items()
+                                          if not is_listener_key(k)}
+    else:
+        entry = normalise(entry)
+        tls = tls_changes(broker, entry)
+        if tls:
+            try:
+                reconfigure.apply(broker, tls, validate_only=False)
+            except ReconfigureError as e:
+                log.error("dynamic TLS configs of broker %s not applied: %s",
+                          broker.broker_id, e)
+                for key in tls:
+                    if broker.dynamic_configs.get(key) is None:
+                        entry.pop(key, None)
+                    else:
+                        entry[key] = broker.dynamic_configs[key]
+        broker.dynamic_configs = entry
+    refresh(broker)
+
+
+def watch(broker: Any) -> Any:
+    """Subscribe to /config/changes for brokers/<id> and brokers/<default>; -> cancel."""
+    def on_change(entity_path: str) -> None:
+        kind, _, name = entity_path.partition("/")
+        if kind != "brokers" or name not in (str(broker.broker_id), DEFAULT_ENTITY):
+            return
+        task = asyncio.ensure_future(_reload(broker, name))
+        _tasks.add(task)
+        task.add_done_callback(_tasks.discard)
+    return broker.cluster.watch_config_entity_changes(on_change)
+
+
+async def _reload(broker: Any, name: str) -> None:
+    try:
+        default = name == DEFAULT_ENTITY
+        entry = await read_entry(broker.cluster, name)
+        current = default_entry(broker) if default else dict(broker.dynamic_configs)
+        if (normalise(entry) if not default else entry) == current:
+            return
+        adopt_entry(broker, entry, default)
+        log.info("applied dynamic config change of brokers/%s", name)
+    except Exception:
+        log.exception("dynamic config change of brokers/%s not applied", name)
+
+
+__all__ = ["refresh", "watch", "adopt_entry", "read_entry", "static_of", "layers_of"]

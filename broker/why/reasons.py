@@ -1,0 +1,97 @@
+"""The human text of a reason: one function per kind of fact, so that the words an
+operator reads (in the console, in DescribeWhy) are written once and tested.
+
+Numbers are written with thousands separators ("31,002 ms"); a -1 means "unknown"
+and is left out of the sentence rather than printed.
+"""
+
+from __future__ import annotations
+
+
+def _ms(ms: int) -> str:
+    return f"{ms:,} ms"
+
+
+def shrink_reason(*, lag_ms: int, max_lag_ms: int, since_fetch_ms: int,
+                  lag_messages: int) -> str:
+    """A leader's own shrink (replica.lag.time.max.ms passed without a catch-up).
+
+    ``since_fetch_ms`` -1: the follower never fetched since this broker became
+    leader; that, or a fetch long ago, says "stopped fetching" (dead, paused,
+    cut off) rather than "fetching but too slow"."""
+    text = f"not caught up for {_ms(lag_ms)} (replica.lag.time.max.ms={max_lag_ms})"
+    if since_fetch_ms < 0:
+        text += "; no fetch from it since this broker became leader"
+    elif since_fetch_ms > max_lag_ms:
+        text += f"; no fetch from it for {_ms(since_fetch_ms)}"
+    else:
+        text += f"; fetching (last fetch {_ms(since_fetch_ms)} ago) but slower than the log grows"
+    if lag_messages >= 0:
+        text += f"; {lag_messages:,} messages behind"
+    return text
+
+
+def expand_reason(*, replica_leo: int, high_watermark: int) -> str:
+    """A leader's own expand: the follower's LEO reached the high watermark."""
+    return (f"caught up: its log end offset {replica_leo:,} reached the high watermark "
+            f"{high_watermark:,}")
+
+
+def controller_shrink_reason(*, leader_epoch: int, since_fetch_ms: int) -> str:
+    """The controller removed the replica (LeaderAndIsr): in ZooKeeper mode it does
+    that when the broker went offline (its session expired), shut down, or lost the
+    log dir holding the replica."""
+    text = (f"removed by the controller (LeaderAndIsr, leader epoch {leader_epoch}): "
+            "its broker went offline, shut down or lost the log dir")
+    if since_fetch_ms >= 0:
+        text += f"; last fetch from it {_ms(since_fetch_ms)} ago"
+    return text
+
+
+def controller_expand_reason(*, leader_epoch: int) -> str:
+    return f"added by the controller (LeaderAndIsr, leader epoch {leader_epoch})"
+
+
+def committed_without_proposal(kind: str) -> str:
+    """An AlterPartition answer changed a replica this leader had not proposed."""
+    return f"{'removed' if kind == 'shrink' else 'added'} by the controller's AlterPartition answer"
+
+
+# ---- groups -----------------------------------------------------------------------------
+
+def join_reason(client_reason: str | None, *, first: bool) -> str:
+    base = "first member of a new group" if first else "a new member joined"
+    return f"{base} (client: {client_reason})" if client_reason else base
+
+
+def rejoin_reason(client_reason: str | None, *, metadata_changed: bool, leader: bool) -> str:
+    if metadata_changed:
+        base = "a member rejoined with changed subscription / protocol metadata"
+    elif leader:
+        base = "the group leader rejoined (it asks for a new assignment)"
+    else:
+        base = "a member rejoined"
+    return f"{base} (client: {client_reason})" if client_reason else base
+
+
+def leave_reason(client_reason: str | None) -> str:
+    """LeaveGroup; the KIP-800 Reason (v5+) when the client sent one."""
+    return f"left the group: {client_reason}" if client_reason else "left the group (no reason given)"
+
+
+def timeout_reason(session_timeout_ms: int) -> str:
+    return f"no heartbeat within session.timeout.ms={session_timeout_ms:,}"
+
+
+def rejoin_timeout_reason(rebalance_timeout_ms: int) -> str:
+    return (f"did not rejoin within the rebalance timeout "
+            f"(max.poll.interval.ms={rebalance_timeout_ms:,})")
+
+
+def sync_timeout_reason(rebalance_timeout_ms: int) -> str:
+    return f"did not send SyncGroup within the rebalance timeout ({_ms(rebalance_timeout_ms)})"
+
+
+def static_replace_reason(instance_id: str, old_member_id: str) -> str:
+    return (f"static member group.instance.id={instance_id} rejoined with a new member id "
+            f"(replacing {old_member_id})")
