@@ -184,6 +184,25 @@ def test_request_queue_parks_a_slot_held_by_a_waiting_handler() -> None:
     run(go())
 
 
+def test_request_queue_forgets_left_slots_behind_a_long_held_one() -> None:
+    """Issue 17 (found by the fuzzer): a slot held long at the front (a JoinGroup
+    waiting out a rebalance) must not keep every later, long-left slot: the queue's
+    bookkeeping stays within a few times queued.max.requests."""
+    async def go() -> None:
+        queue = RequestQueue(10)
+        join_group = queue.try_enter()
+        assert join_group is not None
+        for _ in range(100_000):
+            slot = queue.try_enter()
+            assert slot is not None
+            queue.leave(slot)
+        assert len(queue._held) <= 2 * queue.limit + 64
+        assert queue.in_flight == 1 and join_group.held
+        queue.leave(join_group)
+        assert queue.in_flight == 0
+    run(go())
+
+
 def test_memory_pool_is_non_strict_and_wakes_every_reader() -> None:
     async def go() -> None:
         pool = RequestMemoryPool(100)
