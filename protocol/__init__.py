@@ -20,6 +20,13 @@ Map:
     legacy_records.py   message sets v0/v1, read and down-converted
     compression.py      gzip, snappy, lz4, zstd framed as Kafka frames them
     fetch_session.py    KIP-227 session ids and epochs (shared by broker and client)
+    internal_topics.py  the record schemas of __consumer_offsets and __transaction_state
+                        (broker writes them, dump-log decodes them)
+    record_validation.py, recompress.py  the leader's record checks (LogValidator) and
+                        recompression to a topic's compression.type
+    http_head.py        HTTP/1.1 request heads and responses for the metrics endpoint
+                        and the web console (not Kafka's, but sans-I/O and shared)
+    spec/pybroker/      pybroker's own APIs (DescribeWhy, key 10000; never advertised)
 
 Where things go: a new API is a new ``spec/<api>.py`` (request and response at every
 version; the codec derives the rest); a new record-level format detail goes beside

@@ -11,7 +11,6 @@ Map:
                        scrape time
     exposition.py      families -> Prometheus text 0.0.4 (HELP/TYPE, escaping,
                        histogram _bucket/_sum/_count with le="+Inf"); sans-I/O
-    http_request.py    the HTTP/1.1 request-head parser (sans-I/O, bounded)
     http_endpoint.py   the asyncio HTTP server: GET /metrics, 404/405/400/431, never
                        raises into the broker; prometheus.listener parsing
     topic_stats.py     per-topic produce/fetch counters (BrokerTopicMetrics), plain ints
@@ -20,6 +19,8 @@ Map:
                        purgatory adds remote time to
     loop_busy.py       event-loop utilisation (NetworkProcessorAvgIdlePercent)
     kafka_families.py  the collectors: Kafka's families from the broker's state
+    remote_offsets.py  the leaders' high watermarks of partitions led elsewhere, asked
+                       before each scrape, for consumer-group lag
     broker_metrics.py  BrokerMetrics: hooks into the broker, collectors, the endpoint
 
 This package's __init__ imports nothing: broker.replication.purgatory imports

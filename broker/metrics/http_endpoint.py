@@ -2,9 +2,10 @@
 (``asyncio.start_server``), enabled by ``prometheus.listener=HOST:PORT``.
 
 Per connection: 1. read the request head, at most ``MAX_HEAD_BYTES`` (longer:
-431) within ``READ_TIMEOUT_S`` (else closed); 2. parse it (``http_request``;
-malformed: 400); 3. ``GET``/``HEAD /metrics`` answers the exposition, other
-paths 404, other methods 405; 4. close. One request per connection keeps the
+431) within ``READ_TIMEOUT_S`` (else closed); 2. parse it (``parse_head``;
+malformed: 400, other methods 405: protocol/http_head.py, shared with the web
+console); 3. ``GET``/``HEAD /metrics`` answers the exposition, other
+paths 404; 4. close. One request per connection keeps the
 server to a few lines; Prometheus opens a connection per scrape when told to
 close.
 
@@ -23,7 +24,7 @@ import logging
 from collections.abc import Awaitable, Callable
 
 from broker.metrics.exposition import CONTENT_TYPE
-from broker.metrics.http_request import MAX_HEAD_BYTES, BadRequest, parse_head, response_bytes
+from protocol.http_head import MAX_HEAD_BYTES, HttpError, encode_response, parse_head
 
 log = logging.getLogger(__name__)
 
@@ -87,23 +88,22 @@ class MetricsEndpoint:
         except (TimeoutError, asyncio.TimeoutError):
             return
         except asyncio.LimitOverrunError:
-            writer.write(response_bytes(431, b"request head too large\n"))
+            writer.write(encode_response(431, b"request head too large\n"))
             await writer.drain()
             return
         except asyncio.IncompleteReadError as e:
             if e.partial.strip():
-                writer.write(response_bytes(400, b"incomplete request\n"))
+                writer.write(encode_response(400, b"incomplete request\n"))
                 await writer.drain()
             return
-        except BadRequest as e:
-            writer.write(response_bytes(e.status, f"{e}\n".encode()))
+        except HttpError as e:
+            allow = {"Allow": "GET, HEAD"} if e.status == 405 else None
+            writer.write(encode_response(e.status, f"{e}\n".encode(), headers=allow))
             await writer.drain()
             return
         head_only = request.method == "HEAD"
-        if request.method not in ("GET", "HEAD"):
-            writer.write(response_bytes(405, b"only GET\n", extra={"Allow": "GET, HEAD"}))
-        elif request.path != METRICS_PATH:
-            writer.write(response_bytes(404, b"not found; try /metrics\n", head_only=head_only))
+        if request.path != METRICS_PATH:
+            writer.write(encode_response(404, b"not found; try /metrics\n", head_only=head_only))
         else:
             try:
                 async with self._scrape_lock:
@@ -113,7 +113,7 @@ class MetricsEndpoint:
                     self.scrapes += 1
             except Exception:
                 log.exception("metrics endpoint: collecting the metrics failed")
-                writer.write(response_bytes(500, b"collecting the metrics failed\n"))
+                writer.write(encode_response(500, b"collecting the metrics failed\n"))
             else:
                 body = text.encode("utf-8")
                 extra: dict[str, str] = {}
@@ -121,8 +121,8 @@ class MetricsEndpoint:
                         "accept-encoding", ""):
                     body = gzip.compress(body, compresslevel=1)
                     extra["Content-Encoding"] = "gzip"
-                writer.write(response_bytes(200, body, CONTENT_TYPE, head_only=head_only,
-                                            extra=extra))
+                writer.write(encode_response(200, body, CONTENT_TYPE, head_only=head_only,
+                                            headers=extra))
         await writer.drain()
 
 

@@ -29,7 +29,7 @@ stays well under a second.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from broker.metrics.registry import COUNTER, GAUGE, HISTOGRAM, SUMMARY, Labels, MetricFamily, \
@@ -219,10 +219,13 @@ def controller_families(broker: Any) -> list[MetricFamily]:
     return fams + [elections, unclean]
 
 
-def group_families(broker: Any) -> list[MetricFamily]:
+def group_families(broker: Any, remote_hw: Callable[[tuple[str, int]], int | None]
+                   = lambda _tp: None) -> list[MetricFamily]:
     """kafka-exporter's consumer-group families, for the groups this broker
-    coordinates: committed offset, lag = HW - committed (partitions hosted here;
-    0 when the commit is past the HW), the per-topic lag sum and the member count."""
+    coordinates: committed offset, lag = the leader's HW - committed (0 when the
+    commit is past the HW: partitions led here read their HW, the others
+    ``remote_hw``, remote_offsets.py; none known: no lag sample), the per-topic lag
+    sum and the member count."""
     current = MetricFamily("kafka_consumergroup_current_offset", GAUGE,
                            "Committed offset of the group, per partition")
     lag = MetricFamily("kafka_consumergroup_lag", GAUGE,
@@ -242,9 +245,13 @@ def group_families(broker: Any) -> list[MetricFamily]:
             labels = (("consumergroup", group_id), ("topic", topic), ("partition", str(index)))
             current.add(committed.offset, labels)
             p = hosted.get((topic, index))
-            if p is None or p.log is None:
+            if p is not None and p.is_leader and p.log is not None:
+                hw: int | None = p.log.high_watermark
+            else:
+                hw = remote_hw((topic, index))
+            if hw is None:
                 continue
-            behind = max(0, p.log.high_watermark - committed.offset)
+            behind = max(0, hw - committed.offset)
             lag.add(behind, labels)
             sums[topic] = sums.get(topic, 0) + behind
         for topic, total in sorted(sums.items()):

@@ -301,10 +301,21 @@ class ReplicaManager(LeaderAppends):
             result[tp] = ErrorCode.NONE
         if doomed:
             self._purge_in_background(doomed)
+            self._forget_topic_metrics({e[0] for e in entries if e[2]})
         if result:
             log.info("stopped %d replicas (%d deleted)", len(result),
                      sum(1 for e in entries if e[2]))
         return result
+
+    def _forget_topic_metrics(self, deleted: set[str]) -> None:
+        """A topic none of whose partitions is hosted here any more loses its
+        per-topic metric series, as Kafka's brokerTopicStats.removeMetrics (its
+        counts stay in the broker-wide totals)."""
+        if self.topic_stats is None:
+            return
+        hosted = {t for t, _ in self.partitions}
+        for topic in deleted - hosted:
+            self.topic_stats.remove_topic(topic)
 
     def _purge_in_background(self, doomed: list[str]) -> None:
         """Remove detached log dirs and rewrite the checkpoints in a worker thread:

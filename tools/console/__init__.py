@@ -14,7 +14,6 @@ Map (what lives where):
     __main__.py       ``python -m tools.console``
     server.py         the HTTP server: one bounded request per connection,
                       response encoding and security headers
-    request.py        the request-head parser (sans-I/O, hostile input -> 4xx)
     routes.py         path -> page handler; error pages (400/404/502/500)
     data.py           ClusterReader: the cluster reads (Metadata, ListOffsets,
                       groups, OffsetFetch, Fetch, DescribeLogDirs) into model.py's

@@ -31,7 +31,7 @@ from tools.console.pages_groups import render_group, render_groups
 from tools.console.pages_messages import parse_browse_query, render_form_only, render_messages
 from tools.console.pages_partition import render_partition
 from tools.console.pages_topics import render_topic, render_topics
-from tools.console.request import Request
+from protocol.http_head import Request
 
 HTML = "text/html; charset=utf-8"
 TEXT = "text/plain; charset=utf-8"

@@ -24,37 +24,28 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sys
-from http import HTTPStatus
 from typing import IO
 
 from tools.console.data import ClusterReader
 from tools.console.html import esc, page
-from tools.console.request import MAX_HEAD_BYTES, HttpError, parse_head
 from tools.console.routes import HTML, Response, dispatch
+from protocol import http_head
+from protocol.http_head import MAX_HEAD_BYTES, HttpError, parse_head
 
 HEAD_TIMEOUT_S = 10.0
 PAGE_TIMEOUT_S = 30.0
 MAX_CONNECTIONS = 64
 CSP = ("default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; "
        "base-uri 'none'; frame-ancestors 'none'")
+CONSOLE_HEADERS = {"Cache-Control": "no-store", "Content-Security-Policy": CSP,
+                   "X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer"}
 
 
 def encode_response(status: int, content_type: str, body: str, *, head_only: bool = False) -> bytes:
-    """The bytes of a whole HTTP/1.1 response (closing the connection)."""
-    payload = body.encode("utf-8")
-    try:
-        reason = HTTPStatus(status).phrase
-    except ValueError:
-        reason = "Status"
-    head = (f"HTTP/1.1 {status} {reason}\r\n"
-            f"Content-Type: {content_type}\r\n"
-            f"Content-Length: {len(payload)}\r\n"
-            "Cache-Control: no-store\r\n"
-            f"Content-Security-Policy: {CSP}\r\n"
-            "X-Content-Type-Options: nosniff\r\n"
-            "Referrer-Policy: no-referrer\r\n"
-            "Connection: close\r\n\r\n")
-    return head.encode("ascii") + (b"" if head_only else payload)
+    """The bytes of a whole HTTP/1.1 response (closing the connection), with the
+    console's headers: no caching, no scripts or outside resources (CSP)."""
+    return http_head.encode_response(status, body.encode("utf-8"), content_type,
+                                     head_only=head_only, headers=CONSOLE_HEADERS)
 
 
 def http_error_response(e: HttpError) -> Response:

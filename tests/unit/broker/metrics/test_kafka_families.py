@@ -57,6 +57,18 @@ def test_topic_counters_from_produce_and_fetch(tmp_path: Any) -> None:
     assert (name + "messagesin_total", (("topic", "nope"),)) not in s
 
 
+def test_a_deleted_topic_loses_its_series_but_not_its_counts(tmp_path: Any) -> None:
+    b = _broker(tmp_path)
+    b.lead("t", 2)
+    produce(b, 9, build_batch([(None, b"a", 1), (None, b"b", 2)]), acks=1)
+    name = "kafka_server_brokertopicmetrics_messagesin_total"
+    b.replicas.stop_replicas(1, [("t", 0, True)])      # one partition left: kept
+    assert (name, (("topic", "t"),)) in samples(kf.topic_families(b.replicas.topic_stats))
+    b.replicas.stop_replicas(1, [("t", 1, True)])
+    s = samples(kf.topic_families(b.replicas.topic_stats))
+    assert (name, (("topic", "t"),)) not in s and s[(name, ())] == 2
+
+
 def test_partition_and_log_gauges(tmp_path: Any) -> None:
     b = _broker(tmp_path)
     b.lead("t", 1)                                            # leader, ISR = replicas

@@ -9,7 +9,7 @@ import asyncio
 import pytest
 
 from broker.metrics.http_endpoint import MetricsEndpoint, parse_listener
-from broker.metrics.http_request import MAX_HEAD_BYTES, BadRequest, parse_head
+from protocol.http_head import MAX_HEAD_BYTES
 
 
 async def _ask(port: int, raw: bytes) -> tuple[int, dict[str, str], bytes]:
@@ -90,16 +90,6 @@ def test_async_scrape_and_gzip() -> None:
         finally:
             await ep.stop()
     asyncio.run(run())
-
-
-def test_parse_head() -> None:
-    r = parse_head(b"GET /metrics?a=b HTTP/1.1\r\nHost: h\r\nAccept-Encoding: gzip\r\n\r\n")
-    assert (r.method, r.path, r.version) == ("GET", "/metrics", "HTTP/1.1")
-    assert r.headers == {"host": "h", "accept-encoding": "gzip"}
-    for bad in (b"\r\n\r\n", b"GET\r\n\r\n", b"GET /m HTTP/1.1\r\nnocolon\r\n\r\n",
-                b"GET /m HTTP/1.1\r\n\xff: x\r\n\r\n"):
-        with pytest.raises(BadRequest):
-            parse_head(bad)
 
 
 def test_parse_listener() -> None:

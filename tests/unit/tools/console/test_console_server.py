@@ -11,7 +11,7 @@ from client.errors import KafkaConnectionError
 from client.why_model import BrokerStatus
 from tools.console.data import NotFound
 from tools.console.model import BrokerRow, Overview
-from tools.console.request import MAX_HEAD_BYTES
+from protocol.http_head import MAX_HEAD_BYTES
 from tools.console.server import ConsoleServer
 from tools.console.why_source import WhyAnswer
 

@@ -1,5 +1,7 @@
-"""The console's HTTP/1.1 request head parser (sans-I/O: bytes in, a ``Request``
-or an ``HttpError`` out; the socket side is server.py).
+"""HTTP/1.1 for pybroker's two small HTTP servers, the metrics endpoint
+(broker/metrics/http_endpoint.py) and the web console (tools/console/server.py):
+the request-head parser (sans-I/O: bytes in, a ``Request`` or an ``HttpError``
+out) and ``encode_response``. Their socket sides are theirs; this is written once.
 
 What it accepts (RFC 9112, the subset a browser's GET needs):
 
@@ -8,7 +10,7 @@ What it accepts (RFC 9112, the subset a browser's GET needs):
     CRLF                                                         (end of the head)
 
 * The head (request line + headers + the empty line) is at most MAX_HEAD_BYTES;
-  server.py stops reading there and answers 431. Bare LF line ends are
+  the servers stop reading there and answer 431. Bare LF line ends are
   tolerated (RFC 9112 section 2.2 allows it); obsolete line folding is not (400).
 * Methods: GET and HEAD; any other well-formed token is 405; a malformed one 400.
 * Versions: HTTP/1.0 and HTTP/1.1; another well-formed HTTP/x.y is 505.
@@ -30,7 +32,9 @@ escapes ``parse_head`` for any input (the unit tests feed it hostile bytes).
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from http import HTTPStatus
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 MAX_HEAD_BYTES = 16 * 1024
@@ -151,4 +155,21 @@ def _target(target: str) -> tuple[str, dict[str, str]]:
     return path, query
 
 
-__all__ = ["ALLOWED_METHODS", "MAX_HEAD_BYTES", "HttpError", "Request", "parse_head"]
+def encode_response(status: int, body: bytes, content_type: str = "text/plain; charset=utf-8",
+                    *, head_only: bool = False, headers: Mapping[str, str] | None = None) -> bytes:
+    """A whole HTTP/1.1 response that closes the connection: the status line,
+    Content-Type, Content-Length (of ``body``, also for HEAD), ``headers``,
+    ``Connection: close``, then ``body`` unless ``head_only``."""
+    try:
+        reason = HTTPStatus(status).phrase
+    except ValueError:
+        reason = "Status"
+    lines = [f"HTTP/1.1 {status} {reason}", f"Content-Type: {content_type}",
+             f"Content-Length: {len(body)}"]
+    lines += [f"{name}: {value}" for name, value in (headers or {}).items()]
+    lines.append("Connection: close")
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("ascii") + (b"" if head_only else body)
+
+
+__all__ = ["ALLOWED_METHODS", "MAX_HEAD_BYTES", "HttpError", "Request", "encode_response",
+           "parse_head"]

@@ -1,6 +1,6 @@
-"""The console's HTTP request-head parser (tools/console/request.py): what it
-accepts, and that hostile input gives an HttpError with a 4xx/5xx status,
-never another exception."""
+"""protocol/http_head.py, the HTTP request-head parser of the metrics endpoint and
+the web console: what it accepts, and that hostile input gives an HttpError with
+a 4xx/5xx status, never another exception; and encode_response."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tools.console.request import MAX_HEAD_BYTES, HttpError, Request, parse_head
+from protocol.http_head import MAX_HEAD_BYTES, HttpError, Request, encode_response, parse_head
 
 
 def head(text: str) -> bytes:
@@ -100,3 +100,12 @@ def test_any_ascii_target_parse_or_http_error(target: str, method: str) -> None:
         parse_head(f"{method}{target} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
     except HttpError as e:
         assert 400 <= e.status < 600
+
+
+def test_encode_response_closes_and_counts_the_body_also_for_head() -> None:
+    raw = encode_response(404, b"nope\n", headers={"Allow": "GET, HEAD"})
+    assert raw == (b"HTTP/1.1 404 Not Found\r\nContent-Type: text/plain; charset=utf-8\r\n"
+                   b"Content-Length: 5\r\nAllow: GET, HEAD\r\nConnection: close\r\n\r\nnope\n")
+    head_only = encode_response(200, b"12345", "text/html", head_only=True)
+    assert head_only.endswith(b"Content-Length: 5\r\nConnection: close\r\n\r\n")
+    assert encode_response(299, b"").startswith(b"HTTP/1.1 299 Status\r\n")
