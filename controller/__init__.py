@@ -17,6 +17,7 @@ Map:
     reassignment.py             partition reassignment (KIP-455)
     deletion.py                 topic deletion
     log_dir_events.py           brokers' failed log dirs (KIP-112): offline replicas
+    broker_modifications.py     a live broker's new endpoints (dynamic listeners): UpdateMetadata
     alter_partition.py          AlterPartition: the one way an ISR changes
     channel.py                  LeaderAndIsr / UpdateMetadata / StopReplica to brokers
     zk.py, zk_generic.py, zk_partitions.py   ClusterStore: the async view of ZooKeeper

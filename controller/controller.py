@@ -15,7 +15,8 @@ queue carries requests answered through futures: AlterPartition
 (leader_election.py), reassignments from AlterPartitionReassignments or
 /admin/reassign_partitions (reassignment.py), and ControlledShutdown. Log dir
 failures (KIP-112: /log_dir_event_notification, LeaderAndIsr answers with
-KAFKA_STORAGE_ERROR) are log_dir_events.py's.
+KAFKA_STORAGE_ERROR) are log_dir_events.py's; a live broker's new endpoints
+(its /brokers/ids/<id> data rewritten: dynamic listeners) broker_modifications.py's.
 ZooKeeper writes go out as pipelined, chunked, fenced transactions
 (ClusterStore), and each event sends at most one LeaderAndIsr and one
 UpdateMetadata per broker (channel.RequestBatch).
@@ -28,7 +29,8 @@ import logging
 import time
 from typing import Any, Callable
 
-from controller import alter_partition, deletion, leader_election, log_dir_events, reassignment
+from controller import (alter_partition, broker_modifications, deletion, leader_election,
+                        log_dir_events, reassignment)
 from controller import events as ev
 from controller.channel import BrokerTransport, ControllerChannel, RequestBatch
 from controller.context import ControllerContext, TopicPartition
@@ -84,6 +86,7 @@ class Controller:
         self._active = False
         self._topic_watches: dict[str, Callable[[], None]] = {}
         self._cancel: list[Callable[[], None]] = []
+        self._broker_watches: dict[int, Callable[[], None]] = {}   # broker_modifications
         self.stats = ControllerStats()          # read by the broker's metrics
 
     # -- facade --------------------------------------------------------------------------
@@ -120,6 +123,7 @@ class Controller:
     async def stop(self) -> None:
         for cancel in self._cancel + list(self._topic_watches.values()):
             cancel()
+        broker_modifications.cancel_all(self)
         await self.events.stop()
         if self._active:
             self._resign()
@@ -224,6 +228,8 @@ class Controller:
                 await reassignment.zk_reassign(self)
             case ev.BrokerChange():
                 await self._broker_change()
+            case ev.BrokerModification(broker_id=b):
+                await broker_modifications.on_modification(self, b)
             case ev.TopicChange():
                 await self._topic_change()
             case ev.PartitionModifications(topic=t):
@@ -282,6 +288,7 @@ class Controller:
         for b in await self.store.live_brokers():
             ctx.live[b.id] = b
             self.channel.add_broker(b)
+        broker_modifications.watch(self, ctx.live)
         topics = await self.store.read_topics()
         self._load_topics(topics)
         ctx.states.update(await self.store.partition_states(ctx.all_partitions()))
@@ -443,6 +450,7 @@ class Controller:
         for b in new:
             ctx.live[b] = current[b]
             self.channel.add_broker(current[b])
+        broker_modifications.watch(self, new)
         if new:
             await self._bring_partitions_online(affected, batch)   # leaderless ones may recover
         for tp in affected:  # the new brokers learn their replicas

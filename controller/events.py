@@ -32,6 +32,12 @@ class BrokerChange:
 
 
 @dataclass(frozen=True)
+class BrokerModification:
+    """/brokers/ids/<id>'s data changed (a live broker's new endpoints)."""
+    broker_id: int
+
+
+@dataclass(frozen=True)
 class TopicChange:
     """/brokers/topics children changed."""
 
@@ -134,7 +140,7 @@ class LeaderAndIsrResponseReceived:
     errors: tuple[tuple[TopicPartition, int], ...]
 
 
-Event = (Startup | ControllerChange | BrokerChange | TopicChange | PartitionModifications
+Event = (Startup | ControllerChange | BrokerChange | BrokerModification | TopicChange | PartitionModifications
          | TopicDeletion | StopReplicaResult | ControlledShutdown | SessionExpired
          | SessionRenewed | AlterPartitionReceived | ElectLeaders | AutoLeaderRebalance
          | ApiPartitionReassignment | ListPartitionReassignments | ZkPartitionReassignment

@@ -6,7 +6,8 @@ call in a worker thread (``asyncio.to_thread``) and hands watch callbacks to the
 event loop with ``loop.call_soon_threadsafe`` -- a callback never touches state
 itself. Layout and JSON: controller/zkdata.py. Generic znode access is mixed
 in from controller/zk_generic.py, the controller's fenced partition-state,
-reassignment and topic-deletion writes from controller/zk_partitions.py.
+reassignment and topic-deletion writes from controller/zk_partitions.py, the
+/controller and /controller_epoch znodes from controller/zk_controller_znodes.py.
 
 Controller writes are fenced: each one is a ZooKeeper transaction that also
 checks the version of /controller_epoch read when this broker became
@@ -24,14 +25,14 @@ import uuid
 from typing import Any, Callable, Iterable, Sequence
 
 from controller import zkdata as zd
+from controller.zk_controller_znodes import ControllerZnodeAccess
 from controller.zk_generic import GenericZnodeAccess
 from controller.zk_partitions import FencedPartitionAccess
 from controller.zk_partitions import TopicPartition as TopicPartition  # re-exported
-from controller.errors import (BadVersionError, ControllerMovedError, NodeExistsError,
-                               NoNodeError, TopicAlreadyExists, TopicNotFound, ZkError)
+from controller.errors import (BadVersionError, NodeExistsError, NoNodeError,
+                               TopicAlreadyExists, TopicNotFound, ZkError)
 from controller.kazoo_zk import KazooZk
-from controller.zkclient import (CONNECTED, LOST, SUSPENDED, CreateOp, DeleteOp, SetOp, Stat,
-                                 ZkClient)
+from controller.zkclient import CONNECTED, LOST, SUSPENDED, DeleteOp, Stat, ZkClient
 
 log = logging.getLogger("pybroker.zk")
 
@@ -44,7 +45,7 @@ STALE_REGISTRATION_RECHECK_S = 1.0   # re-read the znode this often, watch event
 
 # --- the async store --------------------------------------------------------------------
 
-class ClusterStore(FencedPartitionAccess, GenericZnodeAccess):
+class ClusterStore(FencedPartitionAccess, GenericZnodeAccess, ControllerZnodeAccess):
     """Async ZooKeeper access for one broker (and its controller).
 
     ``connect`` may carry a chroot ("127.0.0.1:2181/pybroker"). ``client`` is the
@@ -329,6 +330,18 @@ class ClusterStore(FencedPartitionAccess, GenericZnodeAccess):
         log.info("registered broker %d at %s (epoch %d)", broker_id, ours, epoch)
         return epoch
 
+    async def update_broker_registration(self, broker_id: int,
+                                         endpoints: Sequence[zd.Endpoint],
+                                         rack: str | None = None) -> None:
+        """Rewrite our own /brokers/ids/<id> with new endpoints (dynamic listeners,
+        issue 18; Kafka's updateBrokerInfo): same JSON shape, same znode, so the
+        broker epoch (czxid) stays; the controller's data watch sees it. A new
+        session re-registers with these endpoints."""
+        info = zd.BrokerInfo(broker_id, tuple(endpoints), rack)
+        data = zd.encode_broker(info)
+        await self._run(self.zk.set, zd.broker_path(broker_id), data)
+        self._registration = info
+
     def _create_registration(self, path: str, data: bytes
                              ) -> tuple[int, tuple[int, str] | None]:
         """One attempt (worker thread): -> (czxid, None) once the znode is ours, or
@@ -510,76 +523,6 @@ class ClusterStore(FencedPartitionAccess, GenericZnodeAccess):
         ops = [DeleteOp(f"{zd.LOG_DIR_EVENT}/{n}") for n in names]
         if ops:
             await self._run(self._fenced_chunked, epoch_zk_version, ops)
-
-    # -- controller election and fenced writes -------------------------------------------
-
-    async def controller_id(self) -> int | None:
-        def read() -> int | None:
-            try:
-                return zd.decode_controller(self.zk.get(zd.CONTROLLER)[0])
-            except NoNodeError:
-                return None
-        return await self._run(read)  # type: ignore[no-any-return]
-
-    async def controller_epoch(self) -> tuple[int, int] | None:
-        """-> (epoch, znode version) of /controller_epoch, or None."""
-        def read() -> tuple[int, int] | None:
-            try:
-                data, st = self.zk.get(zd.CONTROLLER_EPOCH)
-            except NoNodeError:
-                return None
-            return zd.decode_controller_epoch(data), st.version
-        return await self._run(read)  # type: ignore[no-any-return]
-
-    async def register_controller(self, broker_id: int) -> tuple[int, int]:
-        """KafkaZkClient.registerControllerAndIncrementControllerEpoch: in one transaction
-        create the ephemeral /controller and set /controller_epoch to epoch+1 against
-        the version just read. -> (new epoch, its znode version). Raises
-        ControllerMovedError when another broker won."""
-        def elect() -> tuple[int, int]:
-            try:
-                data, st = self.zk.get(zd.CONTROLLER_EPOCH)
-                epoch, version = zd.decode_controller_epoch(data), st.version
-            except NoNodeError:
-                try:
-                    self.zk.create(zd.CONTROLLER_EPOCH,
-                                   zd.encode_controller_epoch(zd.INITIAL_CONTROLLER_EPOCH))
-                except NodeExistsError:
-                    pass
-                data, st = self.zk.get(zd.CONTROLLER_EPOCH)
-                epoch, version = zd.decode_controller_epoch(data), st.version
-            try:
-                res = self.zk.multi([
-                    CreateOp(zd.CONTROLLER, zd.encode_controller(broker_id), ephemeral=True),
-                    SetOp(zd.CONTROLLER_EPOCH, zd.encode_controller_epoch(epoch + 1), version)])
-                return epoch + 1, res[1].version
-            except (NodeExistsError, BadVersionError):
-                return self._check_controller_and_epoch(broker_id, epoch + 1)
-        return await self._run(elect)  # type: ignore[no-any-return]
-
-    def _check_controller_and_epoch(self, broker_id: int, new_epoch: int) -> tuple[int, int]:
-        # The transaction may have succeeded on a retried connection: trust it only
-        # if /controller is ours and the epoch is the one we meant to write.
-        try:
-            current = zd.decode_controller(self.zk.get(zd.CONTROLLER)[0])
-        except NoNodeError:
-            raise ControllerMovedError("/controller went away during election") from None
-        if current == broker_id:
-            data, st = self.zk.get(zd.CONTROLLER_EPOCH)
-            if zd.decode_controller_epoch(data) == new_epoch:
-                return new_epoch, st.version
-        raise ControllerMovedError(f"controller is broker {current}")
-
-    async def resign_controller(self, broker_id: int) -> None:
-        """Delete /controller if it is still ours."""
-        def drop() -> None:
-            try:
-                data, st = self.zk.get(zd.CONTROLLER)
-                if zd.decode_controller(data) == broker_id:
-                    self.zk.delete(zd.CONTROLLER, st.version)
-            except (NoNodeError, BadVersionError):
-                pass
-        await self._run(drop)
 
 
 def _config_change_entity(data: bytes | None) -> str | None:

@@ -5,6 +5,7 @@ BROKER_LOGGER, log levels at run time.
     keys.py      which keys are dynamic, at which level; value checks (INVALID_CONFIG)
     layers.py    per-broker > cluster default > static > default: the effective config
     live.py      applying it to a running broker; start-up load; /config/changes watch
+    listeners.py the listener keys: checks; listeners opened/closed, registration rewritten
     describe.py  DescribeConfigs BROKER rows: sources and synonyms in Kafka's order
     alter.py     the alter flow: check, (ValidateOnly stops), store, apply
     rates.py     the replication throttle rates onto the broker's quotas

@@ -10,14 +10,17 @@ turned the request into ``updates`` (key -> value, None deletes):
 4. the entry is written to ZooKeeper with a change notification (reconfigure.store);
 5. this broker applies it at once (TLS keys as given, so the same keystore path again
    reloads the files; then live.refresh); the others on the notification
-   (live.adopt_entry, which applies the TLS keys whose value changed).
+   (live.adopt_entry, which applies the TLS keys whose value changed);
+6. the listener keys (listeners, advertised.listeners, listener.security.protocol.map;
+   per broker, checked in step 1 by listeners.check): listeners.sync opens the added
+   listeners, closes the removed ones and rewrites /brokers/ids/<id>.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from broker.dynamic_config import keys, live
+from broker.dynamic_config import keys, listeners, live
 from broker.security import reconfigure
 
 
@@ -40,3 +43,5 @@ async def alter(broker: Any, default: bool, updates: dict[str, str | None],
         reconfigure.apply(broker, tls, validate_only=False)
     broker.dynamic_configs = live.normalise(entry)
     live.refresh(broker)
+    if hasattr(broker, "listener_security"):
+        await listeners.sync(broker)    # listeners opened/closed, registration rewritten

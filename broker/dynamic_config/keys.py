@@ -11,8 +11,10 @@ Three groups of keys are accepted (``check``):
   log.cleaner.backoff.ms), the connection limits (max.connections,
   max.connections.per.ip, max.connections.per.ip.overrides,
   max.connection.creation.rate), producer.id.expiration.ms, the replication throttle
-  rates (per broker) and a TLS listener's keystore/truststore (per broker,
-  broker/security/reconfigure.py).
+  rates (per broker), a TLS listener's keystore/truststore (per broker,
+  broker/security/reconfigure.py) and the listener keys (per broker: listeners,
+  advertised.listeners, listener.security.protocol.map; checked and applied by
+  broker/dynamic_config/listeners.py: listeners added and removed live).
 * STORED ONLY (``STORED_ONLY``): keys Kafka reconfigures that have nothing to act on
   here: thread pool sizes (num.io.threads, num.network.threads,
   num.replica.fetchers, num.recovery.threads.per.data.dir, background.threads,
@@ -24,13 +26,14 @@ Three groups of keys are accepted (``check``):
 * refused (INVALID_REQUEST): every other key, with Kafka's "Cannot update these configs
   dynamically" for the keys Kafka refuses too, and a message of ours for the ones
   Kafka would take but pybroker cannot change on a running broker (they still describe
-  ReadOnly false, as Kafka's): listeners, advertised.listeners, listener.security.protocol.map, the SASL
-  keys, listener-prefixed keys other than the TLS stores; ssl.* keystore/truststore
-  keys without a listener prefix get Kafka's "only per-listener" message.
+  ReadOnly false, as Kafka's): the SASL keys, listener-prefixed keys other than the
+  TLS stores; ssl.* keystore/truststore keys without a listener prefix get Kafka's
+  "only per-listener" message.
 
-Levels: the per-broker-only keys (the listener ones, Kafka's PerBrokerConfigs) are
-refused on the cluster default ("" / ``<default>``) with Kafka's message "Cannot
-update these configs at default cluster level, broker id must be specified"; the
+Levels: the per-broker-only keys (Kafka's PerBrokerConfigs: the listener-prefixed
+keys and listeners.LISTENER_KEYS) are refused on the cluster default ("" /
+``<default>``) with Kafka's message "Cannot update these configs at default cluster
+level, broker id must be specified"; the
 throttle rates may be stored there but set no broker's quota (Kafka 3.9 ZooKeeper mode).
 
 A bad value is INVALID_CONFIG naming the key and the value (ReconfigureError with
@@ -45,6 +48,7 @@ from typing import Any
 
 from broker import topic_config
 from broker.config import _FIELDS, ConfigError, _parse_value
+from broker.dynamic_config import listeners as listener_keys
 from broker.replication.throttle import FOLLOWER_RATE, LEADER_RATE, UNLIMITED
 from broker.security import reconfigure
 from broker.security.reconfigure import ReconfigureError
@@ -124,7 +128,8 @@ def log_default_keys() -> dict[str, topic_config.TopicKey]:
 
 def applied_keys() -> frozenset[str]:
     """Keys (not listener-prefixed) accepted and applied live."""
-    return frozenset(log_default_keys()) | _APPLIED_FIELDS | THROTTLE_RATES
+    return (frozenset(log_default_keys()) | _APPLIED_FIELDS | THROTTLE_RATES
+            | listener_keys.LISTENER_KEYS)
 
 
 def accepted_keys() -> frozenset[str]:
@@ -139,7 +144,8 @@ def is_listener_key(key: str) -> bool:
 def check_level(keys: list[str], per_broker: bool, broker: Any = None) -> None:
     """INVALID_REQUEST for keys not dynamic here (or per-broker-only at the default)."""
     accepted = accepted_keys()
-    listener_keys = [k for k in keys if is_listener_key(k)]
+    per_broker_only = [k for k in keys if is_listener_key(k) or k in listener_keys.LISTENER_KEYS]
+    prefixed = [k for k in keys if is_listener_key(k)]
     others = sorted(k for k in keys if not is_listener_key(k) and k not in accepted)
     unprefixed = [k for k in others if k in SSL_RECONFIGURABLE]
     if unprefixed:
@@ -152,13 +158,12 @@ def check_level(keys: list[str], per_broker: bool, broker: Any = None) -> None:
                                + ", ".join(kafkas))
     if others:
         raise ReconfigureError("Cannot update these configs dynamically: " + ", ".join(others))
-    if listener_keys:
-        if not per_broker:
-            raise ReconfigureError("Cannot update these configs at default cluster level, "
-                                   "broker id must be specified: "
-                                   + ", ".join(sorted(listener_keys)))
-        if broker is not None:
-            reconfigure.check_keys(broker, listener_keys)
+    if per_broker_only and not per_broker:
+        raise ReconfigureError("Cannot update these configs at default cluster level, "
+                               "broker id must be specified: "
+                               + ", ".join(sorted(per_broker_only)))
+    if prefixed and broker is not None:
+        reconfigure.check_keys(broker, prefixed)
 
 
 def check_value(key: str, value: str) -> None:
@@ -225,3 +230,5 @@ def check(updates: dict[str, str | None], per_broker: bool, broker: Any = None) 
     for key, value in updates.items():
         if value is not None and not is_listener_key(key):
             check_value(key, value)
+    if per_broker and broker is not None and hasattr(broker, "listener_security"):
+        listener_keys.check(broker, updates)

@@ -60,3 +60,20 @@ def effective_config(layers: DynamicLayers,
     if listener_overrides is not None:
         changes["listener_overrides"] = dict(listener_overrides)
     return dataclasses.replace(layers.static, dynamic=layers, **changes)
+
+
+# -- a broker's layers (read by live.py, listeners.py, the handlers) ----------------------
+
+def static_of(broker: Any) -> Any:
+    """The static config (remembered the first time we see the broker)."""
+    static = broker.__dict__.get("static_config")
+    if static is None:
+        static = broker.config
+        if getattr(static, "dynamic", None) is not None:
+            static = static.dynamic.static
+        broker.static_config = static
+    return static
+
+
+def default_entry(broker: Any) -> dict[str, str]:
+    return dict(getattr(broker, "dynamic_default_configs", None) or {})

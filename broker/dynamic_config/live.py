@@ -14,6 +14,11 @@ the cleaner's config, the controller's unclean.leader.election.enable, the repli
 throttle rates. Readers of ``broker.config`` (Produce's message.max.bytes,
 min.insync.replicas, the cleaner's back-off) see the new value on their next read.
 
+The listener keys (listeners, advertised.listeners, listener.security.protocol.map)
+are folded in like the others; ``listeners.sync`` then opens and closes KafkaServers
+and rewrites the broker's registration (after an alter and on a notification; at
+start-up ``listeners.prepare`` from ``refresh`` sets what the start-up loop opens).
+
 When: after an alter on the broker that took it (at once, so its answer holds),
 on every ``/config/changes`` notification ``brokers/<id>`` / ``brokers/<default>``
 (``watch``: each broker re-reads the entry, as Kafka's BrokerConfigHandler) and at
@@ -28,8 +33,9 @@ import logging
 from typing import Any
 
 from broker.config import BrokerConfig
+from broker.dynamic_config import listeners
 from broker.dynamic_config.keys import DEFAULT_ENTITY, is_listener_key
-from broker.dynamic_config.layers import DynamicLayers, effective_config
+from broker.dynamic_config.layers import DynamicLayers, default_entry, effective_config, static_of
 from broker.dynamic_config.rates import apply_rates
 from broker.security import reconfigure
 from broker.security.reconfigure import ReconfigureError
@@ -37,21 +43,6 @@ from broker.security.reconfigure import ReconfigureError
 log = logging.getLogger(__name__)
 
 _tasks: set[asyncio.Task[None]] = set()
-
-
-def static_of(broker: Any) -> Any:
-    """The static config (remembered the first time we see the broker)."""
-    static = broker.__dict__.get("static_config")
-    if static is None:
-        static = broker.config
-        if getattr(static, "dynamic", None) is not None:
-            static = static.dynamic.static
-        broker.static_config = static
-    return static
-
-
-def default_entry(broker: Any) -> dict[str, str]:
-    return dict(getattr(broker, "dynamic_default_configs", None) or {})
 
 
 def layers_of(broker: Any) -> DynamicLayers:
@@ -76,6 +67,8 @@ def refresh(broker: Any) -> None:
     if replicas is not None and hasattr(replicas, "producer_id_expiration_ms"):
         replicas.producer_id_expiration_ms = new.producer_id_expiration_ms
     apply_rates(broker, broker.dynamic_configs)
+    if hasattr(broker, "listener_security") and not getattr(broker, "servers", None):
+        listeners.prepare(broker)       # start-up: the listeners open from these
     changed = sorted(f.name for f in dataclasses.fields(new)
                      if f.compare and getattr(new, f.name) != getattr(old, f.name))
     if changed:
@@ -192,6 +185,8 @@ async def _reload(broker: Any, name: str) -> None:
         if (normalise(entry) if not default else entry) == current:
             return
         adopt_entry(broker, entry, default)
+        if not default and hasattr(broker, "listener_security"):
+            await listeners.sync(broker)    # listeners added/removed, registration
         log.info("applied dynamic config change of brokers/%s", name)
     except Exception:
         log.exception("dynamic config change of brokers/%s not applied", name)

@@ -236,8 +236,9 @@ def test_logger_levels_set_described_and_unset() -> None:
 
 def test_keys_kafka_takes_but_pybroker_cannot_are_refused_with_a_reason() -> None:
     with pytest.raises(ReconfigureError, match="pybroker cannot update these configs "
-                                               "dynamically .*: listeners"):
-        keys.check({"listeners": "PLAINTEXT://:9093"}, per_broker=True)
+                                               "dynamically .*: sasl.enabled.mechanisms"):
+        keys.check({"sasl.enabled.mechanisms": "PLAIN"}, per_broker=True)
+    keys.check({"listeners": "PLAINTEXT://:9093"}, per_broker=True)   # issue 18: dynamic
     with pytest.raises(ReconfigureError, match="only per-listener using the listener prefix: "
                                                "ssl.keystore.location"):
         keys.check({"ssl.keystore.location": "/k"}, per_broker=True)

@@ -1,0 +1,146 @@
+"""broker/dynamic_config/listeners.py: the checks on listeners, advertised.listeners and
+listener.security.protocol.map (INVALID_CONFIG naming key and value, per broker only),
+and ``sync`` opening and closing real sockets on 127.0.0.1 and rewriting the
+registration (a recording stand-in for ClusterStore)."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from broker.config import BrokerConfig
+from broker.dynamic_config import keys, listeners
+from broker.listeners import parse_listeners
+from broker.network.limits import NetworkLimits
+from broker.security.listeners import (control_plane_listener, inter_broker_listener,
+                                       listener_security)
+from broker.security.reconfigure import ReconfigureError
+
+MAP = "listener.security.protocol.map"
+
+
+def fake_broker(**static: Any) -> Any:
+    config = BrokerConfig(**{"listeners": "PLAINTEXT://127.0.0.1:9092", **static})
+    eps = parse_listeners("listeners", config.listeners)
+    inter = inter_broker_listener(config, eps)
+    return SimpleNamespace(
+        config=config, dynamic_configs={}, listeners=eps, advertised=list(eps),
+        listener_security={e.name: listener_security(config, e.name) for e in eps},
+        inter_broker_listener=inter,
+        control_plane_listener=control_plane_listener(config, eps, inter),
+        broker_id=0, servers=[])
+
+
+def refused(broker: Any, updates: dict[str, str | None], *words: str) -> None:
+    with pytest.raises(ReconfigureError) as e:
+        keys.check(updates, per_broker=True, broker=broker)
+    assert e.value.invalid_config, e.value
+    for w in words:
+        assert w in str(e.value), (w, str(e.value))
+
+
+def test_adding_a_listener_with_its_protocol_is_accepted() -> None:
+    b = fake_broker()
+    keys.check({"listeners": "PLAINTEXT://127.0.0.1:9092,EXTERNAL://127.0.0.1:9093",
+                MAP: "PLAINTEXT:PLAINTEXT,EXTERNAL:PLAINTEXT"}, per_broker=True, broker=b)
+
+
+def test_listener_keys_are_per_broker_only() -> None:
+    for key in ("listeners", "advertised.listeners", MAP):
+        with pytest.raises(ReconfigureError, match="broker id must be specified: " + key) as e:
+            keys.check({key: "PLAINTEXT://127.0.0.1:1"}, per_broker=False)
+        assert not e.value.invalid_config
+
+
+def test_a_listener_without_a_protocol_is_refused_naming_the_map() -> None:
+    refused(fake_broker(), {"listeners": "PLAINTEXT://127.0.0.1:9092,EXTERNAL://127.0.0.1:9093"},
+            MAP, "EXTERNAL")
+
+
+def test_duplicate_names_bad_syntax_and_advertised_outside_listeners_are_refused() -> None:
+    b = fake_broker()
+    refused(b, {"listeners": "PLAINTEXT://127.0.0.1:9092,PLAINTEXT://127.0.0.1:9093"},
+            "listeners", "PLAINTEXT")
+    refused(b, {"listeners": "PLAINTEXT//127.0.0.1:9092"}, "listeners", "PLAINTEXT//127.0.0.1")
+    refused(b, {"advertised.listeners": "PLAINTEXT://127.0.0.1:9092,OTHER://127.0.0.1:1"},
+            "advertised.listeners", "subset")
+
+
+def test_the_inter_broker_listener_cannot_be_removed_or_moved() -> None:
+    b = fake_broker(listeners="PLAINTEXT://127.0.0.1:9092,EXTERNAL://127.0.0.1:9093",
+                    listener_security_protocol_map="PLAINTEXT:PLAINTEXT,EXTERNAL:PLAINTEXT")
+    refused(b, {"listeners": "EXTERNAL://127.0.0.1:9093"}, "inter-broker listener PLAINTEXT")
+    refused(b, {"listeners": "PLAINTEXT://127.0.0.1:9999,EXTERNAL://127.0.0.1:9093"},
+            "inter-broker", "PLAINTEXT://127.0.0.1:9999")
+    keys.check({"listeners": "PLAINTEXT://127.0.0.1:9092"}, per_broker=True, broker=b)
+
+
+def test_the_control_plane_listener_cannot_be_removed() -> None:
+    b = fake_broker(listeners="PLAINTEXT://127.0.0.1:9092,CONTROL://127.0.0.1:9094",
+                    listener_security_protocol_map="PLAINTEXT:PLAINTEXT,CONTROL:PLAINTEXT",
+                    control_plane_listener_name="CONTROL")
+    refused(b, {"listeners": "PLAINTEXT://127.0.0.1:9092"}, "control-plane listener CONTROL")
+
+
+def test_protocol_of_an_existing_listener_cannot_change_and_tls_needs_a_keystore() -> None:
+    b = fake_broker(listeners="PLAINTEXT://127.0.0.1:9092,EXTERNAL://127.0.0.1:9093",
+                    listener_security_protocol_map="PLAINTEXT:PLAINTEXT,EXTERNAL:PLAINTEXT")
+    refused(b, {MAP: "PLAINTEXT:PLAINTEXT,EXTERNAL:SSL"}, "Security protocol cannot be updated")
+    refused(fake_broker(), {"listeners": "PLAINTEXT://127.0.0.1:9092,SECURE://127.0.0.1:9095",
+                            MAP: "PLAINTEXT:PLAINTEXT,SECURE:SSL"},
+            "listener SECURE cannot be started")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _connects(port: int) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=2).close()
+        return True
+    except OSError:
+        return False
+
+
+def test_sync_opens_and_closes_listeners_and_rewrites_the_registration() -> None:
+    from broker.server import KafkaServer
+
+    async def go() -> None:
+        b = fake_broker(listeners="PLAINTEXT://127.0.0.1:0")
+        b.network_limits = NetworkLimits.from_config(b.config)
+        registered: list[Any] = []
+
+        async def update(broker_id: int, endpoints: Any, rack: Any) -> None:
+            registered.append([e.connection_string() for e in endpoints])
+        b.cluster = SimpleNamespace(update_broker_registration=update)
+        first = KafkaServer(b, b.listeners[0], b.listener_security["PLAINTEXT"],
+                            b.network_limits)
+        await first.start()
+        b.servers.append(first)
+        b.advertised = [b.listeners[0].__class__("PLAINTEXT", "127.0.0.1", first.port)]
+        port = _free_port()
+        try:
+            b.config = BrokerConfig(
+                listeners=f"PLAINTEXT://127.0.0.1:0,EXTERNAL://127.0.0.1:{port}",
+                listener_security_protocol_map="PLAINTEXT:PLAINTEXT,EXTERNAL:PLAINTEXT")
+            await listeners.sync(b)
+            assert await asyncio.to_thread(_connects, port)
+            assert registered[-1] == [f"PLAINTEXT://127.0.0.1:{first.port}",
+                                      f"EXTERNAL://127.0.0.1:{port}"]
+            b.config = BrokerConfig(listeners="PLAINTEXT://127.0.0.1:0")
+            await listeners.sync(b)
+            assert not await asyncio.to_thread(_connects, port)
+            assert registered[-1] == [f"PLAINTEXT://127.0.0.1:{first.port}"]
+            assert [s.endpoint.name for s in b.servers] == ["PLAINTEXT"]
+            assert await asyncio.to_thread(_connects, first.port)
+        finally:
+            for s in b.servers:
+                await s.stop()
+    asyncio.run(go())
