@@ -1,6 +1,8 @@
-"""Broker modifications (Kafka's BrokerModificationsHandler / onBrokerUpdate): a
-live broker rewrote its own ``/brokers/ids/<id>`` (dynamic listeners, issue 18:
-broker/dynamic_config/listeners.py) without leaving the cluster.
+"""What a broker's dynamic configs change in the controller (issue 18): broker
+modifications (Kafka's BrokerModificationsHandler / onBrokerUpdate: a live broker
+rewrote its own ``/brokers/ids/<id>``, dynamic listeners,
+broker/dynamic_config/listeners.py, without leaving the cluster), and unclean
+leader election turned on at run time (``on_unclean_enabled``).
 
 * ``watch``: while active, the controller keeps one data watch per broker id it
   has seen live (set on failover and on BrokerChange); a fire only puts the event
@@ -63,4 +65,22 @@ async def on_modification(controller: Any, broker_id: int) -> None:
     controller.channel.add_broker(now)
     batch = controller._batch()
     batch.add_update_metadata(ctx.live, [])
+    batch.send(controller.channel)
+
+
+async def on_unclean_enabled(controller: Any) -> None:
+    """UncleanLeaderElectionEnable (Kafka's: triggerOnlinePartitionStateChange): the
+    partitions without a leader get an offline election now, which may now pick an
+    out-of-sync replica (a topic's own unclean.leader.election.enable=false still
+    wins: Controller._unclean_topics)."""
+    ctx = controller.ctx
+    offline = [tp for tp in ctx.all_partitions()
+               if tp in ctx.states and ctx.states[tp].leader == zd.NO_LEADER
+               and tp[0] not in ctx.topics_to_delete]
+    if not offline:
+        return
+    log.info("controller %d: unclean leader election enabled; electing %d offline "
+             "partitions", controller.broker_id, len(offline))
+    batch = controller._batch()
+    await controller._bring_partitions_online(offline, batch)
     batch.send(controller.channel)

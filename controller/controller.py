@@ -95,6 +95,13 @@ class Controller:
     def is_active(self) -> bool:
         return self._active
 
+    def set_unclean_leader_election(self, enabled: bool) -> None:
+        """The broker default changed at run time; turned on, offline partitions
+        are elected now (on the active controller)."""
+        was, self.unclean = self.unclean, enabled
+        if enabled and not was and self._active:
+            self.events.put(ev.UncleanLeaderElectionEnable())
+
     @property
     def epoch(self) -> int:
         return self.ctx.epoch if self._active else -1
@@ -230,6 +237,8 @@ class Controller:
                 await self._broker_change()
             case ev.BrokerModification(broker_id=b):
                 await broker_modifications.on_modification(self, b)
+            case ev.UncleanLeaderElectionEnable():
+                await broker_modifications.on_unclean_enabled(self)
             case ev.TopicChange():
                 await self._topic_change()
             case ev.PartitionModifications(topic=t):

@@ -140,8 +140,16 @@ class LeaderAndIsrResponseReceived:
     errors: tuple[tuple[TopicPartition, int], ...]
 
 
+@dataclass(frozen=True)
+class UncleanLeaderElectionEnable:
+    """The broker default unclean.leader.election.enable was turned on at run time
+    (a dynamic broker config; Kafka's UncleanLeaderElectionEnable): the offline
+    partitions get an election now, not at the next broker change."""
+
+
 Event = (Startup | ControllerChange | BrokerChange | BrokerModification | TopicChange | PartitionModifications
          | TopicDeletion | StopReplicaResult | ControlledShutdown | SessionExpired
          | SessionRenewed | AlterPartitionReceived | ElectLeaders | AutoLeaderRebalance
          | ApiPartitionReassignment | ListPartitionReassignments | ZkPartitionReassignment
-         | LogDirEventNotification | LeaderAndIsrResponseReceived)
+         | LogDirEventNotification | LeaderAndIsrResponseReceived
+         | UncleanLeaderElectionEnable)

@@ -61,7 +61,9 @@ def refresh(broker: Any) -> None:
     _apply_network(broker, new)
     _apply_cleaner(broker, new)
     controller = getattr(broker, "controller", None)
-    if controller is not None and hasattr(controller, "unclean"):
+    if controller is not None and hasattr(controller, "set_unclean_leader_election"):
+        controller.set_unclean_leader_election(new.unclean_leader_election_enable)
+    elif controller is not None and hasattr(controller, "unclean"):     # a unit test's stand-in
         controller.unclean = new.unclean_leader_election_enable
     replicas = getattr(broker, "replicas", None)
     if replicas is not None and hasattr(replicas, "producer_id_expiration_ms"):
