@@ -490,6 +490,14 @@ def marker_type(buf: Buffer, pos: int = 0) -> int | None:
     """CONTROL_ABORT / CONTROL_COMMIT of the control batch at ``pos``; None for a batch
     that is not a control batch, or whose first record is unreadable or of another
     type (Kafka ignores control records of unknown types)."""
+    marker = marker_of(buf, pos)
+    return None if marker is None else marker[0]
+
+
+def marker_of(buf: Buffer, pos: int = 0) -> tuple[int, int] | None:
+    """(type, coordinator epoch) of the end-transaction marker at ``pos``, as
+    ``marker_type`` finds it; the epoch is -1 when the record's value is missing or
+    short (EndTransactionMarker value: int16 version, int32 coordinatorEpoch)."""
     if not read_header(buf, pos).is_control:
         return None
     try:
@@ -499,4 +507,9 @@ def marker_type(buf: Buffer, pos: int = 0) -> int | None:
     if record is None or record.key is None or len(record.key) < 4:
         return None
     kind = parse_control_key(record.key)[1]
-    return kind if kind in (CONTROL_ABORT, CONTROL_COMMIT) else None
+    if kind not in (CONTROL_ABORT, CONTROL_COMMIT):
+        return None
+    value = record.value
+    epoch = _CONTROL_VALUE.unpack_from(value)[1] \
+        if value is not None and len(value) >= _CONTROL_VALUE.size else -1
+    return kind, epoch

@@ -328,9 +328,10 @@ class Partition:
         pos = 0
         for header in headers:
             if header.has_producer_id:
-                marker = records.marker_type(whole, pos) if header.is_control else None
+                marker = records.marker_of(whole, pos) if header.is_control else None
+                kind, epoch = marker if marker is not None else (None, -1)
                 completed = self.producers.update(header, header.base_offset,
-                                                  header.max_timestamp, marker)
+                                                  header.max_timestamp, kind, epoch)
                 partition_txn.record_completed(self, completed)
             pos += header.size
         return plog.log_end_offset

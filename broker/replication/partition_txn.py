@@ -5,7 +5,10 @@ read_committed Fetch is told about.
 * ``append_marker_as_leader``: a WriteTxnMarkers entry for this partition: a
   COMMIT or ABORT control batch at the leader's epoch, after checking the
   producer epoch (a marker older than the producer's epoch is
-  INVALID_PRODUCER_EPOCH, as Kafka's ``appendEndTxnMarker``).
+  INVALID_PRODUCER_EPOCH) and the coordinator epoch (one older than the last
+  marker's is TRANSACTION_COORDINATOR_FENCED: a zombie coordinator), as Kafka's
+  ``appendEndTxnMarker``; every marker's coordinator epoch is kept per producer
+  (leader, follower, reload; snapshots hold it).
 * ``record_completed``: a marker (ours or a replicated one) ended a transaction;
   an abort goes into the active segment's ``.txnindex`` with the LSO it leaves,
   which is what makes a read_committed reader skip its data later, on any
@@ -46,14 +49,15 @@ def append_marker_as_leader(p: Partition, *, commit: bool, producer_id: int,
     if not p.is_leader:
         raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER,
                          f"broker {p.local_broker_id} is not the leader of {p.topic}-{p.partition}")
-    p.producers.check_marker(producer_id, producer_epoch)
+    p.producers.check_marker(producer_id, producer_epoch, coordinator_epoch)
     now = p.clock()
     batch = records.build_control_batch(commit=commit, producer_id=producer_id,
                                         producer_epoch=producer_epoch,
                                         coordinator_epoch=coordinator_epoch, timestamp=now)
     info = p.local_log().append(batch, leader_epoch=p.leader_epoch)
     completed = p.producers.update(records.read_header(batch), info.first_offset, now,
-                                   records.CONTROL_COMMIT if commit else records.CONTROL_ABORT)
+                                   records.CONTROL_COMMIT if commit else records.CONTROL_ABORT,
+                                   coordinator_epoch)
     record_completed(p, completed)
     p.maybe_increment_high_watermark()
     return info.first_offset
@@ -85,9 +89,9 @@ def aborted_txns(p: Partition, fetch_offset: int, result: ReadResult,
 
 def batches_with_markers(plog: PartitionLog, min_timestamp: int | None, *,
                          from_offset: int | None = None
-                         ) -> Iterator[tuple[BatchHeader, int | None]]:
+                         ) -> Iterator[tuple[BatchHeader, tuple[int, int] | None]]:
     """Batches of the segments that may hold unexpired producers, in order, each with
-    its marker type (control batches) or None; only those at or after
+    its (marker type, coordinator epoch) (control batches) or None; only those at or after
     ``from_offset`` when given (the tail after a producer snapshot)."""
     segments = plog.segments
     lowest = max(plog.log_start_offset, from_offset or 0)
@@ -107,7 +111,7 @@ def batches_with_markers(plog: PartitionLog, min_timestamp: int | None, *,
         for pos, header in segment.batches(start):
             if header.base_offset + header.last_offset_delta < lowest:
                 continue
-            yield header, (records.marker_type(segment.read_batch(pos, header))
+            yield header, (records.marker_of(segment.read_batch(pos, header))
                            if header.is_control else None)
 
 

@@ -174,26 +174,35 @@ class ProducerStateManager:
                              f"producer {header.producer_id} epoch {header.producer_epoch} is "
                              f"older than {entry.epoch}")
 
-    def check_marker(self, producer_id: int, producer_epoch: int) -> None:
+    def check_marker(self, producer_id: int, producer_epoch: int,
+                     coordinator_epoch: int = -1) -> None:
         """A coordinator's marker for ``producer_id`` at ``producer_epoch`` may be written:
-        raises KafkaError(INVALID_PRODUCER_EPOCH) when the producer moved past it."""
+        raises KafkaError(INVALID_PRODUCER_EPOCH) when the producer moved past it, and
+        TRANSACTION_COORDINATOR_FENCED when an earlier marker came from a newer
+        coordinator (a zombie coordinator's markers, as Kafka's appendEndTxnMarker)."""
         entry = self.producers.get(producer_id)
         if entry is not None and producer_epoch < entry.epoch:
             raise KafkaError(ErrorCode.INVALID_PRODUCER_EPOCH,
                              f"marker for producer {producer_id} at epoch {producer_epoch}, "
                              f"older than {entry.epoch}")
+        if entry is not None and coordinator_epoch < entry.coordinator_epoch:
+            raise KafkaError(ErrorCode.TRANSACTION_COORDINATOR_FENCED,
+                             f"marker for producer {producer_id} from coordinator epoch "
+                             f"{coordinator_epoch}, older than {entry.coordinator_epoch}")
 
     def update(self, header: BatchHeader, first_offset: int, timestamp: int,
-               marker: int | None = None) -> CompletedTxn | None:
+               marker: int | None = None, coordinator_epoch: int = -1) -> CompletedTxn | None:
         """Record an appended (or replicated, or reloaded) batch at ``first_offset``;
-        ``marker`` is a control batch's type (CONTROL_ABORT / CONTROL_COMMIT). Returns
-        the transaction a marker ended, if one was open."""
+        ``marker`` is a control batch's type (CONTROL_ABORT / CONTROL_COMMIT) and
+        ``coordinator_epoch`` the epoch its coordinator wrote in it. Returns the
+        transaction a marker ended, if one was open."""
         pid = header.producer_id
         entry = self.producers.get(pid)
         if entry is None:
             entry = self.producers[pid] = ProducerEntry(pid)
         if header.is_control:  # an end-transaction marker: the epoch moves, the txn ends
             entry.bump_epoch(header.producer_epoch)
+            entry.coordinator_epoch = max(entry.coordinator_epoch, coordinator_epoch)
             entry.markers += 1
             entry.last_timestamp = timestamp
             start = self.ongoing.pop(pid, None)
@@ -230,11 +239,11 @@ class ProducerStateManager:
         after the marker (Kafka's ProducerStateManager.lastStableOffset)."""
         return min(self.ongoing.values(), default=completed.last_offset + 1)
 
-    def rebuild(self, batches: Iterable[tuple[BatchHeader, int | None]], *,
+    def rebuild(self, batches: Iterable[tuple[BatchHeader, tuple[int, int] | None]], *,
                 reset: bool = True) -> int:
-        """Replace the state from the log's batches (header, marker type of a control
-        batch), in offset order; batches seen. ``reset=False`` replays them on top of
-        a loaded snapshot instead."""
+        """Replace the state from the log's batches (header, and of a control batch its
+        (marker type, coordinator epoch)), in offset order; batches seen.
+        ``reset=False`` replays them on top of a loaded snapshot instead."""
         if reset:
             self.producers.clear()
             self.ongoing.clear()
@@ -243,7 +252,8 @@ class ProducerStateManager:
         for header, marker in batches:
             seen += 1
             if header.producer_id >= 0:
-                self.update(header, header.base_offset, header.max_timestamp, marker)
+                kind, epoch = marker if marker is not None else (None, -1)
+                self.update(header, header.base_offset, header.max_timestamp, kind, epoch)
         return seen
 
     def snapshot_entries(self) -> list[SnapshotEntry]:

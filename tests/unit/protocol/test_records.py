@@ -136,6 +136,8 @@ def test_validate_rejects_inconsistent_counts_and_control() -> None:
     assert header.is_control and header.is_transactional
     [rec] = R.iter_records(control)
     assert R.parse_control_key(rec.key) == (0, R.CONTROL_COMMIT)
+    assert R.marker_of(control) == (R.CONTROL_COMMIT, 5) and R.marker_type(control) == 1
+    assert R.marker_of(R.build_batch([(b"k", b"v", 1)])) is None
     no_seq = R.build_batch([(b"k", b"v", 1)], producer_id=9, producer_epoch=0, base_sequence=-1)
     with pytest.raises(R.InvalidRecordError, match="sequence"):
         R.validate(no_seq)

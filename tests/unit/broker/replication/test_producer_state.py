@@ -141,12 +141,28 @@ def test_marker_from_an_older_epoch_is_refused() -> None:
     psm.check_marker(99, 0)     # unknown producer: allowed
 
 
+def test_marker_from_an_older_coordinator_epoch_is_fenced() -> None:
+    """Kafka's appendEndTxnMarker: after a marker from coordinator epoch 5, one from
+    epoch 4 (a zombie coordinator) is TRANSACTION_COORDINATOR_FENCED."""
+    psm = ProducerStateManager()
+    appended(psm, header(pid=1, epoch=4, transactional=True), 0)
+    psm.check_marker(1, 4, coordinator_epoch=5)
+    psm.update(marker(pid=1, commit=True)._replace(base_offset=1, producer_epoch=4), 1, 0,
+               CONTROL_COMMIT, 5)
+    with pytest.raises(KafkaError) as e:
+        psm.check_marker(1, 4, coordinator_epoch=4)
+    assert e.value.code == ErrorCode.TRANSACTION_COORDINATOR_FENCED
+    psm.check_marker(1, 4, coordinator_epoch=5)
+    psm.check_marker(1, 4, coordinator_epoch=6)
+
+
 def test_rebuild_restores_open_and_ended_transactions() -> None:
     psm = ProducerStateManager()
     log = [(header(pid=1, transactional=True, base_offset=0), None),
            (header(pid=2, transactional=True, base_offset=1), None),
-           (marker(pid=1, commit=False)._replace(base_offset=2), CONTROL_ABORT)]
+           (marker(pid=1, commit=False)._replace(base_offset=2), (CONTROL_ABORT, 7))]
     assert psm.rebuild(log) == 3
+    assert psm.producers[1].coordinator_epoch == 7     # kept for fencing (and snapshots)
     assert psm.ongoing == {2: 1}
     assert [(t.producer_id, t.aborted) for t in psm.unreplicated] == [(1, True)]
     assert psm.first_unstable_offset(high_watermark=3) == 1
