@@ -124,11 +124,16 @@ class Broker:
         self.pool = BrokerPool(client_id="pybroker-controller",
                                timeout=config.request_timeout_ms / 1000,
                                security=self.inter_broker_security)
-        self.controller_pool = self.pool
-        if self.control_plane_listener != self.inter_broker_listener:
-            self.controller_pool = BrokerPool(
-                client_id="pybroker-controller", timeout=config.request_timeout_ms / 1000,
-                security=client_security(config, self.control_plane_listener))
+        # The controller's requests (LeaderAndIsr, UpdateMetadata, StopReplica) get
+        # connections of their own, as Kafka's ControllerChannelManager: a broker answers
+        # one connection's requests in order, and a WriteTxnMarkers waiting for the HW
+        # on a shared connection held the LeaderAndIsr the HW needed behind it (a
+        # deadlock seen in test_txn_failover when a broker became controller).
+        self.controller_pool = BrokerPool(
+            client_id="pybroker-controller", timeout=config.request_timeout_ms / 1000,
+            security=(client_security(config, self.control_plane_listener)
+                      if self.control_plane_listener != self.inter_broker_listener
+                      else self.inter_broker_security))
         self.servers: list[KafkaServer] = []
         # what every listener shares: connection quotas, request queue and memory
         self.network_limits = NetworkLimits.from_config(config)
