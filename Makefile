@@ -68,39 +68,35 @@ test: $(STAMP) kcat chromium
 	fi
 	$(PY) -m pytest -q tests $(PYTEST_ARGS)
 
+# $(call apt_install,PACKAGE,WHAT SKIPS WITHOUT IT): install a Debian package with apt-get
+# when we are root (or have passwordless sudo) and apt-get exists (an `apt-get update` and
+# one retry if the first try fails); otherwise, or if it fails, a note and exit 0: the
+# tests that need it skip, saying why.
+apt_install = \
+	if [ "$$(id -u)" = 0 ]; then SUDO=; \
+	elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then SUDO="sudo -n"; \
+	else echo "note: $(1) missing and no root/sudo for apt-get; $(2) will skip"; exit 0; fi; \
+	if ! command -v apt-get >/dev/null 2>&1; then \
+		echo "note: $(1) missing and no apt-get; $(2) will skip"; exit 0; fi; \
+	echo "$$SUDO apt-get install -y $(1)"; \
+	export DEBIAN_FRONTEND=noninteractive; \
+	$$SUDO apt-get install -y -q $(1) >/dev/null 2>&1 || \
+		{ $$SUDO apt-get update -q >/dev/null && $$SUDO apt-get install -y -q $(1) >/dev/null; } || \
+		echo "note: could not install $(1); $(2) will skip"
+
 # kcat (old librdkafka 2.0.2 on Debian 12) for tests/integration/clients/test_kcat.py.
-# Installed with apt-get when we are root and have apt; otherwise a note (that test
-# then skips). The other clients the integration tests need install themselves on
-# first use into .cache/: the Java jars (above), aiokafka 0.12's own venv and
-# kafka-python's sdist for its integration suite (pytest fixtures).
+# The other clients the integration tests need install themselves on first use into
+# .cache/: the Java jars (above), aiokafka 0.12's own venv and kafka-python's sdist for
+# its integration suite (pytest fixtures).
 kcat:
 	@if command -v kcat >/dev/null 2>&1 || command -v kafkacat >/dev/null 2>&1; then exit 0; fi; \
-	if [ "$$(id -u)" = 0 ]; then SUDO=; \
-	elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then SUDO="sudo -n"; \
-	else echo "note: kcat missing and no root/sudo for apt-get; its integration test will skip"; exit 0; fi; \
-	if ! command -v apt-get >/dev/null 2>&1; then \
-		echo "note: kcat missing and no apt-get; its integration test will skip"; exit 0; fi; \
-	echo "$$SUDO apt-get install -y kcat"; \
-	export DEBIAN_FRONTEND=noninteractive; \
-	$$SUDO apt-get install -y -q kcat >/dev/null 2>&1 || \
-		{ $$SUDO apt-get update -q >/dev/null && $$SUDO apt-get install -y -q kcat >/dev/null; } || \
-		echo "note: could not install kcat; its integration test will skip"
+	$(call apt_install,kcat,its integration test)
 
 # Headless Chromium (Debian's /usr/bin/chromium) for tests/integration/test_console.py,
-# which loads the web console's pages in it. Installed like kcat: apt-get when root (or
-# passwordless sudo); otherwise a note, and that test skips saying why.
+# which loads the web console's pages in it.
 chromium:
 	@if [ -x /usr/bin/chromium ]; then exit 0; fi; \
-	if [ "$$(id -u)" = 0 ]; then SUDO=; \
-	elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then SUDO="sudo -n"; \
-	else echo "note: chromium missing and no root/sudo for apt-get; the console test will skip"; exit 0; fi; \
-	if ! command -v apt-get >/dev/null 2>&1; then \
-		echo "note: chromium missing and no apt-get; the console test will skip"; exit 0; fi; \
-	echo "$$SUDO apt-get install -y chromium"; \
-	export DEBIAN_FRONTEND=noninteractive; \
-	$$SUDO apt-get install -y -q chromium >/dev/null 2>&1 || \
-		{ $$SUDO apt-get update -q >/dev/null && $$SUDO apt-get install -y -q chromium >/dev/null; } || \
-		echo "note: could not install chromium; the console test will skip"
+	$(call apt_install,chromium,the console test)
 
 # Every bench/*.py except private helpers (_*.py); each prints its figures and the command
 # that reproduces them. A failing benchmark fails the target.

@@ -17,10 +17,13 @@ Map:
     reassignment.py             partition reassignment (KIP-455)
     deletion.py                 topic deletion
     log_dir_events.py           brokers' failed log dirs (KIP-112): offline replicas
-    broker_modifications.py     a live broker's new endpoints (dynamic listeners): UpdateMetadata
+    controlled_shutdown.py      ControlledShutdown: a stopping broker's leaderships moved away
+    broker_modifications.py     what brokers' dynamic configs change here: a live broker's new
+                                endpoints (UpdateMetadata), unclean election turned on
     alter_partition.py          AlterPartition: the one way an ISR changes
     channel.py                  LeaderAndIsr / UpdateMetadata / StopReplica to brokers
-    zk.py, zk_generic.py, zk_partitions.py   ClusterStore: the async view of ZooKeeper
+    zk.py, zk_generic.py, zk_partitions.py, zk_controller_znodes.py
+                                ClusterStore: the async view of ZooKeeper
     zkclient.py, kazoo_zk.py    the ZooKeeper client seam and its kazoo adaptor
     zkdata.py                   znode paths and JSON as Kafka 3.9 writes them
     errors.py                   control-plane errors

@@ -13,7 +13,8 @@ Besides elections on broker changes, topics and deletion (deletion.py), the
 queue carries requests answered through futures: AlterPartition
 (alter_partition.py), ElectLeaders and the periodic leader-imbalance check
 (leader_election.py), reassignments from AlterPartitionReassignments or
-/admin/reassign_partitions (reassignment.py), and ControlledShutdown. Log dir
+/admin/reassign_partitions (reassignment.py), and ControlledShutdown
+(controlled_shutdown.py). Log dir
 failures (KIP-112: /log_dir_event_notification, LeaderAndIsr answers with
 KAFKA_STORAGE_ERROR) are log_dir_events.py's; a live broker's new endpoints
 (its /brokers/ids/<id> data rewritten: dynamic listeners) broker_modifications.py's.
@@ -29,17 +30,15 @@ import logging
 import time
 from typing import Any, Callable
 
-from controller import (alter_partition, broker_modifications, deletion, leader_election,
-                        log_dir_events, reassignment)
+from controller import (alter_partition, broker_modifications, controlled_shutdown, deletion,
+                        leader_election, log_dir_events, reassignment)
 from controller import events as ev
 from controller.channel import BrokerTransport, ControllerChannel, RequestBatch
 from controller.context import ControllerContext, TopicPartition
 from controller.election import try_elect
-from controller.errors import (ControllerMovedError, NotControllerError, StaleBrokerEpochError,
-                               ZkError)
+from controller.errors import ControllerMovedError, NotControllerError, ZkError
 from controller.event_manager import EventManager
-from controller.partition_state_machine import (PartitionState, PartitionStates,
-                                                controlled_shutdown_leader, initial_leader,
+from controller.partition_state_machine import (PartitionState, PartitionStates, initial_leader,
                                                 offline_leader, without_replicas)
 from controller.replica_state_machine import ReplicaState, ReplicaStates
 from controller.stats import ControllerStats
@@ -214,7 +213,7 @@ class Controller:
             case ev.SessionExpired():
                 self._resign()
             case ev.ControlledShutdown():
-                await self._controlled_shutdown(event)
+                await controlled_shutdown.handle(self, event)
             case _ if not self._active:
                 return
             case ev.AlterPartitionReceived(request=req, version=v, result=fut):
@@ -492,56 +491,6 @@ class Controller:
         for tp, s in updated.items():
             ctx.states[tp] = s
             batch.add_leader_and_isr([b for b in ctx.replicas(tp) if b not in gone], tp)
-
-    # -- controlled shutdown -------------------------------------------------------------
-
-    async def _controlled_shutdown(self, e: ev.ControlledShutdown) -> None:
-        if not self._active:
-            e.result.set_exception(NotControllerError())
-            return
-        ctx = self.ctx
-        if e.broker_id not in ctx.live:
-            e.result.set_exception(KeyError(f"broker {e.broker_id} is not live"))
-            return
-        if e.broker_epoch != -1 and e.broker_epoch < ctx.live[e.broker_id].epoch:
-            e.result.set_exception(StaleBrokerEpochError(
-                f"broker {e.broker_id}: epoch {e.broker_epoch} is older than "
-                f"{ctx.live[e.broker_id].epoch}"))
-            return
-        ctx.shutting_down.add(e.broker_id)
-        live = set(ctx.live)
-        started = time.monotonic()                # metrics: ControllerStats
-        moves: dict[TopicPartition, LeaderIsr] = {}
-        followers: list[TopicPartition] = []
-        for tp in ctx.partitions_on(e.broker_id):
-            s = ctx.states.get(tp)
-            if s is None or len(ctx.replicas(tp)) < 2:
-                continue
-            if s.leader == e.broker_id:
-                chosen = controlled_shutdown_leader(ctx.replicas(tp), s.isr, live,
-                                                    ctx.shutting_down)
-                if chosen is not None:
-                    moves[tp] = s.new_leader(*chosen)
-            else:
-                followers.append(tp)
-        batch = self._batch()
-        updated, _ = await self.store.update_partition_states(moves, ctx.epoch,
-                                                              ctx.epoch_zk_version)
-        for tp, s in updated.items():
-            ctx.states[tp] = s
-            batch.add_leader_and_isr([b for b in ctx.replicas(tp) if b not in ctx.shutting_down],
-                                     tp)
-        self.stats.record_elections(len(updated), 0, (time.monotonic() - started) * 1000)
-        for tp in followers:
-            batch.add_stop_replica(e.broker_id, tp, delete=False)
-        await self._remove_from_isr(followers, {e.broker_id}, batch)
-        batch.send(self.channel)
-        remaining = [tp for tp in ctx.partitions_on(e.broker_id)
-                     if len(ctx.replicas(tp)) > 1 and tp in ctx.states
-                     and ctx.states[tp].leader == e.broker_id]
-        log.info("controlled shutdown of broker %d: %d partitions moved, %d remain",
-                 e.broker_id, len(updated), len(remaining))
-        e.result.set_result(remaining)
 
     # -- topics --------------------------------------------------------------------------
 

@@ -198,12 +198,16 @@ def streams(stdin: IO[str] | None, stdout: IO[str] | None,
 
 
 def run_tool(parse: Callable[[list[str], IO[str], IO[str]], Any],
-             execute: Callable[[Any, IO[str]], Awaitable[int]], argv: list[str],
-             stdin: IO[str] | None, stdout: IO[str] | None, stderr: IO[str] | None) -> int:
-    """A tool's ``main`` when it is "parse, then run ``execute(args, stdout)``": the
-    exit status of whichever ends it (parse_or_status, then run)."""
+             execute: Callable[..., Awaitable[int]], argv: list[str],
+             stdin: IO[str] | None, stdout: IO[str] | None, stderr: IO[str] | None, *,
+             pass_err: bool = False, prefix: str = "") -> int:
+    """A tool's ``main`` when it is "parse, then run ``execute(args, stdout)``"
+    (``execute(args, stdout, stderr)`` with ``pass_err``): the exit status of
+    whichever ends it (parse_or_status, then run; errors printed after ``prefix``)."""
     _, out, err = streams(stdin, stdout, stderr)
     args = parse_or_status(parse, argv, out, err)
     if isinstance(args, int):
         return args
-    return run(lambda: execute(args, out), err)
+    if pass_err:
+        return run(lambda: execute(args, out, err), err, prefix)
+    return run(lambda: execute(args, out), err, prefix)

@@ -32,7 +32,7 @@ from typing import IO, Any
 from client import KafkaAdmin
 from client.consumer import EARLIEST, LATEST, READ_COMMITTED, READ_UNCOMMITTED, Consumer
 from tools import (ToolError, ToolParser, add_command_config, command_security,
-                   parse_or_status, parse_key_values, run, streams)
+                   parse_key_values, run_tool)
 from protocol import records
 
 ISOLATION = {"read_uncommitted": READ_UNCOMMITTED, "read_committed": READ_COMMITTED}
@@ -166,8 +166,4 @@ async def execute(args: Namespace, out: IO[str], err: IO[str]) -> int:
 
 def main(argv: list[str], *, stdin: IO[str] | None = None, stdout: IO[str] | None = None,
          stderr: IO[str] | None = None) -> int:
-    _, out, err = streams(stdin, stdout, stderr)
-    args = parse_or_status(parse_args, argv, out, err)
-    if isinstance(args, int):
-        return args
-    return run(lambda: execute(args, out, err), err)
+    return run_tool(parse_args, execute, argv, stdin, stdout, stderr, pass_err=True)

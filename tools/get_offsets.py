@@ -32,7 +32,7 @@ from typing import IO
 
 from client import KafkaAdmin
 from tools import ToolError, ToolParser, add_command_config, command_security, \
-    parse_or_status, run, streams
+    run_tool
 from protocol.errors import ErrorCode
 
 TIME_NAMES = {"latest": -1, "earliest": -2, "max-timestamp": -3, "earliest-local": -4,
@@ -166,8 +166,5 @@ async def execute(args: Namespace, out: IO[str], err: IO[str]) -> int:
 
 def main(argv: list[str], *, stdin: IO[str] | None = None, stdout: IO[str] | None = None,
          stderr: IO[str] | None = None) -> int:
-    _, out, err = streams(stdin, stdout, stderr)
-    args = parse_or_status(parse_args, argv, out, err)
-    if isinstance(args, int):
-        return args
-    return run(lambda: execute(args, out, err), err, "Error occurred: ")
+    return run_tool(parse_args, execute, argv, stdin, stdout, stderr, pass_err=True,
+                    prefix="Error occurred: ")

@@ -51,7 +51,7 @@ from client.errors import ProducerFenced, TransactionError
 from client.partitioner import StickyPartitioner
 from client.transactional import State as TxnState
 from client.transactional import TransactionalProducer
-from tools import ToolError, ToolParser, parse_key_values, parse_or_status, run, streams
+from tools import ToolError, ToolParser, parse_key_values, run_tool
 from tools.perf_common import Throttler, load_props, partitions_of, producer_settings
 from tools.record_pipeline import RECORD_OVERHEAD, RecordPipeline
 from protocol.errors import ErrorCode
@@ -320,8 +320,4 @@ async def run_transactional(args: Namespace, admin: KafkaAdmin, partitions: int,
 
 def main(argv: list[str], *, stdin: IO[str] | None = None, stdout: IO[str] | None = None,
          stderr: IO[str] | None = None) -> int:
-    _, out, err = streams(stdin, stdout, stderr)
-    args = parse_or_status(parse_args, argv, out, err)
-    if isinstance(args, int):
-        return args
-    return run(lambda: execute(args, out, err), err)
+    return run_tool(parse_args, execute, argv, stdin, stdout, stderr, pass_err=True)
