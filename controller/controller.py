@@ -322,10 +322,15 @@ class Controller:
     def _schedule_rebalance(self) -> None:
         if not self.auto_rebalance or not self._active:
             return
+        if self._rebalance_timer is not None:
+            self._rebalance_timer.cancel()       # one timer at a time
         self._rebalance_timer = asyncio.get_running_loop().call_later(
             self.imbalance_interval, self.events.put, ev.AutoLeaderRebalance())
 
     async def _auto_rebalance(self) -> None:
+        # a check queued by the timer before auto-rebalance was turned off does nothing
+        if not self.auto_rebalance:
+            return
         try:
             await leader_election.auto_rebalance(self, self.imbalance_percentage)
         finally:
