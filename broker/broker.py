@@ -134,6 +134,12 @@ class Broker:
             security=(client_security(config, self.control_plane_listener)
                       if self.control_plane_listener != self.inter_broker_listener
                       else self.inter_broker_security))
+        # The transaction markers too (Kafka's TransactionMarkerChannelManager has its own
+        # NetworkClient): a WriteTxnMarkers the leader holds until its HW moves must not
+        # queue an AlterPartition or a KIP-890 verification behind it.
+        self.marker_pool = BrokerPool(client_id="pybroker-txn-markers",
+                                      timeout=config.request_timeout_ms / 1000,
+                                      security=self.inter_broker_security)
         self.servers: list[KafkaServer] = []
         # what every listener shares: connection quotas, request queue and memory
         self.network_limits = NetworkLimits.from_config(config)
@@ -530,6 +536,7 @@ class Broker:
         if self.metrics is not None:                  # ---- Prometheus metrics
             await self._shutdown_step("metrics endpoint", self.metrics.stop())
         await self._shutdown_step("broker connections", self.pool.close())
+        await self._shutdown_step("transaction marker connections", self.marker_pool.close())
         if self.controller_pool is not self.pool:
             await self._shutdown_step("controller connections", self.controller_pool.close())
         if self.replicas is not None:

@@ -68,14 +68,15 @@ def build(broker: Any) -> TransactionCoordinator:
 
 
 def marker_channel(broker: Any) -> MarkerChannel:
-    """Markers over the broker's pool, to the leaders its metadata cache names."""
+    """Markers over the broker's marker pool (connections of their own), to the
+    leaders its metadata cache names."""
     metadata = broker.metadata
 
     async def send(broker_id: int, marker: TxnMarker) -> dict[tuple[str, int], int]:
         b = metadata.broker(broker_id)
         if b is None or b.port < 0:
             raise ConnectionError(f"broker {broker_id} is not known")
-        conn = await broker.pool.get(b.host, b.port)
+        conn = await broker.marker_pool.get(b.host, b.port)
         answers = await write_txn_markers(conn, [(
             marker.producer_id, marker.producer_epoch, marker.commit,
             marker.coordinator_epoch, list(marker.partitions))])
