@@ -23,7 +23,7 @@ PYTEST_ARGS ?=
 DATA_DIR := data
 JAVA_CLIENT_INSTALLER := tests/oracle/install_java_client.py
 
-.PHONY: help install run test bench clean distclean kcat chromium fault fault-process fault-txn fuzz bench-replication
+.PHONY: help install run test bench clean distclean kcat chromium fault fault-process fault-txn fuzz bench-replication bench-groups
 
 help:
 	@echo "make run        install, then start ZooKeeper + one broker (data under $(DATA_DIR)/)"
@@ -34,6 +34,7 @@ help:
 	@echo "make fault-txn  the transactional fault campaign (FAULT_TXN_RECORDS=100000, 3 kills each)"
 	@echo "make fuzz       the structure-aware fuzzer against a real broker (FUZZ_FRAMES=1000000)"
 	@echo "make bench-replication  the replication benchmarks (bench/replication.py)"
+	@echo "make bench-groups  the consumer-group benchmarks, classic and KIP-848 (~15 min)"
 	@echo "make install    create $(VENV) and pip install -e '.[test]'"
 	@echo "make clean      remove caches and build artefacts"
 	@echo "make distclean  clean + remove $(VENV), .cache/ and $(DATA_DIR)/"
@@ -155,6 +156,16 @@ fuzz: $(STAMP)
 BENCH_REPLICATION_ARGS ?=
 bench-replication: $(STAMP)
 	$(PY) bench/replication.py $(BENCH_REPLICATION_ARGS)
+
+# Consumer-group benchmarks alone (`make bench` runs them too): the classic protocol's
+# (bench/groups.py), then issue 19's: 100 members joining one group, consumer protocol vs
+# classic (bench/consumer_protocol_join.py), and what a join does to the other members'
+# consumption (bench/consumer_protocol_join_pause.py). BENCH_GROUPS_ARGS="--runs 5" goes to both.
+BENCH_GROUPS_ARGS ?=
+bench-groups: $(STAMP)
+	$(PY) bench/groups.py
+	$(PY) bench/consumer_protocol_join.py $(BENCH_GROUPS_ARGS)
+	$(PY) bench/consumer_protocol_join_pause.py $(BENCH_GROUPS_ARGS)
 
 # --- housekeeping -------------------------------------------------------------------
 

@@ -56,6 +56,29 @@ def _one_of(*choices: str) -> Any:
     return check
 
 
+def _one_of_ci(*choices: str) -> Any:
+    def check(v: str) -> bool:
+        return v.strip().lower() in choices
+    check.__doc__ = f"one of {', '.join(choices)} (any case)"
+    return check
+
+
+def _protocol_list(v: str) -> bool:
+    """group.coordinator.rebalance.protocols: a comma list of classic, consumer (and
+    Kafka's share, accepted and unused) that includes classic."""
+    names = [n.strip().lower() for n in v.split(",") if n.strip()]
+    return "classic" in names and all(n in ("classic", "consumer", "share") for n in names)
+
+
+def _assignor_list(v: str) -> bool:
+    """group.consumer.assignors: a non-empty comma list of uniform, range (or Kafka's
+    class names org.apache.kafka.coordinator.group.assignor.UniformAssignor/RangeAssignor)."""
+    names = [n.strip() for n in v.split(",") if n.strip()]
+    known = {"uniform", "range", "org.apache.kafka.coordinator.group.assignor.UniformAssignor",
+             "org.apache.kafka.coordinator.group.assignor.RangeAssignor"}
+    return bool(names) and all(n in known for n in names)
+
+
 def _host_counts(v: str) -> bool:
     """max.connections.per.ip.overrides: ``host:count,...`` (broker/network/; issue 17)."""
     for item in (i.strip() for i in v.split(",")):
@@ -133,6 +156,29 @@ class BrokerConfig:
     offsets_retention_check_interval_ms: int = field(default=600_000, metadata=_valid(_positive))
     offset_metadata_max_bytes: int = field(default=4096, metadata=_valid(_non_negative))
     offsets_commit_timeout_ms: int = field(default=5000, metadata=_valid(_positive))
+    # ---- consumer groups of the KIP-848 protocol (broker/consumer_group/; issue 19):
+    # Kafka 4.0's group.consumer.* keys and defaults; the session timeout and heartbeat
+    # interval are the broker's (the client sends neither). Cross-key rules (min <= value
+    # <= max, heartbeat < session) are checked by check_consumer_group_bounds.
+    group_coordinator_rebalance_protocols: str = field(default="classic,consumer",
+                                                       metadata=_valid(
+        _protocol_list, "a comma list of classic, consumer (share) that includes classic"))
+    group_consumer_session_timeout_ms: int = field(default=45_000, metadata=_valid(_positive))
+    group_consumer_min_session_timeout_ms: int = field(default=45_000,
+                                                       metadata=_valid(_positive))
+    group_consumer_max_session_timeout_ms: int = field(default=60_000,
+                                                       metadata=_valid(_positive))
+    group_consumer_heartbeat_interval_ms: int = field(default=5_000, metadata=_valid(_positive))
+    group_consumer_min_heartbeat_interval_ms: int = field(default=5_000,
+                                                          metadata=_valid(_positive))
+    group_consumer_max_heartbeat_interval_ms: int = field(default=15_000,
+                                                          metadata=_valid(_positive))
+    group_consumer_max_size: int = field(default=2_147_483_647, metadata=_valid(_positive))
+    group_consumer_assignors: str = field(default="uniform,range",
+                                          metadata=_valid(
+        _assignor_list, "a non-empty comma list of uniform, range"))
+    group_consumer_migration_policy: str = field(default="bidirectional", metadata=_valid(
+        _one_of_ci("disabled", "upgrade", "downgrade", "bidirectional")))
     # ---- controller: preferred-leader balancing
     auto_leader_rebalance_enable: bool = True
     leader_imbalance_check_interval_seconds: int = field(default=300, metadata=_valid(_positive))
@@ -289,6 +335,7 @@ class BrokerConfig:
                 continue
             values[f.name] = _parse_value(key, raw, f)
         config = cls(**values, listener_overrides=overrides)
+        check_consumer_group_bounds(config)
         for key, raw in overrides.items():      # typed keys are checked now, not on first use
             name = key.split(".", 3)[3]
             if name in _FIELDS:
@@ -304,6 +351,26 @@ class BrokerConfig:
             k, v = item.split("=", 1)
             props[k.strip()] = v.strip()
         return cls.from_properties(props)
+
+
+def check_consumer_group_bounds(config: BrokerConfig) -> None:
+    """The group.consumer.* cross-key rules (Kafka 4.0's GroupCoordinatorConfig): each
+    of the session timeout and heartbeat interval within its min/max, and the heartbeat
+    interval below the session timeout. ConfigError naming the keys and values."""
+    for what in ("session.timeout.ms", "heartbeat.interval.ms"):
+        key, lo_key, hi_key = (f"group.consumer.{what}", f"group.consumer.min.{what}",
+                               f"group.consumer.max.{what}")
+        value, lo, hi = (getattr(config, k.replace(".", "_")) for k in (key, lo_key, hi_key))
+        if lo > hi:
+            raise ConfigError(f"{lo_key}={lo} is greater than {hi_key}={hi}")
+        if not lo <= value <= hi:
+            raise ConfigError(f"Invalid value {value} for configuration {key}: must be "
+                              f"between {lo_key}={lo} and {hi_key}={hi}")
+    if config.group_consumer_heartbeat_interval_ms >= config.group_consumer_session_timeout_ms:
+        raise ConfigError(
+            f"group.consumer.heartbeat.interval.ms={config.group_consumer_heartbeat_interval_ms}"
+            f" must be less than group.consumer.session.timeout.ms="
+            f"{config.group_consumer_session_timeout_ms}")
 
 
 _INT_RE = re.compile(r"^[+-]?\d+$")

@@ -109,12 +109,13 @@ _API_VERSIONS = api(ApiKey.API_VERSIONS).response
 _API_VERSION = _API_VERSIONS.structs["ApiVersion"]
 
 
-def api_versions_body(error_code: int = 0) -> Struct:
-    """Every registered handler's version range, by api key (pybroker's own APIs left out)."""
+def api_versions_body(error_code: int = 0, hidden: frozenset[int] = frozenset()) -> Struct:
+    """Every registered handler's version range, by api key (pybroker's own APIs and
+    ``hidden`` — APIs the broker's config turns off — left out)."""
     keys = [_API_VERSION.new(api_key=r.api_key, min_version=r.min_version,
                              max_version=r.max_version)
             for r in sorted(REGISTRY.values(), key=lambda r: r.api_key)
-            if not is_pybroker_api(r.api_key)]
+            if not is_pybroker_api(r.api_key) and r.api_key not in hidden]
     return _API_VERSIONS.new(error_code=error_code, api_keys=keys, throttle_time_ms=0)
 
 

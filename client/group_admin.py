@@ -7,6 +7,11 @@ NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE and COORDINATOR_LOAD_IN_PROGRESS
 (the coordinator moved, or is loading ``__consumer_offsets``) mean: find it
 again and resend, until the timeout. Other errors are returned to the caller,
 or raised as ``KafkaError`` where the method returns no error codes.
+
+Both kinds of group (classic and KIP-848 consumer groups) are listed with their
+type (``list_group_listings``) and described as one ``ConsumerGroupDescription``
+(``describe_group``: ConsumerGroupDescribe, falling back to DescribeGroups;
+consumer_group_admin.py).
 """
 
 from __future__ import annotations
@@ -18,10 +23,13 @@ from typing import TypeVar
 
 from client.admin import KafkaAdmin
 from client.connection import KafkaConnection
-from client.groups import (DescribedGroup, delete_groups, describe_groups, find_coordinator,
-                           list_groups, offset_commit, offset_delete, offset_fetch)
+from client.consumer_group_admin import CLASSIC, ConsumerGroupDescription, GroupListing, \
+    classic_description, consumer_group_describe, list_groups_typed
+from client.groups import (CommittedOffset, DescribedGroup, delete_groups, describe_groups,
+                           find_coordinator, offset_commit, offset_delete, offset_fetch)
 from client.security import ClientSecurity
 from client.verbs import TP
+from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
 
 T = TypeVar("T")
@@ -29,6 +37,9 @@ RETRIABLE_COORDINATOR = frozenset({ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
                                    ErrorCode.NOT_COORDINATOR,
                                    ErrorCode.COORDINATOR_NOT_AVAILABLE})
 RETRY_BACKOFF_S = 0.1
+# ConsumerGroupDescribe answers that send us to DescribeGroups: not a consumer group
+# (a classic one, or none), or the consumer protocol turned off on the broker
+FALL_BACK = frozenset({ErrorCode.GROUP_ID_NOT_FOUND, ErrorCode.UNSUPPORTED_VERSION})
 
 
 class GroupAdmin:
@@ -77,22 +88,55 @@ class GroupAdmin:
         return await self._retry(once)
 
     async def list_groups(self, states: set[str]) -> list[tuple[str, str]]:
-        """[(group id, state)] of consumer groups, asked of every broker (each
-        lists the groups it coordinates); sorted by id."""
+        """[(group id, state)] of consumer groups (both kinds), asked of every
+        broker (each lists the groups it coordinates); sorted by id."""
+        return [(g.group_id, g.state) for g in await self.list_group_listings(states)]
+
+    async def list_group_listings(self, states: set[str],
+                                  types: set[str] | frozenset[str] = frozenset()
+                                  ) -> list[GroupListing]:
+        """Consumer groups of both kinds (classic ones with protocol type
+        "consumer" or "", and KIP-848 consumer groups) with state and type, from
+        every broker; filtered by ``states`` and ``types`` ("classic",
+        "consumer"; empty: all); sorted by id. A broker too old to filter (or to
+        report a type: every group is classic there) is filtered here."""
         cluster = await self.admin.metadata([])
-        found: dict[str, str] = {}
+        found: dict[str, GroupListing] = {}
         for b in cluster.brokers.values():
-            async def once(host: str = b.host, port: int = b.port) -> list[tuple[str, str, str]]:
-                error, groups = await list_groups(await self.admin.pool.get(host, port), states)
+            async def once(host: str = b.host, port: int = b.port) -> list[GroupListing]:
+                conn = await self.admin.pool.get(host, port)
+                error, groups = await list_groups_typed(conn, states, types)
                 if error:
                     raise KafkaError(error)
-                return [(g.group_id, g.protocol_type, g.state) for g in groups]
-            for group_id, protocol_type, state in await self._retry(once):
-                if protocol_type in ("consumer", ""):
-                    found[group_id] = state
-        if states and any(not s for s in found.values()):   # a v<4 broker: filter here
-            found = {g: s for g, s in found.items() if s in states}
-        return sorted(found.items())
+                return groups
+            for g in await self._retry(once):
+                if g.group_type == "consumer" or g.protocol_type in ("consumer", ""):
+                    found[g.group_id] = g
+        out = sorted(found.values(), key=lambda g: g.group_id)
+        if states:          # v4+ brokers filtered already; below v4 no state is known
+            out = [g for g in out if g.state in states]
+        if types:
+            out = [g for g in out if (g.group_type or CLASSIC) in types]
+        return out
+
+    async def describe_group(self, group: str
+                             ) -> tuple[ConsumerGroupDescription, tuple[int, str, int]]:
+        """-> (the group, of either kind, its coordinator (node, host, port)):
+        ConsumerGroupDescribe at the coordinator, DescribeGroups where that says
+        GROUP_ID_NOT_FOUND (a classic group, or none: "Dead"), UNSUPPORTED_VERSION
+        (consumer groups turned off) or is not spoken.
+        KafkaError on a group-level error."""
+        async def call(conn: KafkaConnection) -> ConsumerGroupDescription:
+            if conn.supports(ApiKey.CONSUMER_GROUP_DESCRIBE):
+                d = (await consumer_group_describe(conn, [group]))[0]
+                if d.error not in FALL_BACK:
+                    return d
+            return classic_description((await describe_groups(conn, [group]))[0])
+        coordinator = await self.find_coordinator(group)
+        described = await self.at_coordinator(group, call, lambda d: d.error)
+        if described.error:
+            raise KafkaError(described.error, described.error_message)
+        return described, coordinator
 
     async def describe(self, group: str) -> tuple[DescribedGroup, tuple[int, str, int]]:
         """-> (the group, its coordinator (node, host, port)); KafkaError on a
@@ -106,12 +150,16 @@ class GroupAdmin:
 
     async def committed(self, group: str) -> dict[TP, int]:
         """The group's committed offsets, every partition it has one for."""
+        return {tp: o.offset for tp, o in (await self.committed_offsets(group)).items()}
+
+    async def committed_offsets(self, group: str) -> dict[TP, CommittedOffset]:
+        """The group's commits (offset, leader epoch, metadata), every partition it
+        has one for; either kind of group (an admin's OffsetFetch: no member)."""
         fetched = await self.at_coordinator(group, lambda c: offset_fetch(c, group),
                                             lambda r: r.error)
         if fetched.error:
             raise KafkaError(fetched.error)
-        return {tp: o.offset for tp, o in fetched.partitions.items()
-                if o.error == 0 and o.offset >= 0}
+        return {tp: o for tp, o in fetched.partitions.items() if o.error == 0 and o.offset >= 0}
 
     async def commit(self, group: str, offsets: dict[TP, int]) -> dict[TP, int]:
         """A standalone OffsetCommit (no generation, no member); -> per-partition errors."""

@@ -1,7 +1,8 @@
 """Kafka error codes: one table of code, NAME, retriable, default message.
 
-Every code Apache Kafka 3.9 defines, from -1 (UNKNOWN_SERVER_ERROR) to 127 (VOTER_NOT_FOUND);
-the codes are contiguous. Names are the wire names clients print (Kafka's ``Errors`` enum);
+Every code Apache Kafka 3.9 defines, from -1 (UNKNOWN_SERVER_ERROR) to 127 (VOTER_NOT_FOUND),
+and Kafka 4.0's 128 (INVALID_REGULAR_EXPRESSION, for KIP-848 consumer groups); the codes are
+contiguous. Names are the wire names clients print (Kafka's ``Errors`` enum);
 ``retriable`` is True exactly where Kafka's client exception for the code is a
 ``RetriableException`` (a client may retry the same request, usually after refreshing
 metadata). Note that CORRUPT_MESSAGE (2) is retriable in Kafka even though some clients
@@ -166,6 +167,8 @@ class ErrorCode(IntEnum):
     INVALID_VOTER_KEY                     = (125, False, "The voter key does not match the receiving replica's key.")
     DUPLICATE_VOTER                       = (126, False, "The voter is already in the voter set.")
     VOTER_NOT_FOUND                       = (127, False, "The voter is not in the voter set.")
+    # Kafka 4.0 (KIP-848): ConsumerGroupHeartbeat v1's broker-side regex subscriptions
+    INVALID_REGULAR_EXPRESSION            = (128, False, "The regular expression is not valid.")
 
     @classmethod
     def from_code(cls, code: int) -> ErrorCode:

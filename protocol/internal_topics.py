@@ -8,7 +8,13 @@ that version (Kafka's ``group-coordinator`` and ``transaction-coordinator``
 
     __consumer_offsets    OffsetCommitKey v0-1 / OffsetCommitValue v0-4 (key
                           versions 0 and 1), GroupMetadataKey v2 /
-                          GroupMetadataValue v0-4 (v4 values flexible)
+                          GroupMetadataValue v0-4 (v4 values flexible);
+                          the consumer groups of KIP-848 (key versions 3-8
+                          and 16, values v0, flexible): ConsumerGroupMetadata,
+                          ...PartitionMetadata, ...MemberMetadata,
+                          ...TargetAssignmentMetadata, ...TargetAssignmentMember,
+                          ...CurrentMemberAssignment, ...RegularExpression
+                          (broker/consumer_group/record_codec.py)
     __transaction_state   TransactionLogKey v0 / TransactionLogValue v0-1 (v1
                           flexible, with tagged fields)
     group members' bytes  ConsumerProtocolSubscription v0-3 and
@@ -22,7 +28,7 @@ Field layouts are in each module that uses them; these are the layouts themselve
 
 from __future__ import annotations
 
-from protocol.schema import field, message
+from protocol.schema import FieldSpec, MessageSpec, field, message
 
 # -- __consumer_offsets ----------------------------------------------------------------
 
@@ -65,6 +71,120 @@ GROUP_METADATA_VALUE = message("GroupMetadataValue", api_key=-1, valid="0-4", fl
         field("Assignment", "bytes", "0+"),
     ]),
 ])
+
+# -- __consumer_offsets: consumer groups (KIP-848) --------------------------------------
+# Each key version names one record type (the key's int16 prefix); every value is v0,
+# flexible. A null value is the tombstone of what the key names.
+
+
+def _cg_key(name: str, version: int, member_field: str | None = None) -> MessageSpec:
+    fields = [field("GroupId", "string", str(version))]
+    if member_field is not None:
+        fields.append(field(member_field, "string", str(version)))
+    return message(name, api_key=-1, valid=str(version), flexible="none", kind="data",
+                   fields=fields)
+
+
+def _topic_partitions() -> list[FieldSpec]:
+    return [field("TopicId", "uuid", "0+"), field("Partitions", "[]int32", "0+")]
+
+
+CONSUMER_GROUP_METADATA_KEY = _cg_key("ConsumerGroupMetadataKey", 3)
+CONSUMER_GROUP_METADATA_VALUE = message("ConsumerGroupMetadataValue", api_key=-1, valid="0",
+                                        flexible="0+", kind="data", fields=[
+    field("Epoch", "int32", "0+"),
+])
+
+CONSUMER_GROUP_PARTITION_METADATA_KEY = _cg_key("ConsumerGroupPartitionMetadataKey", 4)
+CONSUMER_GROUP_PARTITION_METADATA_VALUE = message(
+        "ConsumerGroupPartitionMetadataValue", api_key=-1, valid="0", flexible="0+",
+        kind="data", fields=[
+    field("Topics", "[]TopicMetadata", "0+", fields=[
+        field("TopicId", "uuid", "0+"),
+        field("TopicName", "string", "0+"),
+        field("NumPartitions", "int32", "0+"),
+        field("PartitionMetadata", "[]PartitionMetadata", "0+", fields=[
+            field("Partition", "int32", "0+"),
+            field("Racks", "[]string", "0+"),
+        ]),
+    ]),
+])
+
+CONSUMER_GROUP_MEMBER_METADATA_KEY = _cg_key("ConsumerGroupMemberMetadataKey", 5, "MemberId")
+CONSUMER_GROUP_MEMBER_METADATA_VALUE = message(
+        "ConsumerGroupMemberMetadataValue", api_key=-1, valid="0", flexible="0+",
+        kind="data", fields=[
+    field("InstanceId", "string", "0+", nullable="0+", default=None),
+    field("RackId", "string", "0+", nullable="0+", default=None),
+    field("ClientId", "string", "0+"),
+    field("ClientHost", "string", "0+"),
+    field("SubscribedTopicNames", "[]string", "0+"),
+    field("SubscribedTopicRegex", "string", "0+", nullable="0+", default=None),
+    field("RebalanceTimeoutMs", "int32", "0+", default=-1),
+    field("ServerAssignor", "string", "0+", nullable="0+", default=None),
+    # a classic-protocol member inside a consumer group (migration), tagged
+    field("ClassicMemberMetadata", "ClassicMemberMetadata", "0+", nullable="0+",
+          default=None, tagged="0+", tag=0, fields=[
+        field("SessionTimeoutMs", "int32", "0+"),
+        field("SupportedProtocols", "[]ClassicProtocol", "0+", fields=[
+            field("Name", "string", "0+"),
+            field("Metadata", "bytes", "0+"),
+        ]),
+    ]),
+])
+
+CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_KEY = _cg_key(
+    "ConsumerGroupTargetAssignmentMetadataKey", 6)
+CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE = message(
+        "ConsumerGroupTargetAssignmentMetadataValue", api_key=-1, valid="0", flexible="0+",
+        kind="data", fields=[
+    field("AssignmentEpoch", "int32", "0+"),
+])
+
+CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_KEY = _cg_key(
+    "ConsumerGroupTargetAssignmentMemberKey", 7, "MemberId")
+CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_VALUE = message(
+        "ConsumerGroupTargetAssignmentMemberValue", api_key=-1, valid="0", flexible="0+",
+        kind="data", fields=[
+    field("TopicPartitions", "[]TopicPartition", "0+", fields=_topic_partitions()),
+])
+
+CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_KEY = _cg_key(
+    "ConsumerGroupCurrentMemberAssignmentKey", 8, "MemberId")
+CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE = message(
+        "ConsumerGroupCurrentMemberAssignmentValue", api_key=-1, valid="0", flexible="0+",
+        kind="data", fields=[
+    field("MemberEpoch", "int32", "0+"),
+    field("PreviousMemberEpoch", "int32", "0+"),
+    field("State", "int8", "0+"),
+    field("AssignedPartitions", "[]TopicPartitions", "0+", fields=_topic_partitions()),
+    field("PartitionsPendingRevocation", "[]TopicPartitions", "0+",
+          fields=_topic_partitions()),
+])
+
+CONSUMER_GROUP_REGULAR_EXPRESSION_KEY = _cg_key(
+    "ConsumerGroupRegularExpressionKey", 16, "RegularExpression")
+CONSUMER_GROUP_REGULAR_EXPRESSION_VALUE = message(
+        "ConsumerGroupRegularExpressionValue", api_key=-1, valid="0", flexible="0+",
+        kind="data", fields=[
+    field("Topics", "[]string", "0+"),
+    field("Version", "int64", "0+"),
+    field("Timestamp", "int64", "0+"),
+])
+
+# key version -> (key, value) layouts of the consumer group records (broker/consumer_group/
+# record_codec.py writes and reads them; dump-log decodes them)
+CONSUMER_GROUP_RECORDS: dict[int, tuple[MessageSpec, MessageSpec]] = {
+    3: (CONSUMER_GROUP_METADATA_KEY, CONSUMER_GROUP_METADATA_VALUE),
+    4: (CONSUMER_GROUP_PARTITION_METADATA_KEY, CONSUMER_GROUP_PARTITION_METADATA_VALUE),
+    5: (CONSUMER_GROUP_MEMBER_METADATA_KEY, CONSUMER_GROUP_MEMBER_METADATA_VALUE),
+    6: (CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_KEY,
+        CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE),
+    7: (CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_KEY, CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_VALUE),
+    8: (CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_KEY,
+        CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE),
+    16: (CONSUMER_GROUP_REGULAR_EXPRESSION_KEY, CONSUMER_GROUP_REGULAR_EXPRESSION_VALUE),
+}
 
 # -- the consumer protocol's member metadata --------------------------------------------
 

@@ -168,3 +168,10 @@ def records_size(data: Any) -> int:
     if size is not None:
         return int(size)
     return memoryview(data).nbytes
+
+
+def uuid_text(value: Any) -> str:
+    """Kafka's Uuid.toString: the 16 bytes (a uuid.UUID) in URL-safe base64, unpadded
+    (22 characters); topic ids in tools and logs, generated member ids."""
+    import base64
+    return base64.urlsafe_b64encode(value.bytes).decode("ascii").rstrip("=")

@@ -1,8 +1,8 @@
 """``pybroker consumer-groups``: Kafka's kafka-consumer-groups, over the Kafka protocol.
 
-    pybroker consumer-groups --bootstrap-server HOST:PORT --list [--state [S,S]]
+    pybroker consumer-groups --bootstrap-server HOST:PORT --list [--state [S,S]] [--type [T,T]]
     pybroker consumer-groups --bootstrap-server HOST:PORT --describe (--group G | --all-groups)
-        [--offsets | --members [--verbose] | --state]
+        [--offsets | --members | --state] [--verbose]
     pybroker consumer-groups --bootstrap-server HOST:PORT --reset-offsets --group G
         (--topic T[:P,P] ... | --all-topics)
         (--to-earliest | --to-latest | --to-current | --to-offset N | --shift-by N
@@ -11,16 +11,22 @@
     pybroker consumer-groups --bootstrap-server HOST:PORT --delete (--group G ... | --all-groups)
     pybroker consumer-groups --bootstrap-server HOST:PORT --delete-offsets --group G --topic T[:P,P]
 
-Output follows Kafka 3.9's ConsumerGroupCommand column for column (its printf formats are
-quoted beside each formatter, in consumer_groups_format.py). Where that tool prints
+Output follows Kafka 4.0's ConsumerGroupCommand column for column (its printf formats are
+quoted beside each formatter, in consumer_groups_format.py), for both kinds of group:
+classic ones and KIP-848 consumer groups (``--list --type``: the TYPE column and filter;
+``--members --verbose``: member epochs, current and target assignments; ``--state
+--verbose``: group and target assignment epochs). Where that tool prints
 ``Error: ...`` and still exits 0, this one exits 1, so scripts can tell.
 
 How each action talks to the cluster (what Kafka's AdminClient does):
-1. ``--list``: ListGroups to every broker (each lists the groups it coordinates).
-2. ``--describe``: FindCoordinator, then DescribeGroups and OffsetFetch (all partitions) at
-   the coordinator; log-end offsets by ListOffsets(latest) at each partition's leader.
-   Members' assignments are ConsumerProtocol Assignment bytes (layout at ``decode_assignment``).
-3. ``--reset-offsets``: only when DescribeGroups says Empty or Dead; offsets are computed
+1. ``--list``: ListGroups (v5: TypesFilter) to every broker (each lists the groups it
+   coordinates).
+2. ``--describe``: FindCoordinator, then ConsumerGroupDescribe (a classic group or none:
+   GROUP_ID_NOT_FOUND, then DescribeGroups) and OffsetFetch (all partitions) at the
+   coordinator; log-end offsets by ListOffsets(latest) at each partition's leader. A
+   classic member's assignment is ConsumerProtocol Assignment bytes (``decode_assignment``);
+   a consumer group's comes as topic ids with names.
+3. ``--reset-offsets``: only when the group is Empty or Dead (either kind); offsets are computed
    from ListOffsets (earliest / latest / by timestamp) or the committed ones, clamped into
    [log start, log end] as Kafka does, then written by a standalone OffsetCommit
    (generation -1, empty member id).
@@ -41,16 +47,20 @@ from tools import (ToolError, ToolParser, add_command_config, command_security,
 # output and row building live in consumer_groups_format; every name stays importable from here
 from tools.consumer_groups_format import MISSING, TP, GroupDescription, MemberRow, \
     OffsetRow, Printer, clamp, decode_assignment, error_text, format_assignment, \
-    format_delete_offsets, format_members, format_offsets, format_reset_plan, format_state, \
-    offset_rows
+    format_delete_offsets, format_listing, format_members, format_offsets, \
+    format_reset_plan, format_state, offset_rows
 from protocol.errors import ErrorCode, KafkaError
 
 ACTIONS = ("list", "describe", "reset_offsets", "delete", "delete_offsets")
 SCENARIOS = ("to_earliest", "to_latest", "to_current", "to_offset", "shift_by", "to_datetime",
              "by_duration")
 EARLIEST, LATEST = -2, -1  # ListOffsets timestamps
+# Kafka's GroupState.groupStatesForType(CONSUMER): the classic and the consumer groups' states
 STATES = {"preparingrebalance": "PreparingRebalance", "completingrebalance": "CompletingRebalance",
-          "stable": "Stable", "dead": "Dead", "empty": "Empty"}
+          "stable": "Stable", "dead": "Dead", "empty": "Empty", "assigning": "Assigning",
+          "reconciling": "Reconciling"}
+TYPES = {"classic": "Classic", "consumer": "Consumer"}
+REBALANCING = ("PreparingRebalance", "CompletingRebalance", "Assigning", "Reconciling")
 
 
 class ReportedError(Exception):
@@ -74,9 +84,13 @@ def build_parser(out: IO[str] | None = None, err: IO[str] | None = None) -> Tool
     p.add_argument("--all-topics", action="store_true")
     p.add_argument("--offsets", action="store_true", help="--describe: offsets and lag (default)")
     p.add_argument("--members", action="store_true", help="--describe: the members")
-    p.add_argument("--verbose", action="store_true", help="--members: their assignments")
+    p.add_argument("--verbose", action="store_true",
+                   help="--describe: --members with epochs and assignments, --state with "
+                        "the epochs, --offsets with the commits' leader epochs")
     p.add_argument("--state", nargs="?", const="", default=None, metavar="S[,S]",
                    help="--describe: the group state; --list: show/filter by state")
+    p.add_argument("--type", nargs="?", const="", default=None, metavar="T[,T]",
+                   help="--list: show/filter by group type (classic, consumer)")
     scen = p.add_mutually_exclusive_group()
     scen.add_argument("--to-earliest", action="store_true")
     scen.add_argument("--to-latest", action="store_true")
@@ -125,7 +139,10 @@ def parse_args(argv: list[str], out: IO[str] | None = None,
         args.timestamp_ms = parse_datetime(args.to_datetime)
     if args.by_duration is not None:
         args.timestamp_ms = int(time.time() * 1000) - parse_duration_ms(args.by_duration)
+    if args.type is not None and args.action != "list":
+        raise ToolError("Option [type] can be used only with [list]")
     args.states = parse_states(args.state) if args.action == "list" and args.state else set()
+    args.types = parse_types(args.type) if args.type else set()
     return args
 
 
@@ -184,13 +201,24 @@ def parse_states(text: str) -> set[str]:
     return out
 
 
+def parse_types(text: str) -> set[str]:
+    """'classic,CONSUMER' -> {"classic", "consumer"} (the wire's GroupType)."""
+    out = set()
+    for t in (x.strip().lower() for x in text.split(",")):
+        if t not in TYPES:
+            raise ToolError(f"Invalid types list '{text}'. Valid types are: "
+                            + ", ".join(TYPES.values()))
+        out.add(t)
+    return out
+
+
 # -- the Kafka-protocol side ----------------------------------------------------------------
 
 async def describe_group(ga: GroupAdmin, group: str) -> GroupDescription:
-    """DescribeGroups at the coordinator, as the formatters take it."""
-    g, coordinator = await ga.describe(group)
-    return GroupDescription(group, g.state, g.protocol_type, g.protocol, coordinator,
-                            list(g.members))
+    """The group (either kind) at its coordinator, as the formatters take it."""
+    g, coordinator = await ga.describe_group(group)
+    return GroupDescription(group, g.state, g.group_type, g.assignor, coordinator,
+                            list(g.members), g.group_epoch, g.assignment_epoch)
 
 
 # -- actions --------------------------------------------------------------------------------
@@ -202,7 +230,7 @@ def check_state(pr: Printer, d: GroupDescription, rows: int) -> bool:
         return False
     if d.state == "Empty":
         pr.err.write(f"\nConsumer group '{d.group}' has no active members.\n")
-    elif d.state in ("PreparingRebalance", "CompletingRebalance"):
+    elif d.state in REBALANCING:
         pr.err.write(f"\nWarning: Consumer group '{d.group}' is rebalancing.\n")
     return rows > 0
 
@@ -212,8 +240,9 @@ async def describe(ga: GroupAdmin, args: Namespace, pr: Printer) -> None:
     for group in sorted(set(groups)):
         d = await describe_group(ga, group)
         if args.members:
-            rows = [MemberRow(group, m.member_id, m.group_instance_id or "", m.client_host,
-                              m.client_id, tuple(decode_assignment(m.member_assignment)))
+            rows = [MemberRow(group, m.member_id, m.instance_id or "", m.host, m.client_id,
+                              m.assignment, m.target_assignment or (), m.member_epoch,
+                              d.assignment_epoch, m.upgraded)
                     for m in d.members]
             check_state(pr, d, len(rows))
             if d.state != "Dead":   # Kafka prints the header even without members
@@ -222,25 +251,28 @@ async def describe(ga: GroupAdmin, args: Namespace, pr: Printer) -> None:
             if check_state(pr, d, 1):
                 node, host, port = d.coordinator
                 pr.lines(format_state(group, f"{host}:{port}  ({node})", d.protocol, d.state,
-                                      len(d.members)))
+                                      len(d.members), verbose=args.verbose,
+                                      group_epoch=d.group_epoch,
+                                      assignment_epoch=d.assignment_epoch))
         else:
-            committed = await ga.committed(group)
-            assigned = {tp for m in d.members for tp in decode_assignment(m.member_assignment)}
+            commits = await ga.committed_offsets(group)
+            committed = {tp: c.offset for tp, c in commits.items()}
+            assigned = {tp for m in d.members for tp in m.assignment}
             tps = sorted(assigned | set(committed))
             log_end = await ga.list_offsets(tps, LATEST)
-            rows = offset_rows(d, committed, log_end)
+            rows = offset_rows(d, committed, log_end,
+                               {tp: c.leader_epoch for tp, c in commits.items()})
             if check_state(pr, d, len(rows)):
-                pr.lines(format_offsets(rows))
+                pr.lines(format_offsets(rows, args.verbose))
 
 
 async def list_groups(ga: GroupAdmin, args: Namespace, pr: Printer) -> None:
-    groups = await ga.list_groups(args.states)
-    if args.state is None:
-        pr.lines([g for g, _ in groups])
+    groups = await ga.list_group_listings(args.states, args.types)
+    if args.state is None and args.type is None:
+        pr.lines([g.group_id for g in groups])
         return
-    width = max([15] + [len(g) for g, _ in groups]) + 10   # Kafka's printGroupInfo
-    pr.lines([f"{'GROUP':<{width}} {'STATE':<20}"]
-             + [f"{g:<{width}} {s:<20}" for g, s in groups])
+    pr.lines(format_listing([(g.group_id, g.type_name, g.state or "Unknown") for g in groups],
+                            with_type=args.type is not None, with_state=args.state is not None))
 
 
 async def reset_scope(ga: GroupAdmin, args: Namespace, group: str) -> list[TP]:

@@ -1,11 +1,15 @@
 """Output of ``pybroker consumer-groups`` (pure: no sockets, no event loop).
 
-Kafka 3.9's ConsumerGroupCommand prints with printf formats; each formatter
-quotes the one it follows. Also here: the ConsumerProtocol assignment decoder
-(members' assignments are shown per topic), the described group and the rows
-built from it for --describe, the offset clamp of --reset-offsets and the
-Printer the actions write through. tools/consumer_groups.py re-exports
-every name.
+Kafka's ConsumerGroupCommand prints with printf formats; each formatter quotes
+the one it follows (Kafka 4.0's, which describes classic and KIP-848 consumer
+groups alike: --list --type adds a TYPE column; --describe --members --verbose
+shows each member's epoch, current and target assignment ("t:0,1;u:2") and,
+while a group mixes protocols (migration), whether each member is upgraded;
+--describe --state --verbose the group epoch and target assignment epoch; facts
+a classic group has not got print as "-"). Also here: the ConsumerProtocol
+assignment decoder, the described group and the rows built from it for
+--describe, the offset clamp of --reset-offsets and the Printer the actions
+write through. tools/consumer_groups.py re-exports every name.
 """
 
 from __future__ import annotations
@@ -48,12 +52,16 @@ def decode_assignment(data: bytes) -> list[TP]:
 
 @dataclass(frozen=True)
 class GroupDescription:
+    """A described group of either kind (client.consumer_group_admin's
+    ConsumerGroupDescription, with its coordinator)."""
     group: str
     state: str
-    protocol_type: str
-    protocol: str
+    group_type: str                         # "classic" / "consumer"
+    protocol: str                           # the assignor ("" when none)
     coordinator: tuple[int, str, int]       # node id, host, port
-    members: list[Any]                      # DescribedGroupMember structs
+    members: list[Any]                      # MemberDescription: .assignment etc.
+    group_epoch: int | None = None          # consumer groups only
+    assignment_epoch: int | None = None
 
 
 # -- formatting (pure) ----------------------------------------------------------------------
@@ -68,6 +76,7 @@ class OffsetRow:
     consumer_id: str = MISSING
     host: str = MISSING
     client_id: str = MISSING
+    leader_epoch: int | None = None   # of the commit (--verbose); None: none known
 
     @property
     def lag(self) -> int | None:
@@ -84,74 +93,123 @@ class MemberRow:
     host: str
     client_id: str
     assignment: tuple[TP, ...]
+    target_assignment: tuple[TP, ...] = ()
+    current_epoch: int | None = None        # the member epoch (consumer groups)
+    target_epoch: int | None = None         # the group's target assignment epoch
+    upgraded: bool | None = None            # None: unknown / a classic group
 
 
 def _s(v: object) -> str:
     return MISSING if v is None else str(v)
 
 
-def format_offsets(rows: list[OffsetRow]) -> list[str]:
-    """"\\n%-Gs %-Ts %-10s %-15s %-15s %-15s %-Cs %-Hs %s" per line (widths >= 15)."""
+def format_offsets(rows: list[OffsetRow], verbose: bool = False) -> list[str]:
+    """"\\n%-Gs %-Ts %-10s %-15s %-15s %-15s %-Cs %-Hs %s" per line (widths >= 15);
+    verbose adds LEADER-EPOCH (of the commit) after PARTITION, "%-15s"."""
     g = max([15] + [len(r.group) for r in rows])
     t = max([15] + [len(_s(r.topic)) for r in rows])
     c = max([15] + [len(r.consumer_id) for r in rows])
     h = max([15] + [len(r.host) for r in rows])
 
-    def line(*cols: object) -> str:
-        v = [str(x) for x in cols]
-        return (f"{v[0]:<{g}} {v[1]:<{t}} {v[2]:<10} {v[3]:<15} {v[4]:<15} {v[5]:<15} "
+    def line(group: str, topic: str, partition: str, epoch: str, *rest: str) -> str:
+        v = [group, topic, partition, *rest]
+        mid = f"{epoch:<15} " if verbose else ""
+        return (f"{v[0]:<{g}} {v[1]:<{t}} {v[2]:<10} {mid}{v[3]:<15} {v[4]:<15} {v[5]:<15} "
                 f"{v[6]:<{c}} {v[7]:<{h}} {v[8]}")
-    out = ["", line("GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG",
-                    "CONSUMER-ID", "HOST", "CLIENT-ID")]
-    out += [line(r.group, _s(r.topic), _s(r.partition), _s(r.offset), _s(r.log_end), _s(r.lag),
-                 r.consumer_id, r.host, r.client_id) for r in rows]
+    out = ["", line("GROUP", "TOPIC", "PARTITION", "LEADER-EPOCH", "CURRENT-OFFSET",
+                    "LOG-END-OFFSET", "LAG", "CONSUMER-ID", "HOST", "CLIENT-ID")]
+    out += [line(r.group, _s(r.topic), _s(r.partition), _s(r.leader_epoch), _s(r.offset),
+                 _s(r.log_end), _s(r.lag), r.consumer_id, r.host, r.client_id) for r in rows]
     return out
 
 
 def format_members(rows: list[MemberRow], verbose: bool) -> list[str]:
-    """"%-Gs %-Cs [%-Is] %-Hs %-Ls %-15s " [+ ASSIGNMENT "(0,1), (2)" per topic]."""
+    """"%-Gs %-Cs [%-Is] %-Hs %-Ls %-15s " [+ verbose "%-15s %-As %-15s %-Ts[ %s]":
+    CURRENT-EPOCH, CURRENT-ASSIGNMENT, TARGET-EPOCH, TARGET-ASSIGNMENT (widths >= 20)
+    and UPGRADED only while classic and consumer members share the group]."""
     g = max([15] + [len(r.group) for r in rows])
     c = max([15] + [len(r.consumer_id) for r in rows])
     i = max([17] + [len(r.instance_id) for r in rows])
     h = max([15] + [len(r.host) for r in rows])
     cl = max([15] + [len(r.client_id) for r in rows])
     with_instance = any(r.instance_id for r in rows)
+    current = [format_assignment(r.assignment) for r in rows]
+    target = [format_assignment(r.target_assignment) for r in rows]
+    a = max([20] + [len(x) for x in current])
+    t = max([20] + [len(x) for x in target])
+    upgrade = (any(r.upgraded is False for r in rows) and any(r.upgraded for r in rows))
 
     def line(group: str, cid: str, iid: str, host: str, client: str, n: object) -> str:
         mid = f"{iid:<{i}} " if with_instance else ""
         return f"{group:<{g}} {cid:<{c}} {mid}{host:<{h}} {client:<{cl}} {str(n):<15} "
+
+    def tail(*v: object) -> str:
+        s = [str(x) for x in v]
+        text = f"{s[0]:<15} {s[1]:<{a}} {s[2]:<15} {s[3]:<{t}}"
+        return text + f" {s[4]}" if upgrade else text
     head = line("GROUP", "CONSUMER-ID", "GROUP-INSTANCE-ID", "HOST", "CLIENT-ID", "#PARTITIONS")
-    out = ["", head + ("ASSIGNMENT" if verbose else "")]
-    for r in rows:
+    if verbose:
+        head += tail("CURRENT-EPOCH", "CURRENT-ASSIGNMENT", "TARGET-EPOCH", "TARGET-ASSIGNMENT",
+                     "UPGRADED")
+    out = ["", head]
+    for r, cur, tgt in zip(rows, current, target):
         text = line(r.group, r.consumer_id, r.instance_id, r.host, r.client_id,
                     len(r.assignment))
         if verbose:
-            text += format_assignment(r.assignment)
+            text += tail(_s(r.current_epoch), cur, _s(r.target_epoch), tgt,
+                         MISSING if r.upgraded is None else str(r.upgraded).lower())
         out.append(text)
     return out
 
 
 def format_assignment(assignment: tuple[TP, ...] | list[TP]) -> str:
+    """Kafka 4.0's getAssignmentString: "t:0,1;u:2" (partitions in number order,
+    the "topic:..." parts sorted); none -> "-"."""
     if not assignment:
         return MISSING
     by_topic: dict[str, list[int]] = {}
     for topic, p in assignment:
         by_topic.setdefault(topic, []).append(p)
-    # Kafka sorts the partition numbers as strings, then the "(..)" groups
-    return ", ".join(sorted("(" + ",".join(sorted(str(p) for p in ps)) + ")"
-                            for ps in by_topic.values()))
+    return ";".join(sorted(f"{topic}:" + ",".join(str(p) for p in sorted(ps))
+                           for topic, ps in by_topic.items()))
 
 
-def format_state(group: str, coordinator: str, strategy: str, state: str,
-                 members: int) -> list[str]:
-    """"\\n%-Ws %-25s %-20s %-15s %s" with W = max(25, len(coordinator))."""
+def format_state(group: str, coordinator: str, strategy: str, state: str, members: int, *,
+                 verbose: bool = False, group_epoch: int | None = None,
+                 assignment_epoch: int | None = None) -> list[str]:
+    """"\n%-Gs %-Cs %-20s %-20s %s" (G >= 15, C >= 25); verbose
+    "\n%-Gs %-Cs %-20s %-20s %-15s %-25s %s" with GROUP-EPOCH and
+    TARGET-ASSIGNMENT-EPOCH ("-" for a classic group, and for no assignor)."""
+    g = max(15, len(group))
     w = max(25, len(coordinator))
 
     def line(*v: object) -> str:
         s = [str(x) for x in v]
-        return f"{s[0]:<{w}} {s[1]:<25} {s[2]:<20} {s[3]:<15} {s[4]}"
+        if verbose:
+            return (f"{s[0]:<{g}} {s[1]:<{w}} {s[2]:<20} {s[3]:<20} {s[4]:<15} {s[5]:<25} "
+                    f"{s[6]}")
+        return f"{s[0]:<{g}} {s[1]:<{w}} {s[2]:<20} {s[3]:<20} {s[4]}"
+    strategy = strategy or MISSING
+    if verbose:
+        return ["", line("GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE",
+                         "GROUP-EPOCH", "TARGET-ASSIGNMENT-EPOCH", "#MEMBERS"),
+                line(group, coordinator, strategy, state, _s(group_epoch),
+                     _s(assignment_epoch), members)]
     return ["", line("GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS"),
             line(group, coordinator, strategy, state, members)]
+
+
+def format_listing(rows: list[tuple[str, str, str]], with_type: bool,
+                   with_state: bool) -> list[str]:
+    """--list with --type and/or --state: "%-Ws[ %-20s][ %-20s]" with W = the
+    longest id (>= 15) + 10; rows are (group, type, state)."""
+    width = max([15] + [len(g) for g, _, _ in rows]) + 10
+
+    def line(group: str, type_: str, state: str) -> str:
+        text = f"{group:<{width}}"
+        text += f" {type_:<20}" if with_type else ""
+        return text + (f" {state:<20}" if with_state else "")
+    return [line("GROUP", "TYPE", "STATE")] + [line(*r) for r in rows]
 
 
 def format_reset_plan(plan: dict[str, dict[TP, int]]) -> list[str]:
@@ -191,20 +249,29 @@ def clamp(offset: int, start: int | None, end: int | None) -> int:
 
 
 def offset_rows(d: GroupDescription, committed: dict[TP, int],
-                log_end: dict[TP, int | None]) -> list[OffsetRow]:
+                log_end: dict[TP, int | None],
+                leader_epochs: dict[TP, int] | None = None) -> list[OffsetRow]:
     """Kafka's collectGroupsOffsets: members with partitions (most partitions first), then
-    committed partitions no member holds, with '-' for consumer, host and client."""
+    committed partitions no member holds, with '-' for consumer, host and client; each
+    member's rows, and the unassigned ones, by topic then partition (Kafka 4.0). A
+    member's partitions are its current assignment (for a consumer group too: what it
+    owns now, not its target). ``leader_epochs``: of the commits, -1 = none known."""
+    epochs = leader_epochs or {}
+
+    def epoch(tp: TP) -> int | None:
+        e = epochs.get(tp, -1)
+        return None if e < 0 else e
     rows: list[OffsetRow] = []
     assigned: set[TP] = set()
-    members = [(m, decode_assignment(m.member_assignment)) for m in d.members]
-    members = [(m, a) for m, a in members if a]
-    for m, assignment in sorted(members, key=lambda ma: -len(ma[1])):
-        for tp in sorted(assignment, key=lambda tp: (tp[1], tp[0])):
+    members = [m for m in d.members if m.assignment]
+    for m in sorted(members, key=lambda m: -len(m.assignment)):
+        for tp in sorted(m.assignment):
             assigned.add(tp)
             rows.append(OffsetRow(d.group, tp[0], tp[1], committed.get(tp), log_end.get(tp),
-                                  m.member_id, m.client_host, m.client_id))
-    for tp in sorted(set(committed) - assigned, key=lambda tp: (tp[1], tp[0])):
-        rows.append(OffsetRow(d.group, tp[0], tp[1], committed[tp], log_end.get(tp)))
+                                  m.member_id, m.host, m.client_id, epoch(tp)))
+    for tp in sorted(set(committed) - assigned):
+        rows.append(OffsetRow(d.group, tp[0], tp[1], committed[tp], log_end.get(tp),
+                              leader_epoch=epoch(tp)))
     return rows
 
 

@@ -27,6 +27,9 @@ ConsumerProtocol JSON (kept as base64 when they do not decode). Layouts::
                              ownedPartitions (v1+): [topic, partitions: [int32]],
                              generationId (v2+), rackId? (v3+)
     ConsumerProtocolAssignment v0-3    assignedPartitions: [topic, partitions], userData?
+    ConsumerGroup*Key/Value  key versions 3-8 and 16: the KIP-848 consumer groups'
+                             records (protocol/internal_topics.CONSUMER_GROUP_RECORDS),
+                             printed like the others: {"type":"5","data":{...}}
 
 (strings int16-length prefixed, ``?`` nullable, arrays int32-counted; v4 values are
 flexible. Each record starts with its int16 version: protocol.codec.decode_prefixed.)
@@ -46,15 +49,17 @@ The schemas are protocol/internal_topics.py's, the ones the broker writes with.
 from __future__ import annotations
 
 import base64
+import uuid
 import json
 import struct
 from collections.abc import Callable
 from typing import Any
 
 from protocol.codec import decode_from, decode_prefixed, record_version
-from protocol.primitives import DecodeError
+from protocol.primitives import DecodeError, uuid_text
 from protocol.records import Record
-from protocol.internal_topics import (CONSUMER_ASSIGNMENT, CONSUMER_SUBSCRIPTION,
+from protocol.internal_topics import (CONSUMER_ASSIGNMENT, CONSUMER_GROUP_RECORDS,
+                                      CONSUMER_SUBSCRIPTION,
                                       GROUP_METADATA_KEY, GROUP_METADATA_VALUE,
                                       OFFSET_COMMIT_KEY, OFFSET_COMMIT_VALUE,
                                       TRANSACTION_LOG_KEY, TRANSACTION_LOG_VALUE)
@@ -92,6 +97,8 @@ def _json_value(f: FieldSpec, value: Any, version: int) -> Any:
         return [_json_value(f, v, version) for v in value]
     if isinstance(value, (bytes, bytearray, memoryview)):
         return base64.b64encode(bytes(value)).decode("ascii")   # Jackson's BinaryNode
+    if isinstance(value, uuid.UUID):
+        return uuid_text(value)                                  # Kafka's Uuid.toString
     return value
 
 
@@ -134,6 +141,8 @@ def offsets_parser(record: Record) -> tuple[str | None, str | None]:
             key_spec, value_spec = OFFSET_COMMIT_KEY, OFFSET_COMMIT_VALUE
         elif key_version == GROUP_KEY_VERSION:
             key_spec, value_spec = GROUP_METADATA_KEY, GROUP_METADATA_VALUE
+        elif key_version in CONSUMER_GROUP_RECORDS:       # KIP-848 consumer groups
+            key_spec, value_spec = CONSUMER_GROUP_RECORDS[key_version]
         else:
             return f"Unknown record type {key_version} at offset {record.offset}, skipping.", None
         _, key = decode_prefixed(key_spec, record.key)

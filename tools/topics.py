@@ -23,7 +23,6 @@ Errors print ``Error while executing topic command : <reason>`` and exit 1.
 
 from __future__ import annotations
 
-import base64
 import re
 import uuid
 from argparse import Namespace
@@ -34,6 +33,7 @@ from client import (CONFIG_SOURCE_DEFAULT, OP_DELETE, OP_SET, ClusterMetadata,
 from tools import (ToolError, ToolParser, UsageExit, add_command_config, command_security,
                    parse_key_values, run, split_config_list, streams)
 from protocol.errors import ErrorCode
+from protocol.primitives import uuid_text
 from protocol.schema import Struct
 
 ERROR_PREFIX = "Error while executing topic command : "
@@ -118,8 +118,8 @@ def parse_assignment(text: str) -> dict[int, list[int]]:
 
 
 def topic_id_str(topic_id: uuid.UUID) -> str:
-    """Kafka's Uuid.toString: URL-safe base64 of the 16 bytes, no padding."""
-    return base64.urlsafe_b64encode(topic_id.bytes).decode("ascii").rstrip("=")
+    """Kafka's Uuid.toString (protocol.primitives.uuid_text)."""
+    return uuid_text(topic_id)
 
 
 def format_topic(t: TopicInfo, configs: list[Struct] | None) -> list[str]:

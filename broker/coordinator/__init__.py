@@ -52,9 +52,11 @@ def offsets_topic_partitions(broker: Any) -> int:
 
 def build(broker: Any) -> GroupCoordinator:
     """The coordinator over the broker's replica manager, logs and metadata cache."""
-    return GroupCoordinator(broker.broker_id, CoordinatorConfig.from_broker(broker.config),
-                            BrokerOffsetsLog(broker),
-                            num_partitions=lambda: offsets_topic_partitions(broker))
+    coordinator = GroupCoordinator(broker.broker_id, CoordinatorConfig.from_broker(broker.config),
+                                   BrokerOffsetsLog(broker),
+                                   num_partitions=lambda: offsets_topic_partitions(broker))
+    coordinator.consumer.configure(broker)    # KIP-848 consumer groups (issue 19)
+    return coordinator
 
 
 def coordinator_of(broker: Any) -> GroupCoordinator:

@@ -81,6 +81,9 @@ class GroupCoordinator(OwnershipOps, SyncOps, OffsetOps, TxnOffsetOps):
         # and answer COORDINATOR_NOT_AVAILABLE instead of starting a second creation
         self.creating_topic = False
         self._tasks: set[asyncio.Task[Any]] = set()
+        # KIP-848 consumer groups share our partitions, ids and offsets (issue 19)
+        from broker.consumer_group.coordinator import ConsumerGroupCoordinator
+        self.consumer = ConsumerGroupCoordinator(self)
 
     # -- tasks ---------------------------------------------------------------------------
 
@@ -99,6 +102,7 @@ class GroupCoordinator(OwnershipOps, SyncOps, OffsetOps, TxnOffsetOps):
         self.active = False
         if self._expiry_task is not None:
             self._expiry_task.cancel()
+        self.consumer.shutdown()
         for p in self.partitions.all():
             self.on_resign(p, None)
         self.rebalances.complete_all()
@@ -126,6 +130,8 @@ class GroupCoordinator(OwnershipOps, SyncOps, OffsetOps, TxnOffsetOps):
         if not (self.config.group_min_session_timeout_ms <= req.session_timeout_ms
                 <= self.config.group_max_session_timeout_ms):
             respond(JoinResult(ErrorCode.INVALID_SESSION_TIMEOUT, member_id=req.member_id))
+            return
+        if self.consumer.classic_join(req, respond):   # the id is a consumer group's
             return
         unknown = req.member_id == ""
         group = self.groups.get(req.group_id)
@@ -434,6 +440,10 @@ class GroupCoordinator(OwnershipOps, SyncOps, OffsetOps, TxnOffsetOps):
         if error is not None:
             # a loading coordinator answers blindly (the group is not known yet)
             return ErrorCode.NONE if error == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS else error
+        answer = self.consumer.classic_request("heartbeat", group_id, member_id, instance_id,
+                                               generation_id)
+        if answer is not None:                   # a classic member of a consumer group
+            return answer
         group = self.groups.get(group_id)
         if group is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
@@ -456,6 +466,9 @@ class GroupCoordinator(OwnershipOps, SyncOps, OffsetOps, TxnOffsetOps):
         error = self.status(group_id)
         if error is not None:
             return error, []
+        answer = self.consumer.classic_request("leave_group", group_id, members)
+        if answer is not None:                   # classic members of a consumer group
+            return answer
         group = self.groups.get(group_id)
         if group is None:
             for m in members:

@@ -13,7 +13,10 @@ log order, into a ``LoadedPartition``:
      tombstone -> the offset is removed;
   2. group-metadata key, value -> the group's latest metadata;
      tombstone -> the group is removed (its offsets stay unless tombstoned too);
-  3. other key versions are ignored;
+  3. consumer group records (KIP-848, key versions 3-8 and 16) are decoded by
+     broker/consumer_group/record_codec.py and replayed (consumer_group/replay.py)
+     into ``consumer_groups``, as the coordinator applied them when it wrote them;
+     other key versions are ignored;
   4. transactional batches (TxnOffsetCommit) are held per producer id
      (``TxnRecord``) until that producer's marker (``TxnEnd``): a COMMIT applies
      them as in 1., an ABORT drops them; what is still open at the end of the
@@ -30,6 +33,9 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol
 
+from broker.consumer_group import record_codec
+from broker.consumer_group.model import ConsumerGroup
+from broker.consumer_group.replay import replay as replay_consumer_record
 from broker.coordinator import offsets_topic as ot
 from protocol.records import CONTROL_COMMIT, BatchBuilder, iter_batches, iter_records, \
     marker_type
@@ -87,6 +93,8 @@ class LoadedPartition:
     records: int = 0
     # producer id -> its open transaction's records (in log order)
     txn_records: dict[int, list[KeyValue]] = field(default_factory=dict)
+    # KIP-848 consumer groups, replayed from their records (issue 19)
+    consumer_groups: dict[str, ConsumerGroup] = field(default_factory=dict)
 
     def pending_txn(self) -> dict[str, dict[int, dict[TopicPartition, ot.OffsetAndMetadata]]]:
         """Offsets of transactions still open at the end of the log: group -> producer
@@ -101,6 +109,17 @@ class LoadedPartition:
         return out
 
     def apply(self, key: bytes, value: bytes | None) -> None:
+        if record_codec.is_consumer_group_key(key):
+            self.records += 1
+            try:
+                record = record_codec.decode(key, value)
+            except record_codec.DECODE_ERRORS as e:
+                log.warning("undecodable consumer group record in %s (%s); skipped",
+                            OFFSETS_TOPIC, e)
+                return
+            if record is not None:
+                replay_consumer_record(self.consumer_groups, record)
+            return
         k = ot.read_key(key)
         self.records += 1
         if isinstance(k, ot.OffsetKey):

@@ -88,6 +88,7 @@ class OffsetOps:
     _heartbeat: Callable[..., None]
     unstable_partitions: Callable[[GroupMetadata], set[TopicPartition]]
     why: GroupHistories
+    consumer: Any                                # consumer_group.coordinator (issue 19)
     _expiry_task: asyncio.Task[None] | None = None
 
     # -- OffsetCommit --------------------------------------------------------------------
@@ -269,6 +270,13 @@ class OffsetOps:
         removed = 0
         for group in list(self.groups.values()):
             if self.partition_for(group.group_id) not in self.partitions.owned:
+                continue
+            consumer_group = self.consumer.groups.get(group.group_id)
+            if consumer_group is not None:   # KIP-848 (issue 19): subscribed topics' stay
+                from broker.consumer_group.admin_ops import subscribed_topics
+                keep = subscribed_topics(consumer_group)
+                removed += await self._cleanup(group, lambda g: g.remove_offsets(
+                    [tp for tp in g.expired_offsets(now, retention) if tp[0] not in keep]))
                 continue
             removed += await self._cleanup(
                 group, lambda g: g.remove_offsets(g.expired_offsets(now, retention)))

@@ -47,6 +47,7 @@ class OwnershipOps:
     _heartbeat: Callable[..., None]              # (group, member[, timeout_ms])
     _remove_sync_expiration: Callable[[GroupMetadata], None]
     install_pending_txn: Callable[..., None]     # txn_offset_ops
+    consumer: Any                                # consumer_group.coordinator (issue 19)
 
     def partition_for(self, group_id: str) -> int:
         return partition_for_group(group_id, max(1, self._num_partitions()))
@@ -87,6 +88,7 @@ class OwnershipOps:
         for group in unloaded:
             self._on_group_unloaded(group)
             del self.groups[group.group_id]
+        self.consumer.unload(partition)          # KIP-848 consumer groups (issue 19)
         if was_owned or unloaded:
             log.info("resigned as coordinator of %s-%d: unloaded %d groups", OFFSETS_TOPIC, partition,
                      len(unloaded))
@@ -107,6 +109,7 @@ class OwnershipOps:
             return
         self._install(loaded)
         self.install_pending_txn(loaded.pending_txn())
+        self.consumer.install(loaded.consumer_groups)   # no epoch bump: no rebalance
         log.info("loaded %s-%d (epoch %d): %d groups, %d records in %d ms", OFFSETS_TOPIC, partition,
                  epoch, len(loaded.groups) + len(set(loaded.offsets) - set(loaded.groups)),
                  loaded.records, self.clock() - started)

@@ -44,6 +44,7 @@ class SyncOps:
     _heartbeat: Callable[..., None]
     _remove_pending_sync_member: Callable[[GroupMetadata, str], None]
     _maybe_prepare_rebalance: Callable[[GroupMetadata, str], None]
+    consumer: Any                                # consumer_group.coordinator (issue 19)
 
     # -- SyncGroup -----------------------------------------------------------------------
 
@@ -72,6 +73,10 @@ class SyncOps:
         if error is not None:
             respond(SyncResult(error))
             return
+        if self.consumer.classic_request("sync_group", group_id, generation_id, member_id,
+                                         instance_id, protocol_type, protocol_name,
+                                         respond) is not None:
+            return                               # a classic member of a consumer group
         group = self.groups.get(group_id)
         if group is None:
             respond(SyncResult(ErrorCode.UNKNOWN_MEMBER_ID))

@@ -22,6 +22,7 @@ GroupMetadataManager.storeOffsets for a producer, and handleTxnCompletion).
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable
+from typing import Any
 
 from broker.coordinator import offsets_topic as ot
 from broker.coordinator.group_metadata import GroupMetadata, TopicPartition
@@ -36,6 +37,7 @@ class TxnOffsetOps:
     status: Callable[..., int | None]
     partition_for: Callable[[str], int]
     validate_member: Callable[[GroupMetadata, str, str | None], int | None]
+    consumer: Any                                # consumer_group.coordinator (issue 19)
     _store_offsets: Callable[..., Awaitable[dict[TopicPartition, int]]]
 
     async def commit_txn_offsets(self, group_id: str, producer_id: int, producer_epoch: int,
@@ -58,6 +60,10 @@ class TxnOffsetOps:
                              instance_id: str | None) -> int | None:
         if group.is_(GroupState.DEAD):
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        consumer_group = self.consumer.groups.get(group.group_id)
+        if consumer_group is not None:   # KIP-848 group (issue 19): member epochs
+            from broker.consumer_group.admin_ops import validate_commit
+            return validate_commit(consumer_group, member_id, generation_id, transactional=True)
         if member_id or instance_id is not None:
             error = self.validate_member(group, member_id, instance_id)
             if error is not None:

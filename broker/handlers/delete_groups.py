@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from broker.acl.acl_model import AclOperation, ResourceType
 from broker.acl.checks import authorized_names
+from broker.consumer_group import admin_ops
 from broker.context import RequestContext
 from broker.coordinator import coordinator_of
 from broker.dispatch import handler
@@ -28,7 +29,10 @@ async def handle_delete_groups(ctx: RequestContext, request: Struct) -> Struct:
     names = list(dict.fromkeys(request.groups_names))
     deletable = authorized_names(ctx, AclOperation.DELETE, ResourceType.GROUP, names)
     permitted = [g for g in names if g in deletable]
-    errors = await coordinator_of(ctx.broker).delete_groups(permitted)
+    coordinator = coordinator_of(ctx.broker)
+    # KIP-848 consumer groups first (issue 19): empty ones get their records' tombstones
+    errors = await admin_ops.delete_groups(coordinator, permitted)
+    errors.update(await coordinator.delete_groups([g for g in permitted if g not in errors]))
     errors.update({g: ErrorCode.GROUP_AUTHORIZATION_FAILED for g in names if g not in deletable})
     return SPEC.new(throttle_time_ms=0, results=[
         RESULT.new(group_id=g, error_code=int(errors[g]))

@@ -2,9 +2,10 @@
 
 Per group: its state, protocol type, protocol and members; member metadata
 and assignments only while Stable (Kafka's GroupMetadata.summary). An unknown
-group is answered as "Dead" with no error. v3+ authorized operations when
-asked, for the groups answered without error (no authorizer: READ, DELETE,
-DESCRIBE), else Integer.MIN_VALUE; v4+ member group.instance.id.
+group is answered as "Dead" with no error, and so is a KIP-848 consumer group
+(Kafka 4.0 below v6; ConsumerGroupDescribe describes it). v3+ authorized
+operations when asked, for the groups answered without error (no authorizer:
+READ, DELETE, DESCRIBE), else Integer.MIN_VALUE; v4+ member group.instance.id.
 
 ACLs (broker/acl): DESCRIBE on each group, else GROUP_AUTHORIZATION_FAILED for
 it; as Kafka, the refused groups come first in the answer.
@@ -42,6 +43,8 @@ async def handle_describe_groups(ctx: RequestContext, request: Struct) -> Struct
     coordinator = coordinator_of(ctx.broker)
     for group_id in permitted:
         error, group = coordinator.describe_group(group_id)
+        if error == ErrorCode.NONE and coordinator.consumer.has_group(group_id):
+            group = None     # a KIP-848 consumer group: Dead here (Kafka 4.0, v0-5)
         if error != ErrorCode.NONE:
             out.append(_error(group_id, error))
             continue

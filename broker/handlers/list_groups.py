@@ -1,7 +1,7 @@
 """ListGroups (API key 16), versions 0-5: the groups this broker coordinates.
 
-v4+ filter by state (case-insensitive); v5+ by type (every group here is
-"classic"; any other type filter lists nothing). While a partition of
+v4+ filter by state (case-insensitive); v5+ by type ("classic", or "consumer"
+for KIP-848 consumer groups). While a partition of
 __consumer_offsets is loading the answer carries COORDINATOR_LOAD_IN_PROGRESS
 with the groups known so far (Kafka).
 
@@ -14,6 +14,7 @@ from __future__ import annotations
 from broker.acl.acl_model import AclOperation, ResourceType
 from broker.acl.authorizer import allowed_cluster
 from broker.acl.checks import authorized_names
+from broker.consumer_group import admin_ops
 from broker.context import RequestContext
 from broker.coordinator import coordinator_of
 from broker.dispatch import handler
@@ -30,7 +31,11 @@ async def handle_list_groups(ctx: RequestContext, request: Struct) -> Struct:
     v = ctx.version
     states = set(request.states_filter) if v >= 4 else set()
     types = set(request.types_filter) if v >= 5 else set()
-    error, groups = coordinator_of(ctx.broker).list_groups(states, types)
+    coordinator = coordinator_of(ctx.broker)
+    error, groups = coordinator.list_groups(states, types)
+    # KIP-848 consumer groups (issue 19): their offsets holders are not classic groups
+    groups = [g for g in groups if not coordinator.consumer.has_group(g[0])]
+    groups += admin_ops.list_groups(coordinator, states, types)
     if not allowed_cluster(ctx, AclOperation.DESCRIBE, log_denied=False):
         shown = authorized_names(ctx, AclOperation.DESCRIBE, ResourceType.GROUP,
                                  (g[0] for g in groups), log_denied=False)

@@ -7,6 +7,9 @@
   time (-1 = the broker's offsets.retention.minutes), which becomes an explicit
   expire timestamp as Kafka's adapter does; v5+ neither.
 * v6+ committed leader epoch; v7+ group.instance.id.
+* A KIP-848 consumer group validates member epochs instead (v9 carries them):
+  UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH, UNSUPPORTED_VERSION below v9 for its
+  consumer-protocol members (broker/consumer_group/admin_ops.py).
 * ACLs (broker/acl): READ on the group, else every partition
   GROUP_AUTHORIZATION_FAILED; READ on each topic, else its partitions
   TOPIC_AUTHORIZATION_FAILED (checked before the topic's existence).
@@ -21,6 +24,7 @@ from collections.abc import Callable
 from broker.acl.acl_model import AclOperation, ResourceType
 from broker.acl.authorizer import allowed
 from broker.acl.checks import authorized_names
+from broker.consumer_group import admin_ops
 from broker.context import RequestContext
 from broker.coordinator import OffsetAndMetadata, coordinator_of
 from broker.dispatch import handler
@@ -65,7 +69,12 @@ async def handle_offset_commit(ctx: RequestContext, request: Struct) -> Struct:
                 commit_timestamp=stamp,
                 leader_epoch=p.committed_leader_epoch if v >= 6 else -1,
                 expire_timestamp=expire)
-    if offsets:
+    if offsets and coordinator.consumer.has_group(request.group_id):
+        # a KIP-848 consumer group (issue 19): member epochs, not generations
+        errors.update(await admin_ops.commit_offsets(
+            coordinator, request.group_id, request.member_id if v >= 1 else "",
+            request.generation_id_or_member_epoch if v >= 1 else -1, offsets, v))
+    elif offsets:
         errors.update(await coordinator.commit_offsets(
             request.group_id, request.member_id if v >= 1 else "",
             request.group_instance_id if v >= 7 else None,

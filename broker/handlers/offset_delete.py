@@ -3,7 +3,8 @@
 An Empty group loses them all as asked; a live consumer group only those of
 topics none of its members subscribes to (the others ->
 GROUP_SUBSCRIBED_TO_TOPIC); a live group of another protocol -> NON_EMPTY_GROUP;
-unknown group -> GROUP_ID_NOT_FOUND. Unknown topics ->
+unknown group -> GROUP_ID_NOT_FOUND. A KIP-848 consumer group: as a live
+consumer group (broker/consumer_group/admin_ops.py). Unknown topics ->
 UNKNOWN_TOPIC_OR_PARTITION per partition (KafkaApis).
 
 ACLs (broker/acl): DELETE on the group, else a top-level
@@ -16,6 +17,7 @@ from __future__ import annotations
 from broker.acl.acl_model import AclOperation, ResourceType
 from broker.acl.authorizer import allowed
 from broker.acl.checks import authorized_names
+from broker.consumer_group import admin_ops
 from broker.context import RequestContext
 from broker.coordinator import coordinator_of
 from broker.dispatch import handler
@@ -48,7 +50,17 @@ async def handle_offset_delete(ctx: RequestContext, request: Struct) -> Struct:
                 wanted.append(tp)
             else:
                 errors[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-    group_error, found = await coordinator_of(ctx.broker).delete_offsets(request.group_id, wanted)
+    coordinator = coordinator_of(ctx.broker)
+    if coordinator.consumer.has_group(request.group_id):     # KIP-848 group (issue 19)
+        blocked = admin_ops.offsets_not_deletable(coordinator, request.group_id, wanted)
+        errors.update(blocked)
+        wanted = [tp for tp in wanted if tp not in blocked]
+        if request.group_id not in coordinator.groups:    # no offsets held: nothing to delete
+            errors.update(dict.fromkeys(wanted, ErrorCode.NONE))
+            wanted = []
+    group_error, found = (await coordinator.delete_offsets(request.group_id, wanted)
+                          if wanted or not coordinator.consumer.has_group(request.group_id)
+                          else (ErrorCode.NONE, {}))
     if group_error != ErrorCode.NONE:
         return SPEC.new(error_code=int(group_error), throttle_time_ms=0, topics=[])
     errors.update(found)

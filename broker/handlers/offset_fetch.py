@@ -4,6 +4,9 @@
 * A null topic list (v2+) means every partition the group has committed.
 * Group errors: v0-1 put them on every requested partition; v2-7 answer them
   at the top level with no partitions; v8+ per group (Kafka's getErrorResponse).
+* v9 MemberId/MemberEpoch: for a KIP-848 consumer group the member must exist
+  and the epoch match (UNKNOWN_MEMBER_ID / STALE_MEMBER_EPOCH, per group); a null
+  member id with epoch -1 (admin) reads freely (broker/consumer_group/admin_ops.py).
 * v5+ return the committed leader epoch; v7+ RequireStable (honoured: only
   pending transactional commits make it wait, and there are none yet).
 * Partitions without a commit: offset -1, metadata "", no error.
@@ -16,6 +19,7 @@ from __future__ import annotations
 from broker.acl.acl_model import AclOperation, ResourceType
 from broker.acl.authorizer import allowed
 from broker.acl.checks import authorized_names
+from broker.consumer_group import admin_ops
 from broker.context import RequestContext
 from broker.coordinator import coordinator_of
 from broker.dispatch import handler
@@ -49,7 +53,8 @@ def _by_topic(found: dict[tuple[str, int], Fetched]) -> dict[str, list[tuple[int
 
 
 def _fetch_group(ctx: RequestContext, group_id: str, topics: list[Struct] | None,
-                 require_stable: bool) -> tuple[int, dict[tuple[str, int], Fetched]]:
+                 require_stable: bool, member_id: str | None = None,
+                 member_epoch: int = -1) -> tuple[int, dict[tuple[str, int], Fetched]]:
     """One group's (error, partition -> (offset, epoch, metadata, error)), with
     Kafka's checks: DESCRIBE on the group; of a null topic list (every committed
     partition) only DESCRIBE-able topics are answered; named topics without
@@ -57,6 +62,9 @@ def _fetch_group(ctx: RequestContext, group_id: str, topics: list[Struct] | None
     if not allowed(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
         return ErrorCode.GROUP_AUTHORIZATION_FAILED, {}
     coordinator = coordinator_of(ctx.broker)
+    member_error = admin_ops.fetch_error(coordinator, group_id, member_id, member_epoch)
+    if member_error is not None:      # v9 on a KIP-848 consumer group (issue 19)
+        return member_error, {}
     if topics is None:
         error, found = coordinator.fetch_offsets(group_id, None, require_stable)
         shown = authorized_names(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC,
@@ -82,7 +90,9 @@ async def handle_offset_fetch(ctx: RequestContext, request: Struct) -> Struct:
     if v >= 8:
         groups = []
         for g in request.groups:
-            error, found = _fetch_group(ctx, g.group_id, g.topics, require_stable)
+            error, found = _fetch_group(ctx, g.group_id, g.topics, require_stable,
+                                        g.member_id if v >= 9 else None,
+                                        g.member_epoch if v >= 9 else -1)
             groups.append(GROUP.new(group_id=g.group_id, error_code=int(error), topics=[
                 GROUP_TOPIC.new(name=topic, partitions=[
                     GROUP_PARTITION.new(partition_index=p, committed_offset=o, metadata=m,

@@ -5,7 +5,8 @@ Replaces the live-broker list and upserts the partition states it carries
 ids; v0 brokers give one host/port, v1+ a list of endpoints). A request from a
 controller epoch older than the newest seen is answered STALE_CONTROLLER_EPOCH
 and changes nothing. ACLs (broker/acl): CLUSTER_ACTION on the cluster, else
-CLUSTER_AUTHORIZATION_FAILED and nothing changed.
+CLUSTER_AUTHORIZATION_FAILED and nothing changed. After an update, KIP-848
+consumer groups re-check their subscribed topics (created, deleted, grown).
 """
 
 from __future__ import annotations
@@ -33,4 +34,7 @@ async def handle_update_metadata(ctx: RequestContext, request: Struct) -> Struct
                     request.controller_id, request.controller_epoch, cache.controller_epoch)
         return SPEC.new(error_code=ErrorCode.STALE_CONTROLLER_EPOCH)
     cache.update_metadata(request, ctx.version)
+    coordinator = getattr(ctx.broker, "group_coordinator", None)
+    if coordinator is not None:   # consumer groups follow topic changes (issue 19)
+        coordinator.consumer.on_metadata_update()
     return SPEC.new(error_code=0)

@@ -19,6 +19,10 @@ Map:
                        purgatory adds remote time to
     loop_busy.py       event-loop utilisation (NetworkProcessorAvgIdlePercent)
     kafka_families.py  the collectors: Kafka's families from the broker's state
+    group_metrics.py   the group coordinator's families for classic and KIP-848 consumer
+                       groups (group-count by protocol, consumer-group-count by state,
+                       rebalance count/rate, NumGroups*) and where each kind's
+                       committed offsets are (for the lag families)
     remote_offsets.py  the leaders' high watermarks of partitions led elsewhere, asked
                        before each scrape, for consumer-group lag
     broker_metrics.py  BrokerMetrics: hooks into the broker, collectors, the endpoint

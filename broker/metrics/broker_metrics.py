@@ -22,8 +22,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from typing import Any
 
+from broker.metrics import group_metrics
 from broker.metrics import kafka_families as kf
 from broker.metrics.exposition import render
 from broker.metrics.http_endpoint import MetricsEndpoint, parse_listener
@@ -64,7 +66,8 @@ class BrokerMetrics:
         self.zk_state = "CONNECTED"
         self.remote_hw = RemoteHighWatermarks()     # group lag: HWs of partitions led elsewhere
         for collector in (self._topics, self._requests, self._partitions, self._purgatories,
-                          self._controller, self._groups, self._network, self._zk_state):
+                          self._controller, self._groups, self._group_coordinator,
+                          self._network, self._zk_state):
             self.registry.add_collector(collector)
         self.endpoint = MetricsEndpoint(host, port, self.scrape)
 
@@ -161,6 +164,9 @@ class BrokerMetrics:
 
     def _groups(self) -> list[MetricFamily]:
         return kf.group_families(self.broker, self.remote_hw.get)
+
+    def _group_coordinator(self) -> list[MetricFamily]:
+        return group_metrics.group_coordinator_families(self.broker, int(time.time() * 1000))
 
     def _network(self) -> list[MetricFamily]:
         return kf.network_families(self.broker, self.loop_busy.idle_fraction())

@@ -32,6 +32,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from broker.metrics.group_metrics import committed_offsets_of, member_counts_of
 from broker.metrics.registry import COUNTER, GAUGE, HISTOGRAM, SUMMARY, Labels, MetricFamily, \
     Sample, add_histogram
 from broker.metrics.request_timing import LATENCY_BUCKETS_MS, STAGES, RequestMetrics
@@ -221,11 +222,12 @@ def controller_families(broker: Any) -> list[MetricFamily]:
 
 def group_families(broker: Any, remote_hw: Callable[[tuple[str, int]], int | None]
                    = lambda _tp: None) -> list[MetricFamily]:
-    """kafka-exporter's consumer-group families, for the groups this broker
-    coordinates: committed offset, lag = the leader's HW - committed (0 when the
-    commit is past the HW: partitions led here read their HW, the others
-    ``remote_hw``, remote_offsets.py; none known: no lag sample), the per-topic lag
-    sum and the member count."""
+    """kafka-exporter's consumer-group families, for the groups of both kinds
+    (classic and KIP-848 consumer groups) this broker coordinates: committed
+    offset, lag = the leader's HW - committed (0 when the commit is past the HW:
+    partitions led here read their HW, the others ``remote_hw``,
+    remote_offsets.py; none known: no lag sample), the per-topic lag sum and the
+    member count (group_metrics.py says where each kind's offsets are)."""
     current = MetricFamily("kafka_consumergroup_current_offset", GAUGE,
                            "Committed offset of the group, per partition")
     lag = MetricFamily("kafka_consumergroup_lag", GAUGE,
@@ -238,10 +240,11 @@ def group_families(broker: Any, remote_hw: Callable[[tuple[str, int]], int | Non
     if gc is None or replicas is None:
         return [current, lag, lag_sum, members]
     hosted = replicas.partitions
-    for group_id, group in sorted(list(gc.groups.items())):
-        members.add(len(group.members), (("consumergroup", group_id),))
+    for group_id, n in member_counts_of(gc):
+        members.add(n, (("consumergroup", group_id),))
+    for group_id, offsets in committed_offsets_of(gc):
         sums: dict[str, int] = {}
-        for (topic, index), committed in sorted(list(group.offsets.items())):
+        for (topic, index), committed in sorted(list(offsets.items())):
             labels = (("consumergroup", group_id), ("topic", topic), ("partition", str(index)))
             current.add(committed.offset, labels)
             p = hosted.get((topic, index))

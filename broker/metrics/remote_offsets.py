@@ -25,6 +25,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
 
+from broker.metrics.group_metrics import committed_offsets_of
 from client.verbs import LATEST_TIMESTAMP, list_offsets
 
 log = logging.getLogger(__name__)
@@ -80,14 +81,15 @@ class RemoteHighWatermarks:
 
 
 def _committed_not_led_here(broker: Any) -> Iterable[TP]:
-    """Partitions with a commit in a group coordinated here, not led by this broker."""
+    """Partitions with a commit in a group (either kind) coordinated here, not led
+    by this broker."""
     gc = broker.group_coordinator
     if gc is None:
         return
     hosted = broker.replicas.partitions if broker.replicas is not None else {}
     seen: set[TP] = set()
-    for group in list(gc.groups.values()):
-        for tp in list(group.offsets):
+    for _, offsets in committed_offsets_of(gc):
+        for tp in list(offsets):
             if tp in seen:
                 continue
             seen.add(tp)

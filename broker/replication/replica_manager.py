@@ -38,7 +38,6 @@ Replication (issue 4) through two seams, no-ops by default (RF 1 needs neither):
 from __future__ import annotations
 
 import asyncio
-import base64
 import logging
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol
@@ -56,6 +55,7 @@ from broker.replication.purgatory import DelayedFetch, Purgatory, Timer
 from broker.replication.throttle import ReplicationQuota, leader_throttle
 from broker.replication.txn_verify import Verifier
 from protocol.errors import ErrorCode, KafkaError
+from protocol.primitives import uuid_text
 from storage.log import wall_clock_ms
 from storage.log_manager import LogManager
 
@@ -67,8 +67,8 @@ NO_EPOCH = -1
 
 
 def topic_id_text(topic_id: Any) -> str:
-    """Kafka's Uuid.toString: URL-safe base64 of the 16 bytes, no padding."""
-    return base64.urlsafe_b64encode(topic_id.bytes).decode().rstrip("=")
+    """Kafka's Uuid.toString (protocol.primitives.uuid_text)."""
+    return uuid_text(topic_id)
 
 
 # An AlterPartition answer for one partition: (error, leader epoch, isr, partition epoch).

@@ -11,7 +11,8 @@ What each fact answers:
   every replica (LEO, last caught up, last fetch);
 * why a group last rebalanced: the last rebalances with what started each (who
   joined, rejoined, left, timed out, was replaced, the group deleted), the
-  member id, client id, host and the client's KIP-800 reason;
+  member id, client id, host and the client's KIP-800 reason; for a consumer
+  group (KIP-848) its group epoch bumps and what caused each;
 * the broker itself: ZooKeeper session state, controller, uptime.
 
 All in memory, bounded (the last 32 events per partition and per group; at most
@@ -26,6 +27,10 @@ Map:
                       LeaderAndIsr) and the PartitionWhy view (hw_held_by, replicas)
     group_history.py  GroupHistory / GroupHistories: rebalance events per group
     group_facts.py    the coordinator hooks and the GroupWhy view
+    consumer_group_facts.py  consumer groups (KIP-848): each group epoch bump
+                      and its cause, read from the records the coordinator
+                      applies (member joined / left / fenced, subscription or
+                      topic metadata changed); their GroupWhy
     broker_status.py  ZkSessionWatch and BrokerStatus
     reasons.py        the reason texts
 
@@ -35,6 +40,8 @@ broker/replication/partition.py (make_leader: a LeaderAndIsr that changes the
 ISR of a partition we keep leading), broker/coordinator/group_coordinator.py
 (joins, rejoins, static replacement, leave, session expiry, rebalance and sync
 timeouts, a new generation), broker/coordinator/offset_ops.py (DeleteGroups),
+broker/consumer_group/coordinator.py (consumer_group_facts.epoch_bumped before
+each batch of records is replayed),
 broker/broker.py (the ZooKeeper session watch).
 
 The DescribeWhy API (pybroker's own; schema protocol/spec/pybroker/describe_why.py,

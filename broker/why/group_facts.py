@@ -28,6 +28,7 @@ from __future__ import annotations
 from typing import Any
 
 from broker.why import reasons
+from broker.why.consumer_group_facts import consumer_group_why
 from broker.why.group_history import Trigger
 from client.why_model import GroupWhy
 
@@ -100,7 +101,12 @@ def group_deleted(coordinator: Any, group: Any) -> None:
 
 def group_why(coordinator: Any, group_id: str) -> GroupWhy:
     """The group as the coordinator sees it now; an unknown (or deleted) group is
-    "Dead" at generation -1, with whatever history is left."""
+    "Dead" at generation -1, with whatever history is left. A consumer group
+    (KIP-848) answers its state, its group epoch as the generation and its epoch
+    bumps (consumer_group_facts)."""
+    consumer = consumer_group_why(coordinator, group_id)
+    if consumer is not None:
+        return consumer
     group = coordinator.groups.get(group_id)
     if group is None:
         state, generation = "Dead", -1

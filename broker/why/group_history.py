@@ -16,6 +16,11 @@ replaced in a Stable group) is closed at once with the current generation.
 Bounds: the last ``capacity`` events per group (default 32) and at most
 ``max_groups`` groups (default 10,000; the group least recently written is
 forgotten first, so deleted groups do not pile up).
+
+Consumer groups (KIP-848) have no rebalances: each group epoch bump is one
+event, closed at once with the new epoch as its generation
+(consumer_group_facts.py). ``GroupHistories.epoch_bumps`` counts them for the
+metrics (Kafka's consumer-group-rebalance-count / -rate).
 """
 
 from __future__ import annotations
@@ -72,12 +77,32 @@ class GroupHistory:
         return [replace(e, generation=-1) if e.generation == OPEN else e for e in self._events]
 
 
+class BumpMeter:
+    """A count and a rate (Kafka's Meter: per second over the last ``window_ms``)."""
+
+    def __init__(self, window_ms: int = 30_000, max_kept: int = 100_000) -> None:
+        self.count = 0
+        self.window_ms = window_ms
+        self._times: deque[int] = deque(maxlen=max_kept)
+
+    def record(self, now_ms: int) -> None:
+        self.count += 1
+        self._times.append(now_ms)
+
+    def rate(self, now_ms: int) -> float:
+        """Events per second over the last window (events older are dropped here)."""
+        while self._times and self._times[0] <= now_ms - self.window_ms:
+            self._times.popleft()
+        return len(self._times) * 1000.0 / self.window_ms
+
+
 class GroupHistories:
     def __init__(self, capacity: int = DEFAULT_CAPACITY,
                  max_groups: int = DEFAULT_MAX_GROUPS) -> None:
         self.capacity = capacity
         self.max_groups = max_groups
         self._groups: OrderedDict[str, GroupHistory] = OrderedDict()
+        self.epoch_bumps = BumpMeter()     # consumer groups' group epoch bumps (metrics)
 
     def __len__(self) -> int:
         return len(self._groups)

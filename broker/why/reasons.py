@@ -95,3 +95,50 @@ def sync_timeout_reason(rebalance_timeout_ms: int) -> str:
 def static_replace_reason(instance_id: str, old_member_id: str) -> str:
     return (f"static member group.instance.id={instance_id} rejoined with a new member id "
             f"(replacing {old_member_id})")
+
+
+# ---- consumer groups (KIP-848): what bumped the group epoch -------------------------------
+
+def _names(names: list[str] | tuple[str, ...]) -> str:
+    return ", ".join(sorted(names)) or "nothing"
+
+
+def subscription_text(topics: tuple[str, ...] | list[str], regex: str | None) -> str:
+    parts = [f"topics {_names(topics)}"] if topics or not regex else []
+    if regex:
+        parts.append(f"regex {regex!r}")
+    return " and ".join(parts)
+
+
+def member_joined_reason(topics: tuple[str, ...] | list[str], regex: str | None,
+                         instance_id: str | None) -> str:
+    static = f" (static member group.instance.id={instance_id})" if instance_id else ""
+    return f"subscribed to {subscription_text(topics, regex)}{static}"
+
+
+def member_left_reason() -> str:
+    """A heartbeat with member epoch -1. (A static member's -2 keeps it in the
+    group until its session times out: no bump, a fence later.)"""
+    return "sent a heartbeat with member epoch -1 (leave the group)"
+
+
+def member_fenced_reason(cause: str, timeout_ms: int | None) -> str:
+    """``cause``: "session-timeout" / "rebalance-timeout" (or with a space, as the
+    coordinator's timers name them) / anything else (quoted)."""
+    cause = cause.replace(" ", "-")
+    if cause == "session-timeout":
+        return ("no heartbeat within the session timeout"
+                + (f" (group.consumer.session.timeout.ms={timeout_ms:,})" if timeout_ms else ""))
+    if cause == "rebalance-timeout":
+        return ("did not revoke its partitions within the rebalance timeout"
+                + (f" ({_ms(timeout_ms)})" if timeout_ms else ""))
+    return f"fenced: {cause}"
+
+
+def subscription_changed_reason(changes: list[str]) -> str:
+    return "; ".join(changes) if changes else "subscription changed"
+
+
+def metadata_changed_reason(changes: list[str]) -> str:
+    return ("the subscribed topics changed: " + "; ".join(changes) if changes
+            else "the subscribed topics' metadata changed")

@@ -36,13 +36,9 @@ OVERRIDES = {"offsets.topic.replication.factor": "3",
 
 @pytest.fixture(scope="module")
 def cluster(zookeeper: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    c = Cluster(zookeeper, tmp_path_factory.mktemp("group-failover"), size=3,
-                overrides=OVERRIDES)
-    c.start()
-    try:
+    with Cluster(zookeeper, tmp_path_factory.mktemp("group-failover"), size=3,
+                 overrides=OVERRIDES) as c:
         yield c
-    finally:
-        c.stop()
 
 
 def find_coordinator(port: int, group: str) -> tuple[int, int]:

@@ -13,7 +13,9 @@ Where each fact comes from:
   (a consumer's view); the leader's LEO: ListOffsets LATEST with the
   debugging replica id -2 (Kafka answers the LEO to a non-consumer replica id);
   each replica's LEO: the leader's view in the why facts (PartitionWhy.replicas);
-* groups, members, assignments: ListGroups / DescribeGroups at coordinators;
+* groups, members, assignments: ListGroups (with each group's type) and
+  ConsumerGroupDescribe (KIP-848 groups: epochs, current and target
+  assignments) or DescribeGroups (classic groups) at coordinators;
   committed offsets: OffsetFetch; lag = HW - committed;
 * messages: Fetch (read_uncommitted, control batches skipped) from the leader,
   starting at an offset or at ListOffsets(timestamp).
@@ -40,7 +42,6 @@ from client.verbs import (EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, TP, FetchPositio
                           list_offsets)
 from client.why_model import PartitionWhy
 from protocol.errors import ErrorCode, KafkaError
-from tools.consumer_groups_format import decode_assignment
 from tools.console.model import (BrokerRow, BrowseQuery, BrowseView, GroupSummary, GroupView,
                                  MemberRow, Message, OffsetRow, Overview, PartitionRow,
                                  PartitionView, TopicSummary, TopicView)
@@ -224,11 +225,12 @@ class ClusterReader:
     # -- groups ----------------------------------------------------------------------------
 
     async def groups(self) -> list[GroupSummary]:
-        return [GroupSummary(g, s) for g, s in await self.groups_admin.list_groups(set())]
+        return [GroupSummary(g.group_id, g.state, g.type_name if g.group_type else "")
+                for g in await self.groups_admin.list_group_listings(set())]
 
     async def group(self, group_id: str) -> GroupView:
         try:
-            described, coordinator = await self.groups_admin.describe(group_id)
+            described, coordinator = await self.groups_admin.describe_group(group_id)
         except KafkaError as e:
             if e.code == ErrorCode.GROUP_ID_NOT_FOUND:
                 raise NotFound(f"group {group_id!r} does not exist") from None
@@ -237,8 +239,8 @@ class ClusterReader:
             raise NotFound(f"group {group_id!r} does not exist")
         committed, why = await asyncio.gather(self.groups_admin.committed(group_id),
                                               self.why.group(group_id))
-        members = [MemberRow(m.member_id, m.group_instance_id, m.client_id, m.client_host,
-                             tuple(sorted(decode_assignment(m.member_assignment))))
+        members = [MemberRow(m.member_id, m.instance_id, m.client_id, m.host, m.assignment,
+                             m.member_epoch, m.target_assignment, m.upgraded)
                    for m in described.members]
         owner = {tp: m.client_id for m in members for tp in m.assignment}
         tps = sorted(set(committed) | set(owner))
@@ -247,7 +249,9 @@ class ClusterReader:
                              ends.get((t, p)) if ends.get((t, p)) is not None else -1,
                              owner.get((t, p), "-")) for t, p in tps]
         return GroupView(group_id, described.state, described.protocol_type,
-                         described.protocol, coordinator, members, offsets, why, now_ms())
+                         described.assignor, coordinator, members, offsets, why, now_ms(),
+                         described.group_type, described.group_epoch,
+                         described.assignment_epoch)
 
     # -- messages --------------------------------------------------------------------------
 

@@ -93,6 +93,7 @@ class PartitionView:
 class GroupSummary:
     group_id: str
     state: str
+    group_type: str = ""             # "Classic" / "Consumer" (KIP-848); "" unknown
 
 
 @dataclass(frozen=True)
@@ -102,6 +103,10 @@ class MemberRow:
     client_id: str
     host: str
     assignment: tuple[tuple[str, int], ...]
+    # consumer groups (KIP-848) only; None / () for a classic group's members
+    member_epoch: int | None = None
+    target_assignment: tuple[tuple[str, int], ...] | None = None
+    upgraded: bool | None = None     # False: a classic-protocol member of a consumer group
 
 
 @dataclass(frozen=True)
@@ -130,6 +135,9 @@ class GroupView:
     offsets: list[OffsetRow]
     why: WhyAnswer[GroupWhy]
     now_ms: int
+    group_type: str = "classic"      # "classic" / "consumer" (KIP-848)
+    group_epoch: int | None = None           # consumer groups only
+    assignment_epoch: int | None = None      # consumer groups only
 
 
 @dataclass(frozen=True)

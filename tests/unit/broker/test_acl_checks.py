@@ -77,6 +77,8 @@ class FakeGroups:
         self.offsets = offsets or {}
         self.groups = groups
         self.asked: list[Any] = []
+        # no KIP-848 consumer groups here (broker/consumer_group/coordinator.py, issue 19)
+        self.consumer = SimpleNamespace(groups={}, enabled=True, has_group=lambda _g: False)
 
     def clock(self) -> int:
         return 0

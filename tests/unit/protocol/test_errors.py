@@ -16,11 +16,12 @@ KAFKA_39_RETRIABLE = {
 }
 
 
-def test_codes_are_unique_and_contiguous_from_minus_one_to_kafka_39_max() -> None:
+def test_codes_are_unique_and_contiguous_from_minus_one_to_128() -> None:
     # An IntEnum silently turns a repeated value into an alias; aliases show up only in
     # __members__, so equal lengths mean every row has its own code.
     assert len(ErrorCode.__members__) == len(ErrorCode)
-    assert sorted(int(e) for e in ErrorCode) == list(range(-1, 128))
+    # Kafka 3.9's -1..127 and 4.0's 128 (INVALID_REGULAR_EXPRESSION, KIP-848)
+    assert sorted(int(e) for e in ErrorCode) == list(range(-1, 129))
 
 
 @pytest.mark.parametrize(
@@ -57,6 +58,7 @@ def test_codes_are_unique_and_contiguous_from_minus_one_to_kafka_39_max() -> Non
         ("UNKNOWN_TOPIC_ID", 100, True),
         ("INCONSISTENT_TOPIC_ID", 103, True),
         ("VOTER_NOT_FOUND", 127, False),
+        ("INVALID_REGULAR_EXPRESSION", 128, False),
     ],
 )
 def test_known_codes(name: str, code: int, retriable: bool) -> None:
@@ -114,7 +116,7 @@ def test_messages() -> None:
 
 
 def test_unknown_codes_map_to_unknown_server_error() -> None:
-    for code in (-2, 128, 999, 32767):
+    for code in (-2, 129, 999, 32767):
         assert ErrorCode.from_code(code) is ErrorCode.UNKNOWN_SERVER_ERROR
         assert not is_retriable(code)
         with pytest.raises(ValueError):

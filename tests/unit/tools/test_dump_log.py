@@ -280,9 +280,30 @@ def test_offsets_decoder_on_the_brokers_records() -> None:
     assert offsets_parser(_record(key, old))[1] == (
         '{"version":"1","data":{"offset":1,"metadata":"","commitTimestamp":5,'
         '"expireTimestamp":9}}')
-    assert offsets_parser(_record(b"\x00\x07xyz", b"")) == (
-        "Unknown record type 7 at offset 7, skipping.", None)
+    assert offsets_parser(_record(b"\x00\x09xyz", b"")) == (
+        "Unknown record type 9 at offset 7, skipping.", None)
     assert offsets_parser(_record(b"\x00\x01", b""))[0].startswith("Error at offset 7, skipping.")
+
+
+def test_offsets_decoder_on_consumer_group_records() -> None:
+    import uuid
+
+    from broker.consumer_group import record_codec
+    from broker.consumer_group.model import MemberState
+    from broker.consumer_group.records import CurrentAssignment, GroupEpoch
+
+    tid = uuid.UUID(int=5)
+    key, value = record_codec.encode(CurrentAssignment(
+        "g", "m1", member_epoch=4, previous_member_epoch=3, state=MemberState.STABLE,
+        assigned={tid: frozenset({0, 2})}, pending_revocation={}))
+    k, v = offsets_parser(_record(key, value))
+    assert k == '{"type":"8","data":{"groupId":"g","memberId":"m1"}}'
+    assert v.startswith('{"version":"0","data":{"memberEpoch":4,"previousMemberEpoch":3,'
+                        '"state":0,"assignedPartitions":[{"topicId":"')
+    assert '"partitions":[0,2]' in v
+    key, _ = record_codec.encode(GroupEpoch("g", tombstone=True))
+    assert offsets_parser(_record(key, None)) == (
+        '{"type":"3","data":{"groupId":"g"}}', "<DELETE>")
 
 
 def test_offsets_decoder_expands_consumer_protocol_members() -> None:

@@ -148,6 +148,49 @@ def test_groups_and_group_page_with_rebalance_why() -> None:
     assert "<dt>Total lag</dt><dd>7</dd>" in html
 
 
+def test_consumer_group_page_shows_epochs_and_current_vs_target() -> None:
+    """A KIP-848 group: type, group and assignment epochs, each member's epoch, current and
+    target assignment and what its reconciliation waits for; why = its epoch bumps."""
+    html = render_groups([GroupSummary("cg", "Reconciling", "Consumer"),
+                          GroupSummary("old", "Stable", "Classic")])
+    assert "<th>Type</th>" in html and "<td>Consumer</td>" in html
+    why = GroupWhy("cg", "Reconciling", 6, [
+        RebalanceEvent(NOW - 5000, 5, "member-joined", "m-a", "rdkafka", "/127.0.0.1",
+                       "joined with epoch 0"),
+        RebalanceEvent(NOW - 1000, 6, "member-fenced", "m-<b>", "java", "/10.0.0.2",
+                       "session timeout 45000 ms expired")])
+    members = [MemberRow("m-a", None, "rdkafka", "/127.0.0.1", (("t", 0), ("t", 1)), 5,
+                         (("t", 0),), True),
+               MemberRow("m-c", None, "rdkafka", "/127.0.0.1", (), 6, (("t", 1),), True),
+               MemberRow("m-d", "inst-d", "rdkafka", "/127.0.0.1", (("t", 2),), 6, (("t", 2),),
+                         True)]
+    v = GroupView("cg", "Reconciling", "consumer", "uniform", (1, "127.0.0.1", 9001), members,
+                  [OffsetRow("t", 0, 5, 12, "rdkafka")], WhyAnswer(why), NOW, "consumer", 6, 6)
+    html = render_group(v)
+    no_raw_script(html)
+    assert "<dt>Type</dt><dd>consumer (KIP-848)</dd>" in html
+    assert "<dt>Group epoch</dt><dd>6</dd><dt>Assignment epoch</dt><dd>6</dd>" in html
+    assert "<dt>Assignor</dt><dd>uniform</dd>" in html
+    rows = html[html.index('id="members"'):]
+    assert "<th>Member epoch</th><th>Reconciliation</th><th>Current assignment</th>" \
+           "<th>Target assignment</th>" in rows
+    assert "<td>5</td><td>revoking t: 1</td><td>t: 0, 1</td><td>t: 0</td>" in rows
+    assert "<td>6</td><td>awaiting t: 1</td><td>-</td><td>t: 1</td>" in rows
+    assert "<td>inst-d</td>" in rows and "<td>6</td><td>stable</td>" in rows
+    assert "Protocol</th>" not in rows           # no classic member: not a mixed group
+    assert "<h2>Why its group epoch last moved</h2>" in html
+    why_html = html[html.index('id="rebalance-why"'):html.index("<h2>Members")]
+    assert "Last group epoch bump</strong>" in why_html
+    assert "to group epoch 6: member m-&lt;b&gt; (client java, host /10.0.0.2) was fenced: " \
+           "session timeout 45000 ms expired" in why_html
+    assert "<th>Group epoch</th>" in why_html
+    classic_member = MemberRow("m-j", None, "java", "/h", (("t", 3),), 6, (("t", 3),), False)
+    mixed = render_group(GroupView("cg", "Stable", "consumer", "uniform", (1, "h", 1),
+                                   [members[2], classic_member], [], WhyAnswer(why), NOW,
+                                   "consumer", 6, 6))
+    assert "<th>Protocol</th>" in mixed and "<td>classic</td>" in mixed
+
+
 def test_message_browser_decodes_and_escapes() -> None:
     msgs = [Message(0, 7, NOW, EVIL.encode(), b'{"a": [1, 2], "b": "<i>"}',
                     [("h<1>", b"\xff\x00"), ("n", None)]),

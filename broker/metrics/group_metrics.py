@@ -1,0 +1,133 @@
+"""The group coordinator's families for both kinds of group: classic groups
+(JoinGroup/SyncGroup, broker/coordinator/) and KIP-848 consumer groups
+(broker/consumer_group/), and where each kind's committed offsets are, for the
+lag families (kafka_families.group_families) and the remote high watermarks
+(remote_offsets.py).
+
+Names. Kafka 4.0's GroupCoordinatorMetrics are Kafka metrics (not Yammer) under
+``kafka.server:type=group-coordinator-metrics``; the JMX exporter's default
+naming (domain, the ``type`` value, the attribute; other tags become labels;
+``-`` becomes ``_``) gives:
+
+    kafka_server_group_coordinator_metrics_group_count{protocol="classic"|"consumer"}
+    kafka_server_group_coordinator_metrics_consumer_group_count{state="Empty"|
+        "Assigning"|"Reconciling"|"Stable"|"Dead"}      (every state, zeros included)
+    kafka_server_group_coordinator_metrics_consumer_group_rebalance_count
+        group epoch bumps since the broker started (Kafka records one per bump)
+    kafka_server_group_coordinator_metrics_consumer_group_rebalance_rate
+        bumps per second over the last 30 s (Kafka's Meter)
+
+and the classic groups' Yammer gauges (``kafka.coordinator.group:type=
+GroupMetadataManager,name=NumGroups...``, the JMX exporter's gauge rule):
+
+    kafka_coordinator_group_groupmetadatamanager_numgroups (+ ...numgroupsstable,
+        numgroupspreparingrebalance, numgroupscompletingrebalance, numgroupsempty,
+        numgroupsdead), ..._numoffsets (committed offsets of both kinds)
+
+Which groups are which: the consumer group coordinator's groups
+(``group_coordinator.consumer.groups``) are consumer groups; every other group
+of the classic coordinator (``group_coordinator.groups``) is classic, so a
+classic entry that only holds a consumer group's committed offsets is not
+counted twice. A consumer group's committed offsets are the classic entry's
+``offsets`` when there is one, else ``group_coordinator.consumer.offsets_of(id)``
+when the consumer coordinator has that method.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from broker.consumer_group.group_logic import state_of
+from broker.metrics.registry import GAUGE, MetricFamily
+
+_GCM = "kafka_server_group_coordinator_metrics_"
+_GMM = "kafka_coordinator_group_groupmetadatamanager_"
+CONSUMER_STATES = ("Empty", "Assigning", "Reconciling", "Stable", "Dead")
+CLASSIC_STATES = ("PreparingRebalance", "CompletingRebalance", "Stable", "Dead", "Empty")
+
+
+def consumer_groups_of(gc: Any) -> Mapping[str, Any]:
+    """The KIP-848 consumer groups this coordinator holds (none without the
+    consumer group coordinator)."""
+    groups = getattr(getattr(gc, "consumer", None), "groups", None)
+    return groups if groups is not None else {}
+
+
+def classic_groups_of(gc: Any) -> dict[str, Any]:
+    consumer = consumer_groups_of(gc)
+    return {gid: g for gid, g in list(gc.groups.items()) if gid not in consumer}
+
+
+def committed_offsets_of(gc: Any) -> list[tuple[str, Mapping[tuple[str, int], Any]]]:
+    """[(group id, {(topic, partition): committed (has .offset)})] for every group
+    of either kind with offsets here, sorted by id."""
+    out: dict[str, Mapping[tuple[str, int], Any]] = {
+        gid: g.offsets for gid, g in list(gc.groups.items())}
+    consumer = getattr(gc, "consumer", None)
+    offsets_of = getattr(consumer, "offsets_of", None)
+    if callable(offsets_of):
+        for gid in list(consumer_groups_of(gc)):
+            if gid not in out:
+                found = offsets_of(gid)
+                if found:
+                    out[gid] = found
+    return sorted(out.items())
+
+
+def member_counts_of(gc: Any) -> list[tuple[str, int]]:
+    """[(group id, members)] of both kinds, sorted by id."""
+    counts = {gid: len(g.members) for gid, g in classic_groups_of(gc).items()}
+    counts.update({gid: len(g.members) for gid, g in list(consumer_groups_of(gc).items())})
+    return sorted(counts.items())
+
+
+def group_coordinator_families(broker: Any, now_ms: int) -> list[MetricFamily]:
+    """GroupCoordinatorMetrics (both protocols) and the classic NumGroups* gauges."""
+    count = MetricFamily(_GCM + "group_count", GAUGE,
+                         "Groups coordinated here, per rebalance protocol (group-count)")
+    by_state = MetricFamily(_GCM + "consumer_group_count", GAUGE,
+                            "Consumer groups (KIP-848) coordinated here, per state "
+                            "(consumer-group-count)")
+    bumps = MetricFamily(_GCM + "consumer_group_rebalance_count", GAUGE,
+                         "Consumer group epoch bumps since start "
+                         "(consumer-group-rebalance-count)")
+    rate = MetricFamily(_GCM + "consumer_group_rebalance_rate", GAUGE,
+                        "Consumer group epoch bumps per second over the last 30 s "
+                        "(consumer-group-rebalance-rate)")
+    classic_fams = {s: MetricFamily(_GMM + "numgroups" + s.lower(), GAUGE,
+                                    f"Classic groups in state {s} (NumGroups{s})")
+                    for s in CLASSIC_STATES}
+    total = MetricFamily(_GMM + "numgroups", GAUGE, "Classic groups (NumGroups)")
+    num_offsets = MetricFamily(_GMM + "numoffsets", GAUGE,
+                               "Committed offsets held here, both kinds of group (NumOffsets)")
+    families = [count, by_state, bumps, rate, total, *classic_fams.values(), num_offsets]
+    gc = broker.group_coordinator
+    if gc is None:
+        return families
+    classic = classic_groups_of(gc)
+    consumer = consumer_groups_of(gc)
+    count.add(len(classic), (("protocol", "classic"),))
+    count.add(len(consumer), (("protocol", "consumer"),))
+    states = dict.fromkeys(CONSUMER_STATES, 0)
+    for g in list(consumer.values()):
+        s = state_of(g).value
+        states[s] = states.get(s, 0) + 1
+    for s, n in states.items():
+        by_state.add(n, (("state", s),))
+    meter = getattr(getattr(gc, "why", None), "epoch_bumps", None)
+    bumps.add(meter.count if meter is not None else 0)
+    rate.add(round(meter.rate(now_ms), 6) if meter is not None else 0.0)
+    total.add(len(classic))
+    classic_states = dict.fromkeys(CLASSIC_STATES, 0)
+    for g in classic.values():
+        state = getattr(g.state, "value", str(g.state))
+        classic_states[state] = classic_states.get(state, 0) + 1
+    for s, fam in classic_fams.items():
+        fam.add(classic_states.get(s, 0))
+    num_offsets.add(sum(len(o) for _, o in committed_offsets_of(gc)))
+    return families
+
+
+__all__ = ["CLASSIC_STATES", "CONSUMER_STATES", "classic_groups_of", "committed_offsets_of",
+           "consumer_groups_of", "group_coordinator_families", "member_counts_of"]
