@@ -68,6 +68,7 @@ import asyncio
 import importlib
 import logging
 from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from broker.consumer_group import group_logic as gl
@@ -106,6 +107,13 @@ def write_error(error: int) -> int:
         else mapped
 
 
+@dataclass(slots=True)
+class _GroupLock:
+    """A group's lock and how many requests hold or wait for it (dropped at 0)."""
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    users: int = 0
+
+
 class ConsumerGroupCoordinator:
     def __init__(self, classic: GroupCoordinator, config: gl.GroupConfig | None = None,
                  topics: Any = None, *, enabled: bool = True) -> None:
@@ -114,7 +122,7 @@ class ConsumerGroupCoordinator:
         self.topics = topics if topics is not None else StaticTopics()
         self.enabled = enabled                       # group.coordinator.rebalance.protocols
         self.groups: dict[str, ConsumerGroup] = {}
-        self._locks: dict[str, asyncio.Lock] = {}
+        self._locks: dict[str, _GroupLock] = {}
         self._sessions: dict[MemberKey, asyncio.TimerHandle] = {}
         self._rebalance: dict[MemberKey, tuple[int, asyncio.TimerHandle]] = {}
 
@@ -140,11 +148,17 @@ class ConsumerGroupCoordinator:
 
     async def locked(self, group_id: str, fn: Callable[[], Awaitable[T]]) -> T:
         """Run ``fn`` while holding ``group_id``'s lock (one writer per group)."""
-        lock = self._locks.get(group_id)
-        if lock is None:
-            lock = self._locks[group_id] = asyncio.Lock()
-        async with lock:
-            return await fn()
+        entry = self._locks.get(group_id)
+        if entry is None:
+            entry = self._locks[group_id] = _GroupLock()
+        entry.users += 1
+        try:
+            async with entry.lock:
+                return await fn()
+        finally:
+            entry.users -= 1
+            if entry.users == 0:          # nobody holds or waits: no lock per id ever seen
+                del self._locks[group_id]
 
     async def write(self, group_id: str, key_values: list[KeyValue]) -> int:
         """Append one batch to the group's partition (acks=-1) -> mapped error (0 = ok)."""
@@ -456,7 +470,6 @@ class ConsumerGroupCoordinator:
             for member_id in list(self.groups[gid].members):
                 self.disarm(gid, member_id)
             del self.groups[gid]
-            self._locks.pop(gid, None)
 
     def shutdown(self) -> None:
         for handle in self._sessions.values():

@@ -36,6 +36,7 @@ import pytest
 
 from protocol import records
 from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
 from protocol.records import build_batch
 from protocol.spec import api
 from storage import filenames
@@ -150,12 +151,21 @@ def describe_log_dirs(port: int) -> dict[str, tuple[int, set[tuple[str, int]]]]:
 
 
 def move_to(port: int, path: str, topic: str, parts: tuple[int, ...]) -> None:
+    """Move the replicas; REPLICA_NOT_AVAILABLE is retried for a while: a new topic's
+    metadata (leader, the initial full ISR) can reach the broker's cache before its
+    LeaderAndIsr has created the logs."""
     spec = api(ApiKey.ALTER_REPLICA_LOG_DIRS).request
     body = spec.new(dirs=[spec.structs["AlterReplicaLogDir"].new(path=path, topics=[
         spec.structs["AlterReplicaLogDirTopic"].new(name=topic, partitions=list(parts))])])
-    with WireClient(port, timeout=20) as w:
-        resp = w.request(ApiKey.ALTER_REPLICA_LOG_DIRS, 1, body)
-    assert all(p.error_code == 0 for t in resp.results for p in t.partitions), resp
+    deadline = time.monotonic() + 15
+    while True:
+        with WireClient(port, timeout=20) as w:
+            resp = w.request(ApiKey.ALTER_REPLICA_LOG_DIRS, 1, body)
+        errors = {p.error_code for t in resp.results for p in t.partitions}
+        if errors != {ErrorCode.REPLICA_NOT_AVAILABLE} or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    assert errors == {0}, resp
 
 
 def produce(port: int, topic: str, partition: int, acks: int = -1, size: int = 5) -> int:

@@ -290,3 +290,17 @@ async def test_heartbeat_upgrades_a_classic_group_or_refuses() -> None:
     assert left.error == 0 and "g" not in c.consumer.groups
     assert set(c.groups["g"].members) == {joined.member_id}
     c.consumer.shutdown()
+
+
+@in_loop
+async def test_group_locks_are_dropped_when_nobody_holds_or_waits() -> None:
+    c = coordinator()
+    await ready(c)
+    # concurrent heartbeats of two members share g's lock; an unknown group's errors too
+    results = await asyncio.gather(c.consumer.heartbeat(join("m1")),
+                                   c.consumer.heartbeat(join("m2")),
+                                   c.consumer.heartbeat(beat("ghost", 3, {})))
+    assert [r.error for r in results[:2]] == [0, 0]
+    assert c.consumer.groups["g"].group_epoch == 2      # one after the other
+    assert c.consumer._locks == {}
+    c.consumer.shutdown()
