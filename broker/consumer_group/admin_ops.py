@@ -20,6 +20,9 @@ What differs is validation:
 * DeleteGroups: a group with members is NON_EMPTY_GROUP; an empty one is deleted
   with tombstones of all its records (group_logic.delete_group_records) and of its
   offsets.
+* Expiry: after each offsets-retention pass, a consumer group without members
+  and without committed offsets is deleted (its records' tombstones), as Kafka's
+  cleanupGroupMetadata deletes an empty group whose offsets all expired.
 * ListGroups / DescribeGroups: consumer groups are listed with type "consumer",
   protocol type "consumer" and their state string; DescribeGroups (the classic API,
   v0-5) describes a consumer group as Dead, as Kafka 4.0 does for versions < 6.
@@ -154,6 +157,30 @@ async def _delete(classic: GroupCoordinator, group_id: str) -> int:
     if error == ErrorCode.NONE:
         classic.groups.pop(group_id, None)
     return error
+
+
+async def delete_expired_groups(classic: GroupCoordinator) -> list[str]:
+    """Delete the empty consumer groups served here that hold no committed offsets
+    (called after an offset-expiry pass); -> the ids deleted."""
+    deleted = []
+    for group_id, group in list(classic.consumer.groups.items()):
+        if group.members or classic.partition_for(group_id) not in classic.partitions.owned:
+            continue
+        holder = classic.groups.get(group_id)
+        if holder is not None and holder.offsets:
+            continue
+        if await classic.consumer.locked(group_id, lambda gid=group_id: _delete_if_idle(
+                classic, gid)) == ErrorCode.NONE:
+            deleted.append(group_id)
+    return deleted
+
+
+async def _delete_if_idle(classic: GroupCoordinator, group_id: str) -> int:
+    group = classic.consumer.groups.get(group_id)          # re-checked under the lock
+    holder = classic.groups.get(group_id)
+    if group is None or group.members or (holder is not None and holder.offsets):
+        return ErrorCode.NON_EMPTY_GROUP
+    return await _delete(classic, group_id)
 
 
 def list_groups(classic: GroupCoordinator, states: set[str], types: set[str]

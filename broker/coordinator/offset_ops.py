@@ -282,6 +282,9 @@ class OffsetOps:
                 group, lambda g: g.remove_offsets(g.expired_offsets(now, retention)))
         if removed:
             log.info("removed %d expired offsets", removed)
+        from broker.consumer_group.admin_ops import delete_expired_groups   # issue 19
+        for group_id in await delete_expired_groups(self):
+            log.info("deleted consumer group %s: no members, no offsets", group_id)
         return removed
 
     async def _cleanup(self, group: GroupMetadata,

@@ -151,9 +151,8 @@ def describe_log_dirs(port: int) -> dict[str, tuple[int, set[tuple[str, int]]]]:
 
 
 def move_to(port: int, path: str, topic: str, parts: tuple[int, ...]) -> None:
-    """Move the replicas; REPLICA_NOT_AVAILABLE is retried for a while: a new topic's
-    metadata (leader, the initial full ISR) can reach the broker's cache before its
-    LeaderAndIsr has created the logs."""
+    """Move the replicas (REPLICA_NOT_AVAILABLE, a replica not yet created, is retried
+    for a while)."""
     spec = api(ApiKey.ALTER_REPLICA_LOG_DIRS).request
     body = spec.new(dirs=[spec.structs["AlterReplicaLogDir"].new(path=path, topics=[
         spec.structs["AlterReplicaLogDirTopic"].new(name=topic, partitions=list(parts))])])
@@ -282,9 +281,11 @@ class Producing:
 def layout(env: Env, topic: str) -> None:
     """Every partition led by X with its full ISR; ON_B on dir B, ON_A on dir A."""
     c, x = env.cluster, env.x
-    until(lambda: all(i.leader == X and i.isr == (0, 1, 2)
-                      for i in partitions(x.port, topic).values()) or None, 20,
-          f"{topic} led by broker {X} with full ISRs")
+    def led_by_x() -> bool:
+        parts = partitions(x.port, topic)      # {} until X's metadata has the topic
+        return bool(parts) and all(i.leader == X and i.isr == (0, 1, 2)
+                                   for i in parts.values())
+    until(lambda: led_by_x() or None, 20, f"{topic} led by broker {X} with full ISRs")
     move_to(x.port, env.dir_b, topic, ON_B)
     move_to(x.port, env.dir_a, topic, ON_A)
     dirs = describe_log_dirs(x.port)

@@ -304,3 +304,30 @@ async def test_group_locks_are_dropped_when_nobody_holds_or_waits() -> None:
     assert c.consumer.groups["g"].group_epoch == 2      # one after the other
     assert c.consumer._locks == {}
     c.consumer.shutdown()
+
+
+@in_loop
+async def test_expiry_deletes_an_empty_group_only_once_its_offsets_are_gone() -> None:
+    log = MemoryLog()
+    c = coordinator(log)
+    await ready(c)
+    r = await c.consumer.heartbeat(join("m1"))
+    offsets = {("t", 0): ot.OffsetAndMetadata(5, commit_timestamp=c.clock())}
+    assert await admin_ops.commit_offsets(c, "g", "m1", r.member_epoch, offsets, 9) == \
+        {("t", 0): 0}
+    await c.expire_offsets()
+    assert "g" in c.consumer.groups                       # a member: kept
+    assert (await c.consumer.heartbeat(Heartbeat(group_id="g", member_id="m1", member_epoch=-1,
+                                                 api_version=1))).error == 0
+    await c.expire_offsets()
+    assert "g" in c.consumer.groups                       # empty, but offsets are kept
+    c.groups["g"].offsets.clear()                         # (as if they had expired)
+    await c.expire_offsets()
+    assert "g" not in c.consumer.groups and "g" not in c.groups
+    key, value = log.records[0][-1]
+    assert value is None and key[:2] == b"\x00\x03"       # the group epoch's tombstone last
+    c2 = coordinator(log)                                 # a reload does not bring it back
+    await ready(c2)
+    assert "g" not in c2.consumer.groups
+    c.consumer.shutdown()
+    c2.consumer.shutdown()
