@@ -380,7 +380,17 @@ class Cluster:
             b.spawn()
         try:
             for b in self.brokers:
-                b.wait_ready(timeout)
+                try:
+                    b.wait_ready(timeout)
+                except BrokerStartError as e:
+                    # free_port() only found the port free: something else may bind it before
+                    # the broker does. On a first start nobody knows the ports yet: new ones.
+                    if b.starts != 1 or "Address already in use" not in str(e):
+                        raise
+                    b.port = free_port()
+                    b.extra_listeners = {n: free_port() for n in b.extra_listeners}
+                    b.spawn()
+                    b.wait_ready(timeout)
         except BaseException:
             self.stop()
             raise
