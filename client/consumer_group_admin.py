@@ -8,10 +8,9 @@ Verbs (each takes an open ``KafkaConnection`` to the right broker and returns
 plain results; error codes are returned, never raised; ``group_admin.py``
 routes them to coordinators with retries):
 
-* ``list_groups_typed``: ListGroups; v4+ filters by state, v5+ by type
-  (KIP-848's TypesFilter: "classic", "consumer") and reports each group's
-  GroupType. Below v5 the type is "" (a pre-KIP-848 broker: every group is
-  classic) and a type filter is applied by the caller.
+* (ListGroups with KIP-848's TypesFilter and GroupType is client.groups.list_groups:
+  below v5 the type is "" — a pre-KIP-848 broker, every group classic — and a type
+  filter is applied by the caller.)
 * ``consumer_group_describe``: ConsumerGroupDescribe v0-1. A group that is not a
   consumer group (a classic one, or none) answers GROUP_ID_NOT_FOUND.
 
@@ -46,36 +45,6 @@ MEMBER_TYPE_CLASSIC, MEMBER_TYPE_CONSUMER = 0, 1  # ConsumerGroupDescribe v1 Mem
 
 
 # -- ListGroups with types --------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class GroupListing:
-    group_id: str
-    protocol_type: str
-    state: str = ""                  # "" below v4
-    group_type: str = ""             # "classic" / "consumer"; "" below v5
-
-    @property
-    def type_name(self) -> str:
-        """As Kafka's tool prints GroupType: "Classic", "Consumer" ("Unknown" if none)."""
-        return self.group_type.capitalize() if self.group_type else "Unknown"
-
-
-async def list_groups_typed(conn: KafkaConnection, states: Iterable[str] = (),
-                            types: Iterable[str] = ()) -> tuple[int, list[GroupListing]]:
-    """The groups this broker coordinates, filtered by state (v4+) and by type
-    (v5+); a broker too old for a filter is not asked to (the caller filters).
-    -> (error, groups)."""
-    version = conn.version_for(ApiKey.LIST_GROUPS)
-    spec = api(ApiKey.LIST_GROUPS).request
-    resp = await conn.request(ApiKey.LIST_GROUPS, spec.new(
-        states_filter=sorted(states) if version >= 4 else [],
-        types_filter=sorted(types) if version >= 5 else []), version)
-    assert resp is not None
-    return int(resp.error_code), [
-        GroupListing(g.group_id, g.protocol_type, g.group_state if version >= 4 else "",
-                     g.group_type.lower() if version >= 5 else "")
-        for g in resp.groups]
 
 
 # -- ConsumerGroupDescribe ---------------------------------------------------------------
@@ -176,6 +145,6 @@ async def consumer_group_describe(conn: KafkaConnection, groups: Iterable[str]
     return [consumer_description(g) for g in resp.groups]
 
 
-__all__ = ["CLASSIC", "CONSUMER", "GROUP_TYPES", "ConsumerGroupDescription", "GroupListing",
+__all__ = ["CLASSIC", "CONSUMER", "GROUP_TYPES", "ConsumerGroupDescription",
            "MemberDescription", "classic_description", "consumer_description",
-           "consumer_group_describe", "list_groups_typed", "safe_assignment"]
+           "consumer_group_describe", "safe_assignment"]

@@ -23,10 +23,11 @@ from typing import TypeVar
 
 from client.admin import KafkaAdmin
 from client.connection import KafkaConnection
-from client.consumer_group_admin import CLASSIC, ConsumerGroupDescription, GroupListing, \
-    classic_description, consumer_group_describe, list_groups_typed
-from client.groups import (CommittedOffset, DescribedGroup, delete_groups, describe_groups,
-                           find_coordinator, offset_commit, offset_delete, offset_fetch)
+from client.consumer_group_admin import CLASSIC, ConsumerGroupDescription, \
+    classic_description, consumer_group_describe
+from client.groups import (CommittedOffset, DescribedGroup, ListedGroup, delete_groups,
+                           describe_groups, find_coordinator, list_groups, offset_commit,
+                           offset_delete, offset_fetch)
 from client.security import ClientSecurity
 from client.verbs import TP
 from protocol.api_keys import ApiKey
@@ -94,18 +95,18 @@ class GroupAdmin:
 
     async def list_group_listings(self, states: set[str],
                                   types: set[str] | frozenset[str] = frozenset()
-                                  ) -> list[GroupListing]:
+                                  ) -> list[ListedGroup]:
         """Consumer groups of both kinds (classic ones with protocol type
         "consumer" or "", and KIP-848 consumer groups) with state and type, from
         every broker; filtered by ``states`` and ``types`` ("classic",
         "consumer"; empty: all); sorted by id. A broker too old to filter (or to
         report a type: every group is classic there) is filtered here."""
         cluster = await self.admin.metadata([])
-        found: dict[str, GroupListing] = {}
+        found: dict[str, ListedGroup] = {}
         for b in cluster.brokers.values():
-            async def once(host: str = b.host, port: int = b.port) -> list[GroupListing]:
+            async def once(host: str = b.host, port: int = b.port) -> list[ListedGroup]:
                 conn = await self.admin.pool.get(host, port)
-                error, groups = await list_groups_typed(conn, states, types)
+                error, groups = await list_groups(conn, states, types)
                 if error:
                     raise KafkaError(error)
                 return groups

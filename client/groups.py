@@ -251,19 +251,28 @@ class ListedGroup:
     group_id: str
     protocol_type: str
     state: str = ""                  # "" below v4
+    group_type: str = ""             # "classic" / "consumer" (KIP-848); "" below v5
+
+    @property
+    def type_name(self) -> str:
+        """As Kafka's tool prints GroupType: "Classic", "Consumer" ("Unknown" if none)."""
+        return self.group_type.capitalize() if self.group_type else "Unknown"
 
 
-async def list_groups(conn: KafkaConnection, states: Iterable[str] = ()
-                      ) -> tuple[int, list[ListedGroup]]:
-    """The groups this broker coordinates (filtered by state from v4; below v4
-    the caller filters). -> (error, groups)."""
+async def list_groups(conn: KafkaConnection, states: Iterable[str] = (),
+                      types: Iterable[str] = ()) -> tuple[int, list[ListedGroup]]:
+    """The groups this broker coordinates, filtered by state (v4+) and by type (v5+);
+    a broker too old for a filter is not asked to (the caller filters).
+    -> (error, groups)."""
     version = conn.version_for(ApiKey.LIST_GROUPS)
     spec = api(ApiKey.LIST_GROUPS).request
-    resp = await conn.request(ApiKey.LIST_GROUPS, spec.new(states_filter=sorted(states),
-                                                           types_filter=[]), version)
+    resp = await conn.request(ApiKey.LIST_GROUPS, spec.new(
+        states_filter=sorted(states) if version >= 4 else [],
+        types_filter=sorted(types) if version >= 5 else []), version)
     assert resp is not None
     return int(resp.error_code), [
-        ListedGroup(g.group_id, g.protocol_type, g.group_state if version >= 4 else "")
+        ListedGroup(g.group_id, g.protocol_type, g.group_state if version >= 4 else "",
+                    g.group_type.lower() if version >= 5 else "")
         for g in resp.groups]
 
 

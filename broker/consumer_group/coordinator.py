@@ -481,8 +481,10 @@ class ConsumerGroupCoordinator:
 
     def on_metadata_update(self) -> None:
         """The broker's metadata changed: when what groups see changed, refresh them."""
-        refresh = getattr(self.topics, "refresh", None)
-        if refresh is not None and refresh() and self.groups:
+        mark_stale = getattr(self.topics, "mark_stale", None)
+        if mark_stale is not None:
+            mark_stale()
+        if self.groups and self.topics.refresh():
             self.classic.spawn(self._refresh(list(self.groups)))
 
     async def _refresh(self, group_ids: list[str]) -> None:

@@ -27,6 +27,9 @@ member is ignored (it was already deleted: replaying twice is harmless).
 
 from __future__ import annotations
 
+import uuid
+from collections.abc import Iterator
+
 from broker.consumer_group.model import Assignment, ConsumerGroup, Member
 from broker.consumer_group.records import CurrentAssignment, GroupEpoch, MemberSubscription, \
     Record, RegexResolution, SubscriptionMetadata, TargetAssignmentEpoch, \
@@ -125,18 +128,19 @@ def _replay_current(group: ConsumerGroup, record: CurrentAssignment) -> None:
     member.state = record.state
     member.assigned = _clean(record.assigned)
     member.pending_revocation = _clean(record.pending_revocation)
-    owners = group.owners
+    for tp in _owned(member):
+        group.owners[tp] = mid
+
+
+def _owned(member: Member) -> Iterator[tuple[uuid.UUID, int]]:
+    """The partitions a member holds: assigned or still to revoke."""
     for part in (member.assigned, member.pending_revocation):
         for topic_id, ps in part.items():
             for p in ps:
-                owners[(topic_id, p)] = mid
+                yield topic_id, p
 
 
 def _drop_ownership(group: ConsumerGroup, member: Member) -> None:
-    owners = group.owners
-    mid = member.member_id
-    for part in (member.assigned, member.pending_revocation):
-        for topic_id, ps in part.items():
-            for p in ps:
-                if owners.get((topic_id, p)) == mid:
-                    del owners[(topic_id, p)]
+    for tp in _owned(member):
+        if group.owners.get(tp) == member.member_id:
+            del group.owners[tp]

@@ -9,9 +9,11 @@ UpdateMetadata older than v7) are invisible: the consumer protocol speaks topic 
 ``version`` is bumped whenever what the assignors see changes: a topic created or
 deleted, partitions added, a topic id changed, a replica's rack changed (the
 rack of a broker once seen is kept while it is down: a crash moves no partition).
-``refresh()`` recomputes the snapshot from the cache and says whether it changed;
-the coordinator calls it after every UpdateMetadata / LeaderAndIsr (the broker's
-metadata hook) and then re-evaluates every group (group_logic.refresh_metadata).
+``refresh()`` recomputes the snapshot from the cache and says whether it changed.
+After every UpdateMetadata the coordinator marks the view stale (``mark_stale``)
+and, when it serves consumer groups, refreshes it at once and re-evaluates every
+group (group_logic.refresh_metadata); a broker without consumer groups does not
+walk its cache per UpdateMetadata: the next read (a first heartbeat) refreshes.
 Reads between refreshes are served from the snapshot, so a heartbeat never pays
 for walking the whole cache.
 """
@@ -52,26 +54,42 @@ class MetadataTopics:
 
     def __init__(self, metadata: Any) -> None:
         self.metadata = metadata
-        self.version = 0
+        self._version = 0
         self._topics: dict[str, TopicMeta] = {}
         # broker id -> rack of every broker seen: a dead broker's replicas keep their
         # rack (Kafka's image keeps fenced brokers), so a crash is no rebalance
         self._racks: dict[int, str] = {}
-        self.refresh()
+        self._stale = True
+
+    @property
+    def version(self) -> int:
+        self._fresh()
+        return self._version
 
     def by_name(self, name: str) -> TopicMeta | None:
+        self._fresh()
         return self._topics.get(name)
 
     def names(self) -> Iterable[str]:
+        self._fresh()
         return list(self._topics)
+
+    def mark_stale(self) -> None:
+        """The cache changed: the next read (or ``refresh``) re-reads it."""
+        self._stale = True
+
+    def _fresh(self) -> None:
+        if self._stale:
+            self.refresh()
 
     def refresh(self) -> bool:
         """Re-read the cache; True (and ``version`` + 1) when anything changed."""
+        self._stale = False
         snapshot = self._snapshot()
         if snapshot == self._topics:
             return False
         self._topics = snapshot
-        self.version += 1
+        self._version += 1
         return True
 
     def _snapshot(self) -> dict[str, TopicMeta]:

@@ -26,6 +26,7 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from broker.consumer_group import admin_ops
 from broker.coordinator import offsets_topic as ot
 from broker.coordinator.group_metadata import GROUP_TYPE_CLASSIC, GroupMetadata, TopicPartition
 from broker.coordinator.group_state import GroupState, matches_filter
@@ -273,8 +274,7 @@ class OffsetOps:
                 continue
             consumer_group = self.consumer.groups.get(group.group_id)
             if consumer_group is not None:   # KIP-848 (issue 19): subscribed topics' stay
-                from broker.consumer_group.admin_ops import subscribed_topics
-                keep = subscribed_topics(consumer_group)
+                keep = admin_ops.subscribed_topics(consumer_group)
                 removed += await self._cleanup(group, lambda g: g.remove_offsets(
                     [tp for tp in g.expired_offsets(now, retention) if tp[0] not in keep]))
                 continue
@@ -282,8 +282,7 @@ class OffsetOps:
                 group, lambda g: g.remove_offsets(g.expired_offsets(now, retention)))
         if removed:
             log.info("removed %d expired offsets", removed)
-        from broker.consumer_group.admin_ops import delete_expired_groups   # issue 19
-        for group_id in await delete_expired_groups(self):
+        for group_id in await admin_ops.delete_expired_groups(self):
             log.info("deleted consumer group %s: no members, no offsets", group_id)
         return removed
 

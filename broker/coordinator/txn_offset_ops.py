@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
+from broker.consumer_group import admin_ops
 from broker.coordinator import offsets_topic as ot
 from broker.coordinator.group_metadata import GroupMetadata, TopicPartition
 from broker.coordinator.group_state import GroupState
@@ -62,8 +63,7 @@ class TxnOffsetOps:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
         consumer_group = self.consumer.groups.get(group.group_id)
         if consumer_group is not None:   # KIP-848 group (issue 19): member epochs
-            from broker.consumer_group.admin_ops import validate_commit
-            return validate_commit(consumer_group, member_id, generation_id, transactional=True)
+            return admin_ops.validate_commit(consumer_group, member_id, generation_id, transactional=True)
         if member_id or instance_id is not None:
             error = self.validate_member(group, member_id, instance_id)
             if error is not None:

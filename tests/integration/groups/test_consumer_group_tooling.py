@@ -290,18 +290,9 @@ def test_metrics_count_both_protocols_and_lag(cluster: Cluster,
         10 - o for o in NEW_COMMITS.values())
 
 
-def test_metrics_count_epoch_bumps_when_the_hook_is_wired(
-        cluster: Cluster, groups: dict[str, list[Polled]]) -> None:
-    if not _hook_wired():
-        pytest.skip("consumer_group_facts.epoch_bumped is not called by "
-                    "broker/consumer_group/coordinator.py yet")
+def test_metrics_count_epoch_bumps(cluster: Cluster, groups: dict[str, list[Polled]]) -> None:
     s = scrape(cluster)
     assert s.get((GCM + "consumer_group_rebalance_count", frozenset()), 0) >= 2
-
-
-def _hook_wired() -> bool:
-    source = (REPO / "broker" / "consumer_group" / "coordinator.py").read_text()
-    return "epoch_bumped" in source
 
 
 # -- 3. the console ---------------------------------------------------------------------------
@@ -352,9 +343,8 @@ def test_console_shows_both_kinds_and_the_consumer_group(
     assert members.count(f"{NEW_TOPIC}: ") == 4           # current and target of each member
     offsets = text_of(element(dom, "offsets"))
     assert f"{NEW_TOPIC} 0 2 10 8" in offsets
-    if _hook_wired():
-        why = text_of(element(dom, "rebalance-why"))
-        assert "to group epoch" in why and "joined" in why
+    why = text_of(element(dom, "rebalance-why"))
+    assert "to group epoch" in why and "joined" in why
     old = text_of(console.dom("/group", "classic-group", id=OLD_GROUP))
     assert "Type classic" in old and "Group epoch" not in old
 
