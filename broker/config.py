@@ -226,6 +226,10 @@ class BrokerConfig:
         default=3_600_000, metadata=_valid(_positive))
     producer_id_expiration_ms: int = 86_400_000
     transaction_partition_verification_enable: bool = True   # KIP-890 part 1
+    # ours, not Kafka's: EndTxn is answered once the markers are written and the
+    # transaction is CompleteCommit / CompleteAbort (commit = visible); false answers once
+    # PrepareCommit / PrepareAbort is durable, as Kafka (broker/transaction/coordinator.py)
+    transaction_end_await_markers: bool = True
     # ---- operations
     controlled_shutdown_enable: bool = True
     # Prometheus metrics endpoint (broker/metrics/; ours, not Kafka's): HOST:PORT, off if unset

@@ -5,10 +5,20 @@ the group coordinator (__consumer_offsets) and the transaction coordinator
 
 Rules (as Kafka's coordinators follow LeaderAndIsr):
 * a notification with an epoch older than the newest seen is ignored (fencing);
-* becoming leader of a partition we serve only records the newer epoch; of one
-  being loaded, moves the load's epoch; otherwise a load must start;
+* becoming leader of a partition we serve only records the newer epoch (the
+  partition stays served at the epoch it was installed at); of one being loaded,
+  moves the load's epoch; otherwise a load must start;
 * a load is installed only if the partition is still loading (no resignation
   meanwhile); it is then served at the newest epoch seen;
+
+``owned[p]`` is the coordinator epoch (Kafka's ``coordinatorEpoch``): the leader
+epoch the partition was installed at. It changes only with a new load, so work
+begun under it (a transaction's markers, a state write) stays valid while this
+broker keeps leading, whatever ISR changes bump the leader epoch meanwhile; a
+resignation and a new load give a new, higher one. (A leader epoch bump without a
+leader change used to replace it, and a transaction's marker task, seeing the
+epoch change, gave up as if the partition had moved: the id stayed in
+PrepareCommit for good.)
 * resigning drops the partition whether it was loading or served.
 """
 
@@ -24,7 +34,7 @@ log = logging.getLogger(__name__)
 class CoordinatorPartitions:
     def __init__(self, topic: str) -> None:
         self.topic = topic
-        self.owned: dict[int, int] = {}      # partition -> leader epoch, served (loaded)
+        self.owned: dict[int, int] = {}      # partition -> coordinator epoch, served (loaded)
         self.loading: dict[int, int] = {}    # partition -> epoch being loaded
         self.epochs: dict[int, int] = {}     # partition -> newest epoch seen
 
@@ -44,7 +54,6 @@ class CoordinatorPartitions:
             return False
         self.epochs[partition] = epoch
         if partition in self.owned:          # still leader, a newer epoch: nothing to reload
-            self.owned[partition] = epoch
             return False
         start = partition not in self.loading
         self.loading[partition] = epoch

@@ -64,7 +64,9 @@ def build(broker: Any) -> TransactionCoordinator:
                                     clock=wall_clock_ms)
     return TransactionCoordinator(state, broker.producer_ids.generate_producer_id,
                                   max_timeout_ms=int(broker.config.transaction_max_timeout_ms),
-                                  clock=wall_clock_ms, markers=marker_channel(broker))
+                                  clock=wall_clock_ms, markers=marker_channel(broker),
+                                  await_markers=bool(broker.config.transaction_end_await_markers),
+                                  end_wait_s=broker.config.request_timeout_ms / 2000)
 
 
 def marker_channel(broker: Any) -> MarkerChannel:

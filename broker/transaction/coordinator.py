@@ -34,16 +34,56 @@ write in flight or markers being written CONCURRENT_TRANSACTIONS. Adding
 partitions moves the id to Ongoing (the start time is set when a transaction
 begins); partitions already in an Ongoing transaction are answered at once.
 
-EndTxn, as Kafka's handleEndTransaction by state (commit / abort asked):
+Answers while a transition is pending. Kafka 3.9's coordinator keeps a
+``pendingState`` on the id from the moment it prepares a transition until the
+transition is done: while a state write is in flight, and, for PrepareCommit /
+PrepareAbort, all the while the markers are being written
+(``TransactionCoordinator.endTransaction`` sets it with ``prepareComplete``
+before handing the markers to ``TransactionMarkerChannelManager``). Here a
+Prepare* state always has its markers in flight (started by EndTxn, by a
+timeout abort or by the load that found it), so "pending" is: the id is in
+``pending`` (a write in flight) or in PrepareCommit / PrepareAbort:
 
-    Ongoing          PrepareCommit / PrepareAbort written, answered NONE; the
-                     markers go out (``markers.py``) and CompleteCommit /
-                     CompleteAbort is written once every partition has its marker
+    request             Kafka 3.9 source (TransactionCoordinator)           answer
+    InitProducerId      handleInitProducerId / prepareInitProducerIdTransit: CONCURRENT_TRANSACTIONS
+                        pendingTransitionInProgress, then
+                        ``case PrepareAbort | PrepareCommit``
+    AddPartitionsToTxn  handleAddPartitionsToTransaction:                   CONCURRENT_TRANSACTIONS
+    (AddOffsetsToTxn)   pendingTransitionInProgress, then
+                        ``state == PrepareCommit || state == PrepareAbort``
+    EndTxn, commit or   handleEndTransaction: after the producer id and      CONCURRENT_TRANSACTIONS
+    abort               epoch checks, ``pendingTransitionInProgress &&
+                        pendingState != PrepareEpochFence``, before the
+                        state match below
+
+never INVALID_TXN_STATE: that one is librdkafka's and the Java client's fatal
+error, and an abort racing the end of the previous transaction must not kill the
+producer.
+
+EndTxn, as Kafka's handleEndTransaction by state once nothing is pending
+(commit / abort asked):
+
+    Ongoing          PrepareCommit / PrepareAbort written; the markers go out
+                     (``markers.py``) and CompleteCommit / CompleteAbort is
+                     written once every partition has its marker
     CompleteCommit   commit: NONE (a retry)        abort: INVALID_TXN_STATE
     CompleteAbort    abort: NONE (a retry)         commit: INVALID_TXN_STATE
-    PrepareCommit    commit: CONCURRENT_TRANSACTIONS  abort: INVALID_TXN_STATE
-    PrepareAbort     abort: CONCURRENT_TRANSACTIONS   commit: INVALID_TXN_STATE
     Empty            INVALID_TXN_STATE
+
+Commit means visible (``transaction.end.await.markers``, on by default; beyond
+Kafka, which answers once Prepare* is durable): EndTxn from Ongoing is answered
+when CompleteCommit / CompleteAbort is written, i.e. once every partition's
+leader has the marker below its high watermark, so when ``commit_transaction()``
+returns a read_committed consumer reads the records and the next transaction's
+AddPartitionsToTxn finds the id complete (no CONCURRENT_TRANSACTIONS retry). An
+EndTxn for the result already being written (a client's retry, or the first
+request to a new coordinator that loaded the Prepare* state) waits the same way;
+the other result gets CONCURRENT_TRANSACTIONS. A wait is bounded by
+``end_wait_s``: past it the answer is CONCURRENT_TRANSACTIONS and the client
+retries. A coordinator that loses the partition meanwhile answers NOT_COORDINATOR;
+the client finds the new one, which finishes the markers from the log. The cost:
+commit latency is one more round (the markers' WriteTxnMarkers, each waiting for
+its partition's ISR) before the answer.
 
 A transaction Ongoing past its timeout is fenced and aborted the same way as by
 InitProducerId (``abort_timed_out``, every
@@ -89,8 +129,14 @@ class TransactionCoordinator:
     def __init__(self, state: TransactionStateManager,
                  generate_producer_id: Callable[[], Awaitable[int]], *,
                  max_timeout_ms: int, clock: Callable[[], int],
-                 markers: MarkerChannel | None = None, retry_backoff_s: float = 0.1) -> None:
+                 markers: MarkerChannel | None = None, retry_backoff_s: float = 0.1,
+                 await_markers: bool = False, end_wait_s: float = 15.0) -> None:
         self.state = state
+        self.await_markers = await_markers
+        self.end_wait_s = end_wait_s
+        # id -> the task writing its markers then Complete* (-> NONE, or NOT_COORDINATOR
+        # when the partition moved first); one per id in PrepareCommit / PrepareAbort
+        self.completions: dict[str, asyncio.Task[int]] = {}
         self.generate_producer_id = generate_producer_id
         self.max_timeout_ms = max_timeout_ms
         self.clock = clock
@@ -197,20 +243,38 @@ class TransactionCoordinator:
 
     async def end_txn(self, transactional_id: str, producer_id: int, producer_epoch: int,
                       commit: bool) -> int:
-        """Commit or abort the id's transaction (the table in the module docstring)."""
+        """Commit or abort the id's transaction (the tables in the module docstring)."""
         error, meta = self._caller(transactional_id, producer_id, producer_epoch)
         if meta is None:
             return error
         state = meta.state
         if state is TxnState.ONGOING:
-            return await self._prepare_end(meta, commit)
-        same = TxnState.COMPLETE_COMMIT if commit else TxnState.COMPLETE_ABORT
-        preparing = TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT
-        if state is same:
+            error = await self._prepare_end(meta, commit)
+            if error != ErrorCode.NONE or not self.await_markers:
+                return error
+            return await self._completed(transactional_id)
+        if state.is_preparing or state is TxnState.PREPARE_EPOCH_FENCE:
+            if self.await_markers and state is (TxnState.PREPARE_COMMIT if commit
+                                                else TxnState.PREPARE_ABORT):
+                return await self._completed(transactional_id)
+            return ErrorCode.CONCURRENT_TRANSACTIONS         # the markers are out
+        if state is (TxnState.COMPLETE_COMMIT if commit else TxnState.COMPLETE_ABORT):
             return ErrorCode.NONE
-        if state is preparing or state is TxnState.PREPARE_EPOCH_FENCE:
-            return ErrorCode.CONCURRENT_TRANSACTIONS
         return ErrorCode.INVALID_TXN_STATE
+
+    async def _completed(self, tid: str) -> int:
+        """Wait (``end_wait_s`` at most) for the id's markers and Complete* write:
+        NONE once written, NOT_COORDINATOR when the partition moved first,
+        CONCURRENT_TRANSACTIONS when still under way (the client retries)."""
+        task = self.completions.get(tid)
+        if task is None:
+            return ErrorCode.CONCURRENT_TRANSACTIONS
+        done, _ = await asyncio.wait({task}, timeout=self.end_wait_s)
+        if not done:
+            return ErrorCode.CONCURRENT_TRANSACTIONS
+        if task.cancelled() or task.exception() is not None:
+            return ErrorCode.NOT_COORDINATOR
+        return task.result()
 
     async def _prepare_end(self, meta: TxnMetadata, commit: bool, **changes: object) -> int:
         """Write PrepareCommit / PrepareAbort, then send the markers in the background."""
@@ -218,8 +282,18 @@ class TransactionCoordinator:
                                    self.clock(), **changes)
         error = await self._put(prepared)
         if error == ErrorCode.NONE:
-            self.state.spawn(self._complete(prepared))
+            self._start_completion(prepared)
         return error
+
+    def _start_completion(self, prepared: TxnMetadata) -> None:
+        tid = prepared.transactional_id
+        task = self.state.spawn(self._complete(prepared))
+        self.completions[tid] = task
+
+        def forget(t: asyncio.Task[int]) -> None:
+            if self.completions.get(tid) is t:
+                del self.completions[tid]
+        task.add_done_callback(forget)
 
     async def _fence_and_abort(self, meta: TxnMetadata) -> int:
         """Kafka's prepareFenceProducerEpoch + abort: the open transaction is aborted
@@ -229,43 +303,47 @@ class TransactionCoordinator:
         return await self._prepare_end(meta, False, producer_epoch=epoch,
                                        last_producer_epoch=NO_PRODUCER_EPOCH)
 
-    async def _complete(self, prepared: TxnMetadata) -> None:
-        """Markers to every partition, then CompleteCommit / CompleteAbort; gives up
-        when the partition moves (the next coordinator finishes from the log)."""
+    async def _complete(self, prepared: TxnMetadata) -> int:
+        """Markers to every partition, then CompleteCommit / CompleteAbort -> NONE;
+        NOT_COORDINATOR when the partition moves first (the next coordinator
+        finishes from the log)."""
         tid = prepared.transactional_id
         p = self.state.partition_for(tid)
         coordinator_epoch = self.state.partitions.owned.get(p)
         if coordinator_epoch is None:
-            return
+            return ErrorCode.NOT_COORDINATOR
 
         def owner() -> bool:
             return self.state.partitions.owned.get(p) == coordinator_epoch
         commit = prepared.state is TxnState.PREPARE_COMMIT
         if prepared.partitions:
             if self.markers is None:
-                return
+                return ErrorCode.NOT_COORDINATOR
             marker = TxnMarker(prepared.producer_id, prepared.producer_epoch, commit,
                                coordinator_epoch, tuple(sorted(prepared.partitions)))
             if not await self.markers.write(marker, owner):
-                return
+                log.info("markers of %r (producer %d): no longer its coordinator; the next "
+                         "one finishes them", tid, prepared.producer_id)
+                return ErrorCode.NOT_COORDINATOR
         while owner():
             current = self.state.get(tid)
             if current is None or current.state is not prepared.state \
                     or current.producer_epoch != prepared.producer_epoch:
-                return                               # someone else finished it
+                return ErrorCode.NONE                # someone else finished it
             done = current.transition(TxnState.COMPLETE_COMMIT if commit
                                       else TxnState.COMPLETE_ABORT, self.clock(),
                                       partitions=frozenset())
             error = await self._put(done)
             if error == ErrorCode.NONE or error == ErrorCode.NOT_COORDINATOR:
-                return
+                return error
             await asyncio.sleep(self.retry_backoff_s)
+        return ErrorCode.NOT_COORDINATOR
 
     def on_loaded(self, metas: Iterable[TxnMetadata]) -> None:
         """A partition was loaded: finish the transactions it left in Prepare*."""
         for meta in metas:
             if meta.state.is_preparing:
-                self.state.spawn(self._complete(meta))
+                self._start_completion(meta)
 
     # -- periodic work -----------------------------------------------------------------
 

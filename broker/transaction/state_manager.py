@@ -179,12 +179,13 @@ class TransactionStateManager:
 
     # -- tasks ----------------------------------------------------------------------
 
-    def spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
+    def spawn(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
         """Run ``coro`` as a task of the coordinator (loads, and the coordinator's
         marker sending); ``shutdown`` cancels them."""
         task = asyncio.get_running_loop().create_task(coro)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+        return task
 
     async def shutdown(self) -> None:
         for p in self.partitions.all():

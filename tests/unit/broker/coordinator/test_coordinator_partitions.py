@@ -15,7 +15,8 @@ def test_leadership_loads_and_fencing() -> None:
     assert c.loaded(0, 3) is True and c.owned == {0: 4}  # served at the newest epoch seen
     assert c.status(0) is None
     assert c.become_leader(0, 2) is False and c.owned == {0: 4}   # stale: ignored
-    assert c.become_leader(0, 6) is False and c.owned == {0: 6}   # newer: no reload
+    # newer, still leader (an ISR change): no reload, the coordinator epoch stays
+    assert c.become_leader(0, 6) is False and c.owned == {0: 4} and c.epochs[0] == 6
     assert c.resign(0, 5) is False and c.status(0) is None        # stale resignation
     assert c.resign(0, 7) is True and c.all() == []
     assert c.become_leader(0, 6) is False                          # older than the resign
