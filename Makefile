@@ -31,7 +31,7 @@ help:
 	@echo "make bench      run each bench/*.py and print its figures"
 	@echo "make fault      the fault campaign on virtual hosts (FAULT_SCHEDULES=100; root)"
 	@echo "make fault-process  the process-fault campaign on loopback (FAULT_MINUTES=10)"
-	@echo "make fault-txn  the transactional fault campaign (FAULT_TXN_RECORDS=100000, 3 kills each)"
+	@echo "make fault-txn  the transactional fault campaign (FAULT_TXN_RECORDS=100000, 10 kills of each of 3 kinds)"
 	@echo "make fuzz       the structure-aware fuzzer against a real broker (FUZZ_FRAMES=1000000)"
 	@echo "make bench-replication  the replication benchmarks (bench/replication.py)"
 	@echo "make bench-groups  the consumer-group benchmarks, classic and KIP-848 (~15 min)"
@@ -129,11 +129,13 @@ fault-process: $(STAMP)
 	$(PY) tests/fault/campaign.py --minutes $(FAULT_MINUTES) $(FAULT_ARGS)
 
 # The transactional fault campaign (tests/fault/txn_campaign.py): consume-transform-produce
-# over FAULT_TXN_RECORDS records at RF 3 while the transaction coordinator's broker and a
-# partition leader are each killed -9 FAULT_TXN_KILLS times; the checker reports loss,
-# duplicates, G1a and uncommitted reads. Short version in `make test`: test_txn_failover.py.
+# over FAULT_TXN_RECORDS records at RF 3 while the transaction coordinator's broker, a
+# partition leader and the controller are each killed -9 FAULT_TXN_KILLS times (30 kills);
+# the checker reports loss, duplicates, G1a and uncommitted reads, and every kill must be
+# followed by a commit within session timeout + 5 s. FAULT_ARGS=--stop makes every other
+# fault a SIGSTOP past the session. Short version in `make test`: test_txn_failover.py.
 FAULT_TXN_RECORDS ?= 100000
-FAULT_TXN_KILLS ?= 3
+FAULT_TXN_KILLS ?= 10
 fault-txn: $(STAMP)
 	$(PY) tests/fault/txn_campaign.py --records $(FAULT_TXN_RECORDS) --kills $(FAULT_TXN_KILLS) $(FAULT_ARGS)
 

@@ -1,17 +1,26 @@
 """The transactional fault campaign (``make fault-txn``): consume-transform-produce
 over N records on three brokers (every topic at replication factor 3, min ISR 2) while
-the transaction coordinator's broker and a partition leader are each killed -9 K times,
-then the checker (tests/fault/txn_checker.py).
+the transaction coordinator's broker, a partition leader and the controller are each
+killed -9 (or stopped past the ZooKeeper session) K times, then the checker
+(tests/fault/txn_checker.py).
 
-    .venv/bin/python tests/fault/txn_campaign.py --records 100000 --kills 3 [--seed 1]
+    .venv/bin/python tests/fault/txn_campaign.py --records 100000 --kills 10 [--seed 1]
+        [--kinds coordinator,leader,controller] [--stop] [--recover-limit 11]
         [--processors 2] [--input-partitions 4] [--output-partitions 3] [--batch 200]
         [--timeout 1800] [--keep]
 
-The kills are spread over the run by progress: after each 1/(2K+1) of the input has
-been committed, the next victim (alternately the broker coordinating a processor's
-transactional id, found by FindCoordinator, and the leader of a random output or input
-partition) is killed -9, restarted once ZooKeeper dropped its session, and the run
-waits for every ISR to be full again before the next kill. When the processors are
+The kills are spread over the run by progress: after each 1/(kinds*K+1) of the input
+has been committed, the next victim (in turn the broker coordinating a processor's
+transactional id, found by FindCoordinator, the leader of a random output or input
+partition, and the controller) is killed -9, restarted once ZooKeeper dropped its
+session, and the run waits for every ISR to be full again before the next fault. With
+``--stop`` every other fault is a SIGSTOP held past the session timeout (the broker is
+fenced and replaced meanwhile), then SIGCONT.
+
+Liveness is measured, not only safety: for each fault, the seconds from the signal to
+the first commit any processor completes after it. A fault after which no commit comes
+within ``--recover-limit`` seconds (issue 27: zookeeper.session.timeout.ms + 5 s) is an
+error, reported with the brokers' logs' tails. When the processors are
 done, the output topic is read to its end read_committed and read_uncommitted and the
 checker reports lost and duplicated inputs, G1a (aborted reads), reads of uncommitted
 data and phantom reads. Exit status 0 only when it finds nothing and every kill was made.
@@ -39,6 +48,8 @@ from tests.fault.txn_workload import (Observer, Processor, input_values, prefill
                                       read_log, stable_ends, txn_coordinator)
 
 SOURCE, SINK, GROUP = "txn-in", "txn-out", "txn-campaign"
+KINDS = ("coordinator", "leader", "controller")
+SESSION_S = 6.0     # the harness's zookeeper.session.timeout.ms
 OVERRIDES = {"transaction.state.log.replication.factor": "3",
              "transaction.state.log.min.isr": "2",
              "transaction.state.log.num.partitions": "3",
@@ -58,6 +69,8 @@ class Outcome:
     consumer_restarts: int = 0      # input consumers rebuilt after stalling below the LSO
     hangs: int = 0                  # librdkafka calls abandoned (txn_workload._bounded)
     errors: list[str] = field(default_factory=list)
+    # per fault: (kind, signal, seconds from it to the next commit; None: none came)
+    recoveries: list[tuple[str, str, float | None]] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -68,13 +81,21 @@ class Outcome:
                 f"{self.commits}, aborted {self.aborts}, producers recreated "
                 f"{self.restarts}, consumers recreated {self.consumer_restarts}, "
                 f"librdkafka calls abandoned as hung {self.hangs}\n"
-                f"{self.report.summary()}"
+                + (f"seconds from a fault to the next commit: {self.recovery_text()}\n"
+                   if self.recoveries else "")
+                + f"{self.report.summary()}"
                 + "".join(f"\nerror: {e}" for e in self.errors))
+
+    def recovery_text(self) -> str:
+        return ", ".join(f"{k}/{sig} {'none' if s is None else f'{s:.1f}'}"
+                         for k, sig, s in self.recoveries)
 
 
 def run(work: Path, *, records: int, kills: int, seed: int = 1, processors: int = 2,
         input_partitions: int = 4, output_partitions: int = 3, batch: int = 200,
-        timeout: float = 1800.0, log: bool = True) -> Outcome:
+        timeout: float = 1800.0, log: bool = True,
+        kinds: tuple[str, ...] = ("coordinator", "leader"), stop: bool = False,
+        recover_limit: float | None = None) -> Outcome:
     rng = random.Random(seed)
     say = (lambda s: print(f"[{time.strftime('%H:%M:%S')}] {s}", flush=True)) if log \
         else (lambda _s: None)
@@ -85,20 +106,22 @@ def run(work: Path, *, records: int, kills: int, seed: int = 1, processors: int 
             return _campaign(fc, rng, say, t0, records=records, kills=kills,
                              processors=processors, input_partitions=input_partitions,
                              output_partitions=output_partitions, batch=batch,
-                             timeout=timeout)
+                             timeout=timeout, kinds=kinds, stop=stop,
+                             recover_limit=recover_limit)
         finally:
             fc.stop()
 
 
 def _campaign(fc: FaultCluster, rng: random.Random, say: Any, t0: float, *, records: int,
               kills: int, processors: int, input_partitions: int, output_partitions: int,
-              batch: int, timeout: float, stall_s: float = 120.0) -> Outcome:
+              batch: int, timeout: float, kinds: tuple[str, ...], stop: bool,
+              recover_limit: float | None, stall_s: float = 120.0) -> Outcome:
     fc.create_topic(SOURCE, input_partitions, 3, {"min.insync.replicas": "2"})
     fc.create_topic(SINK, output_partitions, 3, {"min.insync.replicas": "2"})
     # The input arrives in stages, each one reaching half-way past the next kill's goal:
     # the processors cannot finish before every kill is made, however slow the restarts
     # (a loaded CI machine), and each kill still lands in the middle of the work.
-    schedule = ["coordinator" if i % 2 == 0 else "leader" for i in range(2 * kills)]
+    schedule = [kinds[i % len(kinds)] for i in range(len(kinds) * kills)]
     stages = [records * (2 * n + 1) // (2 * (len(schedule) + 1))
               for n in range(1, len(schedule) + 1)] + [records]
     inputs = input_values(records)
@@ -117,7 +140,8 @@ def _campaign(fc: FaultCluster, rng: random.Random, say: Any, t0: float, *, reco
     observer.start()
     for p in procs:
         p.start()
-    outcome = Outcome(TxnReport(), {"coordinator": 0, "leader": 0})
+    outcome = Outcome(TxnReport(), {k: 0 for k in kinds})
+    faults: list[tuple[str, str, float]] = []
     watchdog = _Watchdog(fc, stall_s)
     for n, kind in enumerate(schedule, 1):
         goal = records * n // (len(schedule) + 1)
@@ -136,10 +160,21 @@ def _campaign(fc: FaultCluster, rng: random.Random, say: Any, t0: float, *, reco
         if victim is None:
             outcome.errors.append(f"no {kind} to kill at kill {n}")
             continue
-        say(f"kill {n}: SIGKILL broker {victim} ({kind}) at {_progress(fc)} inputs committed")
-        fc.sigkill(fc.broker(victim))
-        time.sleep(rng.uniform(0.5, 2.0))
-        fc.restart(fc.broker(victim))
+        b = fc.broker(victim)
+        if stop and n % 2 == 0:
+            say(f"fault {n}: SIGSTOP broker {victim} ({kind}) for {SESSION_S + 4:g} s at "
+                f"{_progress(fc)} inputs committed")
+            faults.append((kind, "SIGSTOP", time.monotonic()))
+            fc.sigstop(b)
+            time.sleep(SESSION_S + 4)
+            fc.sigcont(b)
+        else:
+            say(f"fault {n}: SIGKILL broker {victim} ({kind}) at {_progress(fc)} inputs "
+                f"committed")
+            faults.append((kind, "SIGKILL", time.monotonic()))
+            fc.sigkill(b)
+            time.sleep(rng.uniform(0.5, 2.0))
+            fc.restart(b)
         for topic, parts in ((SOURCE, input_partitions), (SINK, output_partitions),
                              ("__transaction_state", 3), ("__consumer_offsets", 3)):
             fc.wait_isr_full(topic, parts, timeout=120)
@@ -163,6 +198,15 @@ def _campaign(fc: FaultCluster, rng: random.Random, say: Any, t0: float, *, reco
         outcome.hangs += p.hangs
         if p.error is not None:
             outcome.errors.append(f"{p.name}: {p.error!r}")
+    commit_times = sorted(t for p in procs for t in p.commit_times)
+    for kind, sig, at in faults:
+        after = next((t - at for t in commit_times if t > at), None)
+        outcome.recoveries.append((kind, sig, after))
+        if recover_limit is not None and (after is None or after > recover_limit):
+            outcome.errors.append(
+                f"no commit within {recover_limit:g} s of the {sig} of the {kind} "
+                f"(next commit: {'none' if after is None else f'{after:.1f} s'})\n"
+                + "\n".join(b.tail(25) for b in fc.brokers))
     out_ends = _settled_ends(fc, output_partitions)
     observer.stop()
     if observer.error is not None:
@@ -234,6 +278,8 @@ def _victim(fc: FaultCluster, kind: str, procs: list[Processor], rng: random.Ran
             input_partitions: int, output_partitions: int) -> int | None:
     if kind == "coordinator":
         return txn_coordinator(fc, rng.choice(procs).transactional_id)
+    if kind == "controller":
+        return fc.zk_controller()
     topic, parts = rng.choice([(SOURCE, input_partitions), (SINK, output_partitions)])
     try:
         return fc.leader(topic, rng.randrange(parts))
@@ -266,7 +312,13 @@ def _settled_ends(fc: FaultCluster, partitions: int, timeout: float = 60.0) -> d
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--records", type=int, default=100_000)
-    ap.add_argument("--kills", type=int, default=3, help="kills of each kind")
+    ap.add_argument("--kills", type=int, default=10, help="faults of each kind")
+    ap.add_argument("--kinds", default=",".join(KINDS),
+                    help="victims in turn: coordinator, leader, controller")
+    ap.add_argument("--stop", action="store_true",
+                    help="every other fault a SIGSTOP past the session instead of a kill")
+    ap.add_argument("--recover-limit", type=float, default=SESSION_S + 5,
+                    help="seconds from a fault to the next commit, at most (0: unchecked)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--processors", type=int, default=2)
     ap.add_argument("--input-partitions", type=int, default=4)
@@ -280,7 +332,8 @@ def main() -> int:
         outcome = run(work, records=args.records, kills=args.kills, seed=args.seed,
                       processors=args.processors, input_partitions=args.input_partitions,
                       output_partitions=args.output_partitions, batch=args.batch,
-                      timeout=args.timeout)
+                      timeout=args.timeout, kinds=tuple(args.kinds.split(",")),
+                      stop=args.stop, recover_limit=args.recover_limit or None)
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)

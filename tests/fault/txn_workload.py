@@ -140,6 +140,7 @@ class Processor(threading.Thread):
         self.incarnation = self.sequence = 0
         self.commits = self.aborts = self.restarts = self.consumer_restarts = 0
         self.hangs = 0              # librdkafka calls abandoned (ClientHang)
+        self.commit_times: list[float] = []   # time.monotonic() of each commit's return
         self.done = False
         self.error: BaseException | None = None
         self.log: Callable[[str], None] = lambda _s: None
@@ -255,6 +256,7 @@ class Processor(threading.Thread):
                         self.history.commit_called[tag] = time.monotonic()
                     self._commit(producer)
                     self.commits += 1
+                    self.commit_times.append(time.monotonic())
                     position.update((tp.partition, tp.offset) for tp in positions)
                 except ClientHang as e:
                     self.hangs += 1
