@@ -1,12 +1,16 @@
-"""Shared by the broker benchmarks: a ZooKeeper and one broker process, started
-with the integration-test harness (tests/integration/cluster.py) under a temp
-dir and stopped by pid on exit; or an existing broker given with --bootstrap.
-And the topic chores the confluent-kafka benchmarks share (create_topic,
-delete_topic, stored_records)."""
+"""Shared by the broker benchmarks: a ZooKeeper and one broker process (or a cluster of
+N, ``cluster``), started with the integration-test harness (tests/integration/cluster.py)
+under a temp dir and stopped by pid on exit; or an existing broker given with --bootstrap.
+Broker settings from the command line (``add_broker_config_option``: a repeatable
+``--broker-config key=value``). The topic chores the confluent-kafka benchmarks share
+(create_topic, delete_topic, stored_records), percentiles, and the Java client's
+classpath for the one-file Java programs under bench/."""
 
 from __future__ import annotations
 
+import argparse
 import contextlib
+import math
 import os
 import sys
 import tempfile
@@ -30,21 +34,53 @@ def zookeeper(work: Path) -> Iterator[str]:
 
 
 @contextlib.contextmanager
+def cluster(size: int, overrides: dict[str, str] | None = None,
+            listeners: tuple[str, ...] = (), keep: Path | None = None) -> Iterator[Cluster]:
+    """ZooKeeper + ``size`` brokers in a fresh temp dir (removed afterwards; with ``keep``,
+    a new directory under ``keep`` that stays, logs and all), every process stopped by
+    pid on the way out. ``overrides`` go on top of the harness's defaults and
+    ``auto.create.topics.enable=false``, ``log.level=WARN``."""
+    if keep is not None:
+        keep.mkdir(parents=True, exist_ok=True)
+    with (tempfile.TemporaryDirectory(prefix="pybroker-bench-") if keep is None else
+          contextlib.nullcontext(tempfile.mkdtemp(prefix="pybroker-bench-", dir=keep))) as tmp:
+        work = Path(tmp)
+        with zookeeper(work) as zk:
+            c = Cluster(zk, work, size=size, listeners=listeners, overrides={
+                "auto.create.topics.enable": "false", "log.level": "WARN", **(overrides or {})})
+            c.start()
+            try:
+                yield c
+            finally:
+                c.stop()
+
+
+@contextlib.contextmanager
 def one_broker(overrides: dict[str, str] | None = None,
                listeners: tuple[str, ...] = ()) -> Iterator[BrokerProcess]:
     """ZooKeeper + one broker in a fresh temp dir (removed afterwards). ``listeners``:
     names of listeners it opens beside PLAINTEXT, each on a port of its own
     (``BrokerProcess.extra_listeners``), set up by ``overrides``."""
-    with tempfile.TemporaryDirectory(prefix="pybroker-bench-") as tmp:
-        work = Path(tmp)
-        with zookeeper(work) as zk:
-            cluster = Cluster(zk, work, size=1, listeners=listeners, overrides={
-                "auto.create.topics.enable": "false", "log.level": "WARN", **(overrides or {})})
-            cluster.start()
-            try:
-                yield cluster.brokers[0]
-            finally:
-                cluster.stop()
+    with cluster(1, overrides, listeners) as c:
+        yield c.brokers[0]
+
+
+def add_broker_config_option(ap: argparse.ArgumentParser) -> None:
+    """``--broker-config key=value`` (repeatable): a broker setting for the brokers the
+    benchmark starts, on top of its own (read back with ``broker_configs``)."""
+    ap.add_argument("--broker-config", action="append", default=[], metavar="KEY=VALUE",
+                    help="a setting for the brokers started here (repeatable), "
+                         "e.g. transaction.end.await.markers=false")
+
+
+def broker_configs(args: argparse.Namespace) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in args.broker_config:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise SystemExit(f"--broker-config wants key=value, got {item!r}")
+        out[key.strip()] = value.strip()
+    return out
 
 
 def rss_kib(pid: int) -> dict[str, int]:
@@ -55,6 +91,21 @@ def rss_kib(pid: int) -> dict[str, int]:
         if key in ("VmRSS", "VmHWM", "RssAnon", "RssFile", "RssShmem"):
             out[key] = int(rest.split()[0])
     return out
+
+
+def percentile(values: list[float], q: float) -> float:
+    """The ``q``-th percentile (0-100) by nearest rank; NaN for no values."""
+    if not values:
+        return math.nan
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(q / 100 * len(ordered)) - 1)]
+
+
+def java_classpath() -> str:
+    """The Java client's classpath (kafka-clients 3.9.1; fetched on first use by
+    tests/oracle/install_java_client.py) for ``java -cp CP bench/Program.java``."""
+    from tests.oracle.install_java_client import classpath
+    return classpath()
 
 
 def command_line() -> str:
@@ -82,12 +133,14 @@ class Figures:
 
 # -- topics, through confluent-kafka's admin client -------------------------------------------
 
-def create_topic(bootstrap: str, partitions: int = 1, prefix: str = "bench") -> str:
-    """A fresh topic (replication factor 1) named ``<prefix>-<random>``."""
+def create_topic(bootstrap: str, partitions: int = 1, prefix: str = "bench",
+                 replication_factor: int = 1, configs: dict[str, str] | None = None) -> str:
+    """A fresh topic (replication factor 1 unless told) named ``<prefix>-<random>``."""
     from confluent_kafka.admin import AdminClient, NewTopic
     topic = f"{prefix}-{uuid.uuid4().hex[:8]}"
     admin = AdminClient({"bootstrap.servers": bootstrap})  # kept alive until the result
-    admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(30)
+    admin.create_topics([NewTopic(topic, partitions, replication_factor,
+                                  config=configs or {})])[topic].result(30)
     time.sleep(0.5)  # leadership through the controller
     return topic
 

@@ -6,13 +6,14 @@ interval.
 
     python bench/transactions.py [--runs 3] [--records 500000] [--partitions 3]
                                  [--commit-ms 100] [--bootstrap H:P]
+                                 [--broker-config KEY=VALUE ...]
 
 Without --bootstrap a ZooKeeper and a broker are started in a temp dir (the
-internal topics at replication factor 1). Each run and mode uses a fresh topic of
-``--partitions`` partitions; ``--records`` values of ``--size`` bytes (no key,
-round-robin over the partitions by librdkafka's partitioner), linger.ms=5,
-acks=all, no compression, both modes idempotent (enable.idempotence, as every
-transactional producer is):
+internal topics at replication factor 1; each --broker-config on top). Each run and
+mode uses a fresh topic of ``--partitions`` partitions; ``--records`` values of
+``--size`` bytes (no key, round-robin over the partitions by librdkafka's
+partitioner), linger.ms=5, acks=all, no compression, both modes idempotent
+(enable.idempotence, as every transactional producer is):
 
 - plain: produce() as fast as it takes them, then flush().
 - transactional: init_transactions() (not timed), then begin_transaction(),
@@ -36,8 +37,8 @@ import time
 import uuid
 from typing import Any
 
-from _env import (Figures, command_line, create_topic, delete_topic,  # type: ignore[import-not-found]  # noqa: E501
-                  one_broker, stored_records)
+from _env import (Figures, add_broker_config_option, broker_configs,  # type: ignore[import-not-found]  # noqa: E501
+                  command_line, create_topic, delete_topic, one_broker, stored_records)
 
 from confluent_kafka import Producer
 
@@ -132,7 +133,10 @@ def main() -> None:
     ap.add_argument("--partitions", type=int, default=3)
     ap.add_argument("--commit-ms", type=int, default=100)
     ap.add_argument("--bootstrap", help="an existing broker (its internal topics must exist)")
+    add_broker_config_option(ap)
     args = ap.parse_args()
+    if args.bootstrap and args.broker_config:
+        ap.error("--broker-config is for the broker started here, not with --bootstrap")
 
     def run(bootstrap: str) -> None:
         plains: list[float] = []
@@ -170,7 +174,7 @@ def main() -> None:
     if args.bootstrap:
         run(args.bootstrap)
     else:
-        with one_broker(INTERNAL_RF1) as broker:
+        with one_broker({**INTERNAL_RF1, **broker_configs(args)}) as broker:
             run(broker.bootstrap)
     print(f"reproduce: {command_line()}")
 
