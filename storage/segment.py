@@ -32,9 +32,11 @@ it (the inode lives while the fd does).
 
 from __future__ import annotations
 
+import bisect
 import errno
 import mmap
 import os
+from collections import deque
 from collections.abc import Callable, Iterator
 from typing import NamedTuple
 
@@ -46,6 +48,14 @@ from storage.mmap_index import CorruptIndexError
 from storage.offset_index import OffsetIndex
 from storage.time_index import TimeIndex
 from storage.txn_index import TxnIndex
+
+# How many of the last appended batches a segment remembers (LogSegment._recent): at
+# least log.index.interval.bytes (4096) of the smallest batches (61-byte headers).
+RECENT_BATCHES = 256
+
+
+def _last_offset(entry: tuple[int, int, BatchHeader]) -> int:
+    return entry[0]
 
 INT32_MAX = 0x7FFFFFFF
 
@@ -111,6 +121,15 @@ class LogSegment:
         self._rolling_ts: int | None = None
         self._rolling_ts_loaded = False
         self._bytes_since_index = 0
+        # The batches appended last, as (last offset, position, header), oldest first:
+        # a contiguous run of the file that ends at ``size`` (RECENT_BATCHES at most).
+        # translate_offset answers from it without a pread per batch header: a follower
+        # or a consumer at the tail asks for the offset just appended, and the scan from
+        # the sparse index entry (up to log.index.interval.bytes of small batches, 60-odd
+        # preads of 61 bytes, several times per fetch) was most of an acks=all round trip.
+        # Cleared whenever the end moves other than by an append (truncation, recovery,
+        # sealing).
+        self._recent: deque[tuple[int, int, BatchHeader]] = deque(maxlen=RECENT_BATCHES)
 
     @classmethod
     def create(cls, dir_path: str, base_offset: int, config: LogConfig, now_ms: int) -> LogSegment:
@@ -156,6 +175,7 @@ class LogSegment:
             self._time_index.maybe_append(self._max_ts, self._offset_of_max_ts, final=True)
         os.ftruncate(self._handle.fd, self.size)   # the handle stays, for reads
         self._active = False
+        self._recent.clear()
         self._close_indexes()
 
     def close(self) -> None:
@@ -292,6 +312,17 @@ class LogSegment:
 
     def translate_offset(self, offset: int, start_position: int = 0) -> tuple[int, BatchHeader] | None:
         """(position, header) of the first batch whose last offset is >= ``offset``."""
+        recent = self._recent
+        if recent and offset >= recent[0][2].base_offset:
+            # every batch before the run ends below its first base offset: the answer is
+            # in the run, or there is none
+            i = bisect.bisect_left(recent, offset, key=_last_offset)
+            while i < len(recent) and recent[i][1] < start_position:
+                i += 1
+            if i == len(recent):
+                return None
+            _, at, header = recent[i]
+            return at, header
         _, pos = self.offset_index.lookup(offset)
         for at, header in self.batches(max(pos, start_position)):
             if header.base_offset + header.last_offset_delta >= offset:
@@ -419,6 +450,10 @@ class LogSegment:
              self.offset_index.entries, self.time_index.entries) = tail
             raise
         self.size = start + len(data)
+        recent = self._recent
+        for rel, _ in batches:
+            header = records.read_header(buf, rel)   # as written: offsets and epoch patched
+            recent.append((header.base_offset + header.last_offset_delta, start + rel, header))
         if not self._rolling_ts_loaded:
             self.rolling_timestamp()
 
@@ -450,6 +485,7 @@ class LogSegment:
             self.txn_index.truncate_to(offset)
         os.ftruncate(self._handle.fd, pos)   # gone from the file: a crash cannot resurrect it
         self.size = pos
+        self._recent.clear()
         self._bytes_since_index = 0
         self._rolling_ts_loaded = False
         self._load_tail_state()
@@ -488,6 +524,7 @@ class LogSegment:
         if truncate and valid < file_size:
             os.truncate(self.log_path, valid)
         self.size = valid if truncate else file_size
+        self._recent.clear()
         if self._max_ts >= 0:
             self._time_index.maybe_append(self._max_ts, self._offset_of_max_ts, final=True)
         self._close_indexes()
