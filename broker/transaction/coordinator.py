@@ -333,7 +333,7 @@ class TransactionCoordinator:
             done = current.transition(TxnState.COMPLETE_COMMIT if commit
                                       else TxnState.COMPLETE_ABORT, self.clock(),
                                       partitions=frozenset())
-            error = await self._put(done)
+            error = await self._put(done, acks=1)      # see TransactionStateManager.put
             if error == ErrorCode.NONE or error == ErrorCode.NOT_COORDINATOR:
                 return error
             await asyncio.sleep(self.retry_backoff_s)
@@ -391,14 +391,14 @@ class TransactionCoordinator:
             return ErrorCode.CONCURRENT_TRANSACTIONS, None
         return ErrorCode.NONE, meta
 
-    async def _put(self, meta: TxnMetadata) -> int:
+    async def _put(self, meta: TxnMetadata, acks: int = -1) -> int:
         """Write the id's next state with the id marked pending meanwhile (unless a
         caller, InitProducerId, already marked it for longer)."""
         tid = meta.transactional_id
         marked = tid not in self.pending
         self.pending.add(tid)
         try:
-            return await self.state.put(meta)
+            return await self.state.put(meta, acks=acks)
         finally:
             if marked:
                 self.pending.discard(tid)

@@ -140,21 +140,28 @@ class TransactionStateManager:
         """The id's state (None: unknown here; check ``status`` first)."""
         return self.ids.get(self.partition_for(transactional_id), {}).get(transactional_id)
 
-    async def put(self, meta: TxnMetadata) -> int:
+    async def put(self, meta: TxnMetadata, *, acks: int = -1) -> int:
         """Write ``meta`` as the id's state; installed once written. -> the error the
         client gets (NONE, NOT_COORDINATOR when the partition moved meanwhile, or
-        ``write_error`` of the log's answer)."""
+        ``write_error`` of the log's answer).
+
+        ``acks=1`` (CompleteCommit / CompleteAbort only) installs it once in our log,
+        before the followers have it: losing it loses nothing, since a coordinator
+        that loads the Prepare* state before it sends the (idempotent) markers again
+        and completes; and the id's next state, written acks=all, comes after it in
+        the log, so that write's success means this one is replicated too."""
         return await self._write(meta.transactional_id,
                                  None if meta.state is TxnState.DEAD else transaction_value(meta),
-                                 meta)
+                                 meta, acks)
 
-    async def _write(self, tid: str, value: bytes | None, meta: TxnMetadata) -> int:
+    async def _write(self, tid: str, value: bytes | None, meta: TxnMetadata,
+                     acks: int = -1) -> int:
         p = self.partition_for(tid)
         status = self.status(tid)
         if status is not None:
             return status
         epoch = self.partitions.owned[p]
-        code = await self.log.append(p, [(transaction_key(tid), value)], acks=-1,
+        code = await self.log.append(p, [(transaction_key(tid), value)], acks=acks,
                                      timeout_ms=self.write_timeout_ms, timestamp=self.clock())
         if code != ErrorCode.NONE:
             return write_error(code)

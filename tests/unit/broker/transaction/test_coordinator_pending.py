@@ -79,8 +79,12 @@ def test_markers_go_on_when_the_leader_epoch_is_bumped_under_them() -> None:
 def test_commit_is_answered_once_complete() -> None:
     async def body() -> None:
         c, brokers = await started()
+        mlog = c.state.log
+        assert isinstance(mlog, MemoryLog)
         await c.add_partitions("tx", 1000, 0, [A, B])
         assert await c.end_txn("tx", 1000, 0, commit=True) == ErrorCode.NONE
+        # Prepare* acks=all; Complete* acks=1 (the next state's acks=all write covers it)
+        assert mlog.acks[-2:] == [-1, 1]
         meta = c.state.get("tx")
         assert meta is not None and meta.state is TxnState.COMPLETE_COMMIT
         assert {tp for _, m in brokers.sent for tp in m.partitions} == {A, B}

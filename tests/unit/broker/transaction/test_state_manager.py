@@ -19,18 +19,20 @@ PARTITIONS = 4
 
 
 class MemoryLog:
-    """Partition -> records appended; ``fail`` makes the next appends answer an error;
-    ``gate`` (when set) holds appends until it opens."""
+    """Partition -> records appended (and each append's acks); ``fail`` makes the next
+    appends answer an error; ``gate`` (when set) holds appends until it opens."""
 
     def __init__(self) -> None:
         self.records: dict[int, list[Any]] = {}
         self.epochs: dict[int, int] = {}
         self.fail = ErrorCode.NONE
         self.gate: asyncio.Event | None = None
+        self.acks: list[int] = []
 
     async def append(self, partition: int, records: list[KeyValue], *, acks: int,
                      timeout_ms: int, timestamp: int) -> int:
-        assert acks == -1
+        assert acks in (-1, 1)
+        self.acks.append(acks)
         if self.gate is not None:
             await self.gate.wait()
         if self.fail:
