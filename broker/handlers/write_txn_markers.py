@@ -31,7 +31,7 @@ from broker.acl.authorizer import allowed_cluster
 from broker.acl.checks import cluster_action_denied
 from broker.context import RequestContext
 from broker.dispatch import handler
-from broker.topic_names import GROUP_METADATA_TOPIC
+from broker.transaction.local_markers import write_markers
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.schema import Struct
@@ -58,16 +58,9 @@ async def _one(ctx: RequestContext, marker: Struct) -> Struct:
         # no producer a marker could end (a forged request): nothing is written
         return _result(marker, lambda _tp: ErrorCode.INVALID_PRODUCER_ID_MAPPING)
     tps = [(t.name, p) for t in marker.topics for p in t.partition_indexes]
-    timeout_ms = int(ctx.broker.config.request_timeout_ms)
-    errors = await ctx.broker.replicas.append_markers(
-        timeout_ms, int(marker.producer_id), int(marker.producer_epoch),
-        bool(marker.transaction_result), int(marker.coordinator_epoch), tps)
-    offsets = [p for (topic, p) in tps
-               if topic == GROUP_METADATA_TOPIC and errors[(topic, p)] == ErrorCode.NONE]
-    groups = ctx.broker.group_coordinator
-    if offsets and groups is not None:
-        groups.complete_txn_offsets(int(marker.producer_id), offsets,
-                                    bool(marker.transaction_result))
+    errors = await write_markers(ctx.broker, int(marker.producer_id),
+                                 int(marker.producer_epoch), bool(marker.transaction_result),
+                                 int(marker.coordinator_epoch), tps)
     return _result(marker, lambda tp: errors[tp])
 
 

@@ -17,6 +17,9 @@ coordinator in ``coordinator/`` (issue 14):
                    id expiry, finishing Prepare* states after a failover
     markers.py     MarkerChannel: WriteTxnMarkers to each partition's leader until
                    every partition has its marker (retries, leader moves)
+    local_markers.py  write_markers: one producer's markers on the partitions this
+                   broker leads (the WriteTxnMarkers handler, and the coordinator's
+                   own partitions in process)
     verification.py TxnVerifier: the partition leader's KIP-890 check that a
                    transaction's first batch on a partition was added to it
     inspection.py  what DescribeTransactions / ListTransactions read (read-only)
@@ -44,6 +47,7 @@ from broker.metadata_cache import partition_count_or
 from broker.topic_names import TRANSACTION_STATE_TOPIC
 from client.inter_broker import verify_txn_partitions, write_txn_markers
 from broker.transaction.coordinator import InitResult, TransactionCoordinator
+from broker.transaction.local_markers import write_markers
 from broker.transaction.markers import MarkerChannel, TxnMarker
 from broker.transaction.state_manager import TransactionStateManager
 from broker.transaction.verification import TxnVerifier
@@ -71,10 +75,15 @@ def build(broker: Any) -> TransactionCoordinator:
 
 def marker_channel(broker: Any) -> MarkerChannel:
     """Markers over the broker's marker pool (connections of their own), to the
-    leaders its metadata cache names."""
+    leaders its metadata cache names; those for partitions this broker leads are
+    written in process."""
     metadata = broker.metadata
 
     async def send(broker_id: int, marker: TxnMarker) -> dict[tuple[str, int], int]:
+        if broker_id == broker.broker_id:      # partitions we lead: no request to ourselves
+            return await write_markers(broker, marker.producer_id, marker.producer_epoch,
+                                       marker.commit, marker.coordinator_epoch,
+                                       list(marker.partitions))
         b = metadata.broker(broker_id)
         if b is None or b.port < 0:
             raise ConnectionError(f"broker {broker_id} is not known")
