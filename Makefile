@@ -5,7 +5,8 @@
 #   make bench   run every benchmark under bench/
 #
 # Needs GNU make, Python >= 3.11 (with the venv module) and, for ZooKeeper and the Java
-# client oracle, Java 17. Non-interactive throughout: safe under CI=true with no stdin.
+# client oracle, Java 17; a C compiler is optional (setup.py). Non-interactive throughout:
+# safe under CI=true with no stdin (where a C extension that did not build fails the tests).
 
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
@@ -15,8 +16,10 @@ SHELL := /bin/bash
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
-# Re-installed whenever pyproject.toml is newer than this stamp.
+# Re-installed whenever pyproject.toml, setup.py or a C extension's source is newer than
+# this stamp (the install compiles protocol/_record_walk.c in place; see setup.py).
 STAMP  := $(VENV)/.installed
+C_SOURCES := $(wildcard protocol/*.c)
 PIP_FLAGS := --no-input --disable-pip-version-check --progress-bar off
 PYTEST_ARGS ?=
 
@@ -49,7 +52,7 @@ $(PY):
 		exit 1; }
 	$(PYTHON) -m venv $(VENV)
 
-$(STAMP): pyproject.toml | $(PY)
+$(STAMP): pyproject.toml setup.py $(C_SOURCES) | $(PY)
 	$(PY) -m pip install $(PIP_FLAGS) -e '.[test]'
 	@touch $@
 
@@ -174,6 +177,7 @@ bench-groups: $(STAMP)
 clean:
 	find . -path ./$(VENV) -prune -o -name __pycache__ -type d -prune -exec rm -rf {} +
 	rm -rf .pytest_cache .hypothesis build *.egg-info
+	rm -f protocol/*.so $(STAMP)  # the next install builds the extension again
 
 distclean: clean
 	rm -rf $(VENV) .cache $(DATA_DIR)

@@ -24,6 +24,8 @@ Map:
                         (broker writes them, dump-log decodes them)
     record_validation.py, recompress.py  the leader's record checks (LogValidator) and
                         recompression to a topic's compression.type
+    _record_walk.c      record_validation's per-record walk in C (optional: setup.py
+                        builds it; the Python walk is the reference, a test keeps them equal)
     http_head.py        HTTP/1.1 request heads and responses for the metrics endpoint
                         and the web console (not Kafka's, but sans-I/O and shared)
     spec/pybroker/      pybroker's own APIs (DescribeWhy, key 10000; never advertised)

@@ -54,10 +54,18 @@ Performance: this is on the produce hot path. The walk allocates nothing per rec
 (no Record objects, no key/value copies): varints are read inline with a one-byte fast
 path, lengths are skipped over, and only a record that breaks a rule builds an error
 string. Timestamps are checked only when a rule can fail (the defaults never can).
+
+Native walk (issue 28): protocol/_record_walk.c does ``_walk`` in C, and without the GIL
+for more than 1000 records (so a worker thread's walk runs beside the event loop). It
+is used when it was built (``pip install -e .`` builds it where a compiler is found;
+setup.py) and the environment does not say PYBROKER_NATIVE=0; ``NATIVE`` tells which.
+``_walk`` below stays the reference (same verdicts, same messages: a property test holds
+them together) and the fallback. With the C walk an uncompressed body is not copied.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -71,6 +79,13 @@ NO_TIMESTAMP = -1
 INFLATE_FACTOR = 16
 MIN_INFLATED_BYTES = 16 * 1024 * 1024
 MIN_RECORD_BODY = 6  # attributes, tsDelta, offsetDelta, keyLength, valueLength, headerCount
+
+try:
+    from protocol import _record_walk
+except ImportError:  # not built: no compiler at install time (setup.py)
+    _record_walk = None  # type: ignore[assignment]
+# Whether validate_batch walks records in C; PYBROKER_NATIVE=0 forces the Python walk.
+NATIVE: bool = _record_walk is not None and os.environ.get("PYBROKER_NATIVE", "1") != "0"
 
 
 def max_inflated_bytes(max_message_bytes: int) -> int:
@@ -140,7 +155,10 @@ def validate_batches(buf: Any, headers: list[BatchHeader], rules: RecordRules, n
 def validate_batch(buf: Any, pos: int, header: BatchHeader, rules: RecordRules, now: int) -> None:
     body: Any
     if header.compression == 0:
-        body = bytes(buf[pos + HEADER_SIZE:pos + header.size])  # bytes index fastest
+        if NATIVE:  # any buffer will do
+            body = memoryview(buf)[pos + HEADER_SIZE:pos + header.size]
+        else:
+            body = bytes(buf[pos + HEADER_SIZE:pos + header.size])  # bytes index fastest
     else:
         try:
             body = compression.decompress(header.compression,
@@ -154,7 +172,7 @@ def validate_batch(buf: Any, pos: int, header: BatchHeader, rules: RecordRules, 
             raise InvalidRecordError(str(e)) from None
     want_stamps = rules.checks_timestamps and not rules.log_append_time \
         and header.timestamp_type != LOG_APPEND_TIME
-    keyless, stamps = _walk(body, header.records_count, want_stamps)
+    keyless, stamps = _walk_records(body, header.records_count, want_stamps)
     errors: list[tuple[int, str]] | None = None
     if rules.compacted and keyless:
         errors = [(i, "Compacted topic cannot accept message without key in topic partition "
@@ -206,6 +224,9 @@ def _walk(body: Any, count: int, want_stamps: bool) -> tuple[list[int], list[int
     Varints of one and two bytes (every length below 8 KiB, every offset delta below
     8192) are decoded inline; longer ones go through ``_varint``. A zig-zag value is odd
     exactly when negative, so "raw & 1" tells a null (-1 = raw 1) or invalid length.
+
+    protocol/_record_walk.c does the same in C (``NATIVE``): a change here, to a check or
+    to a message, is a change there (tests/unit/protocol/test_record_walk_native.py).
     """
     n = len(body)
     if count * (MIN_RECORD_BODY + 1) > n:
@@ -349,3 +370,7 @@ def _varint(body: Any, at: int) -> tuple[int, int]:
         shift += 7
         if shift > 63:
             raise InvalidRecordError("varint longer than 10 bytes")
+
+
+# The walk validate_batch uses: the C one (protocol/_record_walk.c) when NATIVE.
+_walk_records = _record_walk.walk if NATIVE else _walk

@@ -1,18 +1,21 @@
 """Record validation of heavy produce data off the event loop (issue 17).
 
 The record walk (``protocol.record_validation``, Kafka's LogValidator) inflates a
-compressed batch (up to max(16 MiB, 16 x max.message.bytes)) and parses every record in
-Python, about 0.7 us a record. Done on the event loop, a compression bomb or a batch of
-100,000 tiny records stalls every connection of the broker for tens to hundreds of ms
-(the fuzzer measured it: tests/fuzz). So ``ReplicaManager.append_records`` sends the
+compressed batch (up to max(16 MiB, 16 x max.message.bytes)) and parses every record:
+about 15 ns a record in C (protocol/_record_walk.c, issue 28), 0.7-1 us in the
+pure-Python fallback. Done on the event loop, a compression bomb or a batch of 100,000
+tiny records stalls every connection of the broker for tens to hundreds of ms (the
+fuzzer measured it: tests/fuzz). So ``ReplicaManager.append_records`` sends the
 *heavy* data of a produce request to a worker thread before appending:
 
 * heavy: a compressed batch (its inflated size is unknown until inflated), or more
   than ``HEAVY_RECORDS`` records in one uncompressed batch;
 * in the thread, ``partition.validate_records`` runs exactly as the append would
   (headers, CRC, max.message.bytes, every record against the topic's rules); zlib and
-  cramjam inflate without the GIL, and the Python walk hands the GIL to the event loop
-  every switch interval (5 ms), so the loop keeps answering;
+  cramjam inflate without the GIL, so does the C walk of a batch of more than
+  HEAVY_RECORDS records (a smaller one keeps it: it may run on the event loop), and the
+  Python walk hands the GIL to the event loop every switch interval (5 ms), so the loop
+  keeps answering;
 * the answers come back per partition: a KafkaError to answer with, or None (valid);
   the partition then appends without walking the records again (``records_checked``;
   it still reads the batch headers, which is cheap).
@@ -42,7 +45,8 @@ from protocol.errors import ErrorCode, KafkaError
 from protocol.recompress import needs_recompression, recompress, target_codec
 
 TopicPartition = tuple[str, int]
-HEAVY_RECORDS = 1000      # ~0.7 ms of walk: above it, a thread hop is the cheaper
+HEAVY_RECORDS = 1000      # ~0.7 ms of Python walk: above it, a thread hop is the cheaper
+                          # (protocol/_record_walk.c lets go of the GIL above the same 1000)
 
 
 def is_heavy(data: Any) -> bool:
