@@ -72,8 +72,9 @@ EndTxn, as Kafka's handleEndTransaction by state once nothing is pending
 
 Commit means visible (``transaction.end.await.markers``, on by default; beyond
 Kafka, which answers once Prepare* is durable): EndTxn from Ongoing is answered
-when CompleteCommit / CompleteAbort is written, i.e. once every partition's
-leader has the marker below its high watermark, so when ``commit_transaction()``
+once every partition's leader has the marker below its high watermark and
+CompleteCommit / CompleteAbort is in the coordinator's log (acks=1: losing it loses
+nothing, see ``TransactionStateManager.put``), so when ``commit_transaction()``
 returns a read_committed consumer reads the records and the next transaction's
 AddPartitionsToTxn finds the id complete (no CONCURRENT_TRANSACTIONS retry). An
 EndTxn for the result already being written (a client's retry, or the first
