@@ -69,18 +69,12 @@ from protocol.api_keys import ApiKey
 from protocol.spec import api
 from tests.fault.ctp_loops import LoopProcess
 from tests.integration.cluster import BrokerProcess, Cluster, WireClient
+from tests.integration.multi import THREE_BROKER_TXN_OVERRIDES
 
 pytestmark = pytest.mark.integration
 
-OVERRIDES = {"offsets.topic.replication.factor": "3",
-             "transaction.state.log.replication.factor": "3",
-             "transaction.state.log.min.isr": "2",
-             "min.insync.replicas": "2",
-             "default.replication.factor": "3",
-             "zookeeper.session.timeout.ms": "6000",
-             # fewer partitions than Kafka's 50: quicker to create and to check
-             "transaction.state.log.num.partitions": "3",
-             "offsets.topic.num.partitions": "3"}
+# the harness's ZooKeeper session (6 s) stated, since the bounds below count from it
+OVERRIDES = {**THREE_BROKER_TXN_OVERRIDES, "zookeeper.session.timeout.ms": "6000"}
 
 SESSION_S = 6.0
 BOUND_S = SESSION_S + 5.0        # a commit within this of each fault's start

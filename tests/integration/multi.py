@@ -6,6 +6,8 @@
 * ``paused``: SIGSTOP a broker process for the duration of a ``with`` block (SIGCONT after).
 * ``log_bytes``: a replica's on-disk partition log, segment files concatenated in order.
 * ``wait_until``: poll a condition with a deadline and a message.
+* ``SINGLE_BROKER_TXN_OVERRIDES`` / ``THREE_BROKER_TXN_OVERRIDES``: broker settings for
+  transactions on one broker / on three at replication factor 3.
 """
 
 from __future__ import annotations
@@ -34,6 +36,16 @@ SINGLE_BROKER_TXN_OVERRIDES = {"transaction.state.log.replication.factor": "1",
                                "transaction.state.log.num.partitions": "2",
                                "offsets.topic.replication.factor": "1",
                                "offsets.topic.num.partitions": "2"}
+
+# Three brokers with transactions at full strength: every topic at replication factor 3
+# with min ISR 2, the internal topics with 3 partitions (Kafka's 50 are slow to create).
+THREE_BROKER_TXN_OVERRIDES = {"transaction.state.log.replication.factor": "3",
+                              "transaction.state.log.min.isr": "2",
+                              "transaction.state.log.num.partitions": "3",
+                              "offsets.topic.replication.factor": "3",
+                              "offsets.topic.num.partitions": "3",
+                              "min.insync.replicas": "2",
+                              "default.replication.factor": "3"}
 
 
 def wait_until(cond: Callable[[], T], timeout: float, what: str, interval: float = 0.1) -> T:

@@ -28,17 +28,10 @@ from typing import Any
 import pytest
 
 from tests.integration.cluster import Cluster
-from tests.integration.multi import create_topic
+from tests.integration.multi import THREE_BROKER_TXN_OVERRIDES, create_topic
 
 pytestmark = pytest.mark.integration
 
-OVERRIDES = {"transaction.state.log.replication.factor": "3",
-             "transaction.state.log.min.isr": "2",
-             "transaction.state.log.num.partitions": "3",
-             "offsets.topic.replication.factor": "3",
-             "offsets.topic.num.partitions": "3",
-             "min.insync.replicas": "2",
-             "default.replication.factor": "3"}
 
 ITERATIONS = 1000
 ABORTED_RECORDS = 100
@@ -53,7 +46,8 @@ WALL_S = 90.0           # the whole loop, a bound (20-26 s on a 2-core machine)
 
 @pytest.fixture(scope="module")
 def cluster(zookeeper: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    c = Cluster(zookeeper, tmp_path_factory.mktemp("txn-race"), size=3, overrides=OVERRIDES)
+    c = Cluster(zookeeper, tmp_path_factory.mktemp("txn-race"), size=3,
+                overrides=THREE_BROKER_TXN_OVERRIDES)
     c.start()
     try:
         yield c
