@@ -179,6 +179,19 @@ def watch(broker: Any) -> Any:
     return broker.cluster.watch_config_entity_changes(on_change)
 
 
+async def catch_up(broker: Any) -> None:
+    """Adopt the default and this broker's entries as ZooKeeper holds them now.
+
+    DescribeConfigs calls this first, so a describe answered by any broker shows an
+    alter another broker acknowledged before it (the alter's ZooKeeper write precedes
+    its response; the change notification may not have reached this broker yet).
+    Kafka's ZooKeeper mode answers from the broker's cache and can show the old value."""
+    if not hasattr(broker.cluster, "get_data"):
+        return
+    await _reload(broker, DEFAULT_ENTITY)
+    await _reload(broker, str(broker.broker_id))
+
+
 async def _reload(broker: Any, name: str) -> None:
     try:
         default = name == DEFAULT_ENTITY
@@ -194,4 +207,4 @@ async def _reload(broker: Any, name: str) -> None:
         log.exception("dynamic config change of brokers/%s not applied", name)
 
 
-__all__ = ["refresh", "watch", "adopt_entry", "read_entry", "static_of", "layers_of"]
+__all__ = ["refresh", "watch", "catch_up", "adopt_entry", "read_entry", "static_of", "layers_of"]

@@ -131,6 +131,8 @@ def broker_id_of(config: BrokerConfig, name: str) -> None:
 
 
 async def _describe_rows(broker: Any, rtype: int, name: str) -> list[ConfigEntry]:
+    if rtype in (TOPIC, BROKER):
+        await live.catch_up(broker)     # read-your-writes across brokers (live.catch_up)
     if rtype == TOPIC:
         try:
             topic_names.validate(name)

@@ -208,6 +208,25 @@ def test_notification_reloads_the_entry() -> None:
     assert b.logs.logs[("plain", 0)].config.segment_bytes == 4096
 
 
+def test_catch_up_shows_an_alter_made_through_another_broker_before_its_notification() -> None:
+    # Broker 1 stored both entries (its alter answered); this broker has had no
+    # notification yet. catch_up (run by DescribeConfigs first) reads them from ZooKeeper.
+    b = FakeBroker()
+    live.static_of(b)
+    assert b.logs.logs[("plain", 0)].config.segment_bytes != 4096
+    b.cluster.nodes["/config/brokers/<default>"] = (json.dumps({"version": 1, "config": {
+        "log.segment.bytes": "4096"}}).encode(), 0)
+    b.cluster.nodes["/config/brokers/0"] = (json.dumps({"version": 1, "config": {
+        "log.retention.ms": "500"}}).encode(), 0)
+    asyncio.run(live.catch_up(b))
+    assert b.logs.logs[("plain", 0)].config.segment_bytes == 4096
+    assert b.dynamic_configs == {"log.retention.ms": "500"}
+    rows = {r.name: r for r in describe.broker_rows(b.config, live.layers_of(b))}
+    assert (rows["log.segment.bytes"].value, rows["log.segment.bytes"].source) == \
+        ("4096", S.DYNAMIC_DEFAULT_BROKER_CONFIG)
+    assert rows["log.retention.ms"].source == S.DYNAMIC_BROKER_CONFIG
+
+
 # ---- BROKER_LOGGER ------------------------------------------------------------------------
 
 def test_logger_levels_set_described_and_unset() -> None:
