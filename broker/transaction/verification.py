@@ -13,7 +13,8 @@ knows, and the partition's last stable offset hangs there for ever.
     PRODUCER_FENCED                            INVALID_PRODUCER_EPOCH (what producers expect)
     CONCURRENT_TRANSACTIONS, COORDINATOR_LOAD_IN_PROGRESS,
     COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR NOT_ENOUGH_REPLICAS (the producer retries)
-    no answer (connection lost, timeout)       NETWORK_EXCEPTION (retriable)
+    no answer (connection lost, timeout)       NOT_ENOUGH_REPLICAS (Kafka: NETWORK_EXCEPTION
+                                               from the AddPartitionsToTxnManager, mapped so)
     coordinator without AddPartitionsToTxn v4  verified (verification skipped, as Kafka)
 
 The coordinator is the leader of the id's ``__transaction_state`` partition; when that
@@ -86,7 +87,9 @@ class TxnVerifier:
             except (KafkaConnectionError, ConnectionError, OSError, asyncio.TimeoutError) as e:
                 log.info("verification of %r with broker %d failed: %s", transactional_id,
                          coordinator, e)
-                return dict.fromkeys(partitions, ErrorCode.NETWORK_EXCEPTION)
+                # not NETWORK_EXCEPTION itself: librdkafka takes that produce error as
+                # permanent (the transaction becomes abortable, its queue purged)
+                return dict.fromkeys(partitions, ErrorCode.NOT_ENOUGH_REPLICAS)
         if top != ErrorCode.NONE:
             return dict.fromkeys(partitions, produce_error(top))
         return {tp: produce_error(answers.get(tp, ErrorCode.INVALID_TXN_STATE))

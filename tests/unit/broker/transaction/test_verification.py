@@ -113,7 +113,7 @@ def test_the_verifier_asks_the_local_or_the_remote_coordinator() -> None:
 
     assert ask("mine") == {("t", 1): ErrorCode.INVALID_TXN_STATE} and local == ["mine"]
     assert ask("theirs") == {("t", 0): ErrorCode.INVALID_PRODUCER_EPOCH}
-    assert ask("gone") == dict.fromkeys(tps, ErrorCode.NETWORK_EXCEPTION)
+    assert ask("gone") == dict.fromkeys(tps, ErrorCode.NOT_ENOUGH_REPLICAS)
     assert ask("old") == {}                                      # verification skipped
     assert ask("moving") == dict.fromkeys(tps, ErrorCode.NOT_ENOUGH_REPLICAS)
     assert ask("nobody") == dict.fromkeys(tps, ErrorCode.NOT_ENOUGH_REPLICAS)
