@@ -36,10 +36,15 @@ for librdkafka it is another broker (``SHARED_COORDINATOR``): librdkafka cannot 
 TxnOffsetCommit to a group coordinator that moved while its old broker is paused or
 gone from the metadata (it waits for a broker connection to change state:
 confluentinc/librdkafka#5511), a client stall the test would report as the broker's.
-Fault 3 may still kill librdkafka's group coordinator (the controller is where the
-elections put it); ``CTP_LOOP_DEBUG=eos,broker,protocol`` shows the client's side
-should the confluent loop stall there ("Decommissioning this broker" for the group
-coordinator and no TxnOffsetCommit sent is that client bug).
+The elections of faults 1 and 2 can make librdkafka's group coordinator the controller,
+which fault 3 kills: the same client bug then hangs send_offsets_to_transaction (the
+killed broker leaves the Metadata brokers, librdkafka decommissions it and never
+re-queries the coordinator -- also against Apache Kafka, whose Metadata lists only live
+brokers too). Before fault 3 the test then moves the group's coordinator to another
+broker (``Run.move_group_coordinator``: replicas reordered, preferred election).
+``CTP_LOOP_DEBUG=eos,broker,protocol`` shows the client's side should the confluent
+loop stall ("Decommissioning this broker" for the group coordinator and no
+TxnOffsetCommit sent is that client bug).
 
 Before issue 27's fix the previous transaction's markers could stay unwritten after a
 kill (the coordinator's marker task gave up when an ISR change bumped the
@@ -324,6 +329,41 @@ class Run:
         self.say("roles: " + ", ".join(f"{k} {v}" for k, v in got.items()))
         return got
 
+    def move_group_coordinator(self, away_from: int) -> None:
+        """Make another replica lead the group's ``__consumer_offsets`` partition: the
+        replicas reordered with ``away_from`` last (AlterPartitionReassignments, no data
+        moves), then a preferred leader election; waits until FindCoordinator names the
+        new leader. The loop's client meets NOT_COORDINATOR from a live broker and finds
+        the new coordinator, as at any coordinator move."""
+        from client.admin import KafkaAdmin
+        from broker.coordinator.coordinator_types import partition_for_group
+
+        live = next(b for b in self.cluster.brokers if b.running)
+        offsets = partitions(live, ["__consumer_offsets"])
+        tp = ("__consumer_offsets", partition_for_group(self.group, len(offsets)))
+        replicas = list(offsets[tp].replica_nodes)
+        order = [r for r in replicas if r != away_from] + [away_from]
+
+        async def move() -> None:
+            admin = KafkaAdmin(self.cluster.bootstrap, timeout=10)
+            try:
+                (error, message), per = await admin.alter_partition_reassignments({tp: order})
+                assert error == 0 and per[tp][0] == 0, (error, message, per)
+                for _ in range(100):
+                    _, ongoing = await admin.list_partition_reassignments([tp])
+                    if tp not in ongoing:
+                        break
+                    await asyncio.sleep(0.1)
+                error, results = await admin.elect_leaders([tp])
+                assert error == 0 and results[tp][0] == 0, (error, results)
+            finally:
+                await admin.close()
+        asyncio.run(move())
+        self.wait(lambda: coordinator(self.cluster, self.group, self.paused, 0) == order[0],
+                  10, f"group {self.group} coordinated by broker {order[0]}")
+        self.say(f"group {self.group}: coordinator moved from broker {away_from} to "
+                 f"{order[0]} ({tp[0]}-{tp[1]} replicas {order}, preferred election)")
+
     # -- faults -------------------------------------------------------------------------
 
     def _in_thread(self, name: str, body: Callable[[], None]) -> None:
@@ -461,8 +501,11 @@ def run_client(client: str, zk: str, tmp_path: Path, java_classpath: str) -> Non
         # 2. the transaction coordinator, paused past the session timeout
         roles = run.roles()
         run.fault(2, "SIGSTOP of the transaction coordinator", roles["transaction coordinator"])
-        # 3. the controller
+        # 3. the controller (for librdkafka not its group coordinator: see the docstring)
         roles = run.roles()
+        if not SHARED_COORDINATOR[client] and roles["group coordinator"] == roles["controller"]:
+            run.move_group_coordinator(roles["controller"])
+            roles = run.roles()
         run.fault(3, "kill -9 of the controller", roles["controller"])
 
         if loop.done:
