@@ -36,23 +36,38 @@ class FrameBuffer:
         self._buf = bytearray()  # unconsumed bytes; starts at a frame boundary
 
     def feed(self, data: bytes | bytearray | memoryview) -> list[bytes]:
-        self._buf += data
+        # Each frame is copied once out of what arrived (bytes of a memoryview slice),
+        # plus once into the buffer when it spans reads: with nothing buffered the
+        # frames are cut from ``data`` itself and only an incomplete tail is kept.
         frames: list[bytes] = []
+        if not self._buf:
+            with memoryview(data) as view:
+                pos = self._split(view, frames)
+                if pos < len(view):
+                    self._buf += view[pos:]
+            return frames
+        self._buf += data
         buf = self._buf
-        pos = 0
-        while len(buf) - pos >= 4:
-            (size,) = _SIZE.unpack_from(buf, pos)
+        with memoryview(buf) as view:
+            pos = self._split(view, frames)
+        if pos:
+            del buf[:pos]  # one compaction per feed keeps this linear
+        return frames
+
+    def _split(self, view: memoryview, frames: list[bytes]) -> int:
+        """Append the complete frames at the start of ``view``; -> bytes consumed."""
+        pos, end = 0, len(view)
+        while end - pos >= 4:
+            (size,) = _SIZE.unpack_from(view, pos)
             if size < 0:
                 raise InvalidFrameSize(f"negative frame size {size}")
             if size > self.max_frame_size:
                 raise FrameTooLarge(size, self.max_frame_size)
-            if len(buf) - pos - 4 < size:
+            if end - pos - 4 < size:
                 break
-            frames.append(bytes(buf[pos + 4:pos + 4 + size]))
+            frames.append(bytes(view[pos + 4:pos + 4 + size]))
             pos += 4 + size
-        if pos:
-            del buf[:pos]  # one compaction per feed keeps this linear
-        return frames
+        return pos
 
     @property
     def buffered(self) -> int:

@@ -9,11 +9,12 @@ fuzzer measured it: tests/fuzz). So ``ReplicaManager.append_records`` sends the
 *heavy* data of a produce request to a worker thread before appending:
 
 * heavy: a compressed batch (its inflated size is unknown until inflated), or more
-  than ``HEAVY_RECORDS`` records in one uncompressed batch;
+  than ``HEAVY_RECORDS`` records in one uncompressed batch (1,000 with the Python
+  walk, 50,000 with the C walk);
 * in the thread, ``partition.validate_records`` runs exactly as the append would
   (headers, CRC, max.message.bytes, every record against the topic's rules); zlib and
   cramjam inflate without the GIL, so does the C walk of a batch of more than
-  HEAVY_RECORDS records (a smaller one keeps it: it may run on the event loop), and the
+  1,000 records (a smaller one keeps it), and the
   Python walk hands the GIL to the event loop every switch interval (5 ms), so the loop
   keeps answering;
 * the answers come back per partition: a KafkaError to answer with, or None (valid);
@@ -45,8 +46,12 @@ from protocol.errors import ErrorCode, KafkaError
 from protocol.recompress import needs_recompression, recompress, target_codec
 
 TopicPartition = tuple[str, int]
-HEAVY_RECORDS = 1000      # ~0.7 ms of Python walk: above it, a thread hop is the cheaper
-                          # (protocol/_record_walk.c lets go of the GIL above the same 1000)
+# Above this many records in one uncompressed batch, the walk goes to a thread. The
+# Python walk: 1,000 (~0.7 ms). The C walk (record_validation.NATIVE): 50,000 (~0.75 ms
+# at 15 ns a record); below that a hop costs more than it saves -- measured with
+# bench/throughput.py, 100 B records in batches of 10,000: the loop waited for the GIL
+# the worker took (ThreadPoolExecutor.submit was 17 % of the broker's busy samples).
+HEAVY_RECORDS = 50_000 if record_validation.NATIVE else 1000
 
 
 def is_heavy(data: Any) -> bool:

@@ -7,12 +7,12 @@
 
 While failing, every write-side call of the ``os`` module (and ``open`` for writing)
 on a path under ``root`` -- or on a descriptor whose file is under it -- raises
-``OSError(errno)``: ``write``, ``pwrite``, ``fsync``, ``ftruncate``, ``truncate``,
+``OSError(errno)``: ``write``, ``pwrite``, ``pwritev``, ``fsync``, ``ftruncate``, ``truncate``,
 ``posix_fallocate``, ``open`` with a write flag, ``replace``, ``rename``,
 ``unlink``/``remove``, ``mkdir``, ``rmdir``. With ``errno.ENOSPC`` only the calls
-that need space fail (``write``, ``pwrite``, ``posix_fallocate``, a new file), as
-on a full disk; ``short_write`` makes the first failing ``pwrite`` write half
-of its buffer first, as a full disk does mid-batch. Reads still work, as on a
+that need space fail (``write``, ``pwrite``, ``pwritev``, ``posix_fallocate``, a new
+file), as on a full disk; ``short_write`` makes the first failing ``pwrite`` or
+``pwritev`` write half of its bytes first, as a full disk does mid-batch. Reads still work, as on a
 failed ext4. Stores into an existing mmap'd page cannot be stopped (neither can
 they on a real disk: they fail at msync/writeback). ``calls`` counts what was
 refused, so a test can check that nothing touched the disk.
@@ -30,7 +30,7 @@ from typing import Any, Callable
 
 _READLINK = os.readlink
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
-_SPACE_CALLS = {"write", "pwrite", "posix_fallocate", "create"}
+_SPACE_CALLS = {"write", "pwrite", "pwritev", "posix_fallocate", "create"}
 
 
 class FailingDir:
@@ -132,6 +132,16 @@ class FailingDir:
                 return int(original(fd, data, offset))
             return patched
 
+        def pwritev(original: Any) -> Any:
+            def patched(fd: int, buffers: Any, offset: int) -> int:
+                whole = b"".join(bytes(memoryview(b)) for b in buffers)
+                if self.failing and self.short_write and self._under_fd(fd) and len(whole) > 1:
+                    self.short_write = False            # half of it lands, then the disk is full
+                    return int(original(fd, [whole[:len(whole) // 2]], offset))
+                self._refuse("pwritev", self._under_fd(fd))
+                return int(original(fd, buffers, offset))
+            return patched
+
         def os_open(original: Any) -> Any:
             def patched(path: Any, flags: int, *args: Any, **kw: Any) -> int:
                 if flags & _WRITE_FLAGS:
@@ -153,6 +163,7 @@ class FailingDir:
         for name in ("write", "fsync", "ftruncate", "posix_fallocate"):
             self._swap(os, name, on_fd(name))
         self._swap(os, "pwrite", pwrite)
+        self._swap(os, "pwritev", pwritev)
         for name in ("truncate", "unlink", "remove", "mkdir", "rmdir"):
             self._swap(os, name, on_path(name))
         for name in ("replace", "rename"):
