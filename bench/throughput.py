@@ -1,0 +1,152 @@
+"""Throughput of one broker driven by a C client (rdkperf on librdkafka), so that the
+client is not the bound, with the native record path and with the pure-Python fallback
+(issue 28).
+
+    python bench/throughput.py [--runs 3] [--paths native,python] [--partitions 1]
+                               [--loads produce-100,produce-1k,consume-1k,consume-100]
+                               [--rdkperf PATH] [--broker-config key=value ...]
+
+rdkperf is ``../shared/bench/rdkperf.c``, built by ``sh ../shared/bench/build-rdkperf.sh``
+(about 4 minutes once; the path it prints is what ``--rdkperf`` takes; by default
+``~/.cache/rdkperf/rdkperf``, built there when missing). Per path (``native``: the C
+record walk, the default; ``python``: PYBROKER_NATIVE=0 in the broker's environment) a
+ZooKeeper and one broker are started; per run and record size a fresh topic of
+``--partitions`` partitions (replication factor 1):
+
+- produce-<size>: rdkperf produce, acks=1, linger 5 ms, 1 MB batches, no compression,
+  N records of <size> bytes, every delivery report awaited;
+- consume-<size>: rdkperf consume of those N records from offset 0 (no group);
+
+and for each the broker's CPU time (user + system, all threads, /proc/<pid>/stat) over
+the load, as CPU % of one core and seconds per GB moved, beside rdkperf's own CPU %
+(on a 2-core machine a client near 100-150 % is the bound, not the broker). Figures are medians over the
+runs, with the native/python ratio. Issue 28's targets: 100 B produce >= 2.5 M msg/s;
+1 KiB produce >= 500 MB/s; 1 KiB consume >= 1.5 GB/s; 100 B consume >= 2 M msg/s;
+<= 1.2 s of broker CPU per GB.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from _env import (REPO, add_broker_config_option, broker_configs,  # type: ignore[import-not-found]  # noqa: E501
+                  command_line, create_topic, delete_topic, one_broker)
+
+SIZES = {"100": 100, "1k": 1024}
+COUNTS = {100: 4_000_000, 1024: 1_000_000}        # records per load
+TARGETS = {("produce", 100): ("msg/s", 2.5e6), ("produce", 1024): ("MB/s", 500.0),
+           ("consume", 1024): ("MB/s", 1500.0), ("consume", 100): ("msg/s", 2e6)}
+CPU_PER_GB_TARGET = 1.2
+TICK = os.sysconf("SC_CLK_TCK")
+DEFAULT_RDKPERF = Path.home() / ".cache" / "rdkperf" / "rdkperf"
+
+
+def rdkperf_binary(given: str | None) -> Path:
+    if given:
+        return Path(given)
+    if not DEFAULT_RDKPERF.exists():
+        out = subprocess.run(["sh", str(REPO.parent / "shared" / "bench" / "build-rdkperf.sh")],
+                             check=True, capture_output=True, text=True).stdout
+        return Path(out.strip().splitlines()[-1])
+    return DEFAULT_RDKPERF
+
+
+def cpu_seconds(pid: int) -> float:
+    """utime + stime of every thread of ``pid`` so far (fields 14, 15 of /proc/pid/stat)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICK
+
+
+def run_load(binary: Path, mode: str, bootstrap: str, topic: str, n: int, size: int,
+             partitions: int, pid: int) -> dict[str, float]:
+    cpu0, t0 = cpu_seconds(pid), time.perf_counter()
+    kids0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    res = subprocess.run([str(binary), mode, bootstrap, topic, str(n), str(size),
+                          str(partitions), "1"], capture_output=True, text=True, timeout=600)
+    wall, cpu = time.perf_counter() - t0, cpu_seconds(pid) - cpu0
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    client = kids.ru_utime + kids.ru_stime - kids0.ru_utime - kids0.ru_stime
+    if res.returncode != 0:
+        raise SystemExit(f"rdkperf {mode} failed ({res.returncode}): {res.stderr[-2000:]}")
+    words = res.stdout.split()      # "<mode> <msg/s> msg/s <MB/s> MB/s errors=<n> ..."
+    errors = int(words[5].split("=")[1])
+    if errors:
+        raise SystemExit(f"rdkperf {mode}: {errors} errors: {res.stdout}")
+    gb = n * size / 1e9
+    return {"msg/s": float(words[1]), "MB/s": float(words[3]), "cpu%": 100 * cpu / wall,
+            "cpu s/GB": cpu / gb, "client%": 100 * client / wall}
+
+
+def measure(path: str, args: argparse.Namespace, binary: Path
+            ) -> dict[tuple[str, int], list[dict[str, float]]]:
+    if path == "python":
+        os.environ["PYBROKER_NATIVE"] = "0"
+    else:
+        os.environ.pop("PYBROKER_NATIVE", None)
+    loads = [(load.split("-")[0], SIZES[load.split("-")[1]]) for load in args.loads.split(",")]
+    out: dict[tuple[str, int], list[dict[str, float]]] = {load: [] for load in loads}
+    with one_broker(broker_configs(args)) as broker:
+        assert broker.pid is not None
+        for _ in range(args.runs):
+            for size in sorted({s for _, s in loads}):
+                n = COUNTS[size]
+                topic = create_topic(broker.bootstrap, args.partitions, prefix=f"tp{size}")
+                try:
+                    figures = run_load(binary, "produce", broker.bootstrap, topic, n, size,
+                                       args.partitions, broker.pid)
+                    if ("produce", size) in out:
+                        out[("produce", size)].append(figures)
+                    if ("consume", size) in out:
+                        out[("consume", size)].append(run_load(
+                            binary, "consume", broker.bootstrap, topic, n, size,
+                            args.partitions, broker.pid))
+                finally:
+                    delete_topic(broker.bootstrap, topic)
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--paths", default="native,python")
+    ap.add_argument("--loads", default="produce-100,produce-1k,consume-1k,consume-100")
+    ap.add_argument("--partitions", type=int, default=1)
+    ap.add_argument("--rdkperf")
+    add_broker_config_option(ap)
+    args = ap.parse_args()
+    binary = rdkperf_binary(args.rdkperf)
+    results = {path: measure(path, args, binary) for path in args.paths.split(",")}
+    print(f"# {command_line()}")
+    print(f"# one broker, {args.partitions} partition(s), acks=1, medians of {args.runs}")
+    medians: dict[str, dict[tuple[str, int], dict[str, float]]] = {}
+    for path, loads in results.items():
+        medians[path] = {load: {k: statistics.median(r[k] for r in runs) for k in runs[0]}
+                         for load, runs in loads.items() if runs}
+        for (mode, size), m in medians[path].items():
+            unit, target = TARGETS.get((mode, size), ("MB/s", 0.0))
+            verdict = (f"  [target {unit} >= {target:g}: "
+                       f"{'met' if m[unit] >= target else 'NOT met'}]") if target else ""
+            cpu = (f"  [target <= {CPU_PER_GB_TARGET:g}: "
+                   f"{'met' if m['cpu s/GB'] <= CPU_PER_GB_TARGET else 'NOT met'}]")
+            print(f"{path:<7} {mode}-{size:<5} {m['msg/s'] / 1e6:7.3f} M msg/s "
+                  f"{m['MB/s']:9.1f} MB/s  broker CPU {m['cpu%']:5.0f} % "
+                  f"{m['cpu s/GB']:6.2f} s/GB{cpu}{verdict}  rdkperf CPU {m['client%']:4.0f} %",
+                  flush=True)
+    if "native" in medians and "python" in medians:
+        for load, m in medians["native"].items():
+            p = medians["python"].get(load)
+            if p:
+                print(f"native/python {load[0]}-{load[1]}: {m['msg/s'] / p['msg/s']:.2f}x "
+                      f"throughput, {m['cpu s/GB'] / p['cpu s/GB']:.2f}x CPU per GB")
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
