@@ -40,6 +40,7 @@ from typing import Any
 from broker.listeners import Endpoint
 from broker.network.connection import Connection
 from broker.network.connection_quotas import UNLIMITED
+from broker.network.frame_stream import FrameStream
 from broker.network.limits import NetworkLimits
 from broker.security.listeners import PLAINTEXT_LISTENER, ListenerSecurity
 from broker.security.principal import NoMatchingRule
@@ -126,28 +127,37 @@ class KafkaServer:
         task = asyncio.current_task()
         assert task is not None
         limits = self.limits
-        writer: asyncio.StreamWriter | None = None
+        writer: asyncio.StreamWriter | FrameStream | None = None
         try:
             loop = asyncio.get_running_loop()
             if conn_sock.family in (socket.AF_INET, socket.AF_INET6):
                 conn_sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            reader = asyncio.StreamReader(limit=STREAM_LIMIT)
-            protocol = asyncio.StreamReaderProtocol(reader)
-            try:
-                transport, _ = await loop.connect_accepted_socket(lambda: protocol, conn_sock)
-            except OSError as e:
-                log.debug("connection from %s: %s", ip, e)
-                conn_sock.close()
-                return
-            writer = asyncio.StreamWriter(transport, protocol, reader, loop)
             stream: Any = None
             if self.security.uses_tls:
+                reader = asyncio.StreamReader(limit=STREAM_LIMIT)
+                protocol = asyncio.StreamReaderProtocol(reader)
+                try:
+                    transport, _ = await loop.connect_accepted_socket(lambda: protocol,
+                                                                      conn_sock)
+                except OSError as e:
+                    log.debug("connection from %s: %s", ip, e)
+                    conn_sock.close()
+                    return
+                writer = asyncio.StreamWriter(transport, protocol, reader, loop)
                 stream = await self._start_tls(reader, writer)
                 if stream is None:
                     return
+            else:   # plaintext: frames received in place (broker/network/frame_stream.py)
+                stream = FrameStream(self.broker.config.socket_request_max_bytes)
+                try:
+                    await loop.connect_accepted_socket(lambda: stream, conn_sock)
+                except OSError as e:
+                    log.debug("connection from %s: %s", ip, e)
+                    conn_sock.close()
+                    return
+                writer = stream
             try:
-                conn = Connection(self.broker, stream or reader, stream or writer,
-                                  self.security, limits)
+                conn = Connection(self.broker, stream, stream, self.security, limits)
             except NoMatchingRule as e:
                 log.info("Failed authentication with /%s (listener=%s) (%s)",
                          _peer(writer), self.endpoint.name, e)

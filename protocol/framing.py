@@ -42,37 +42,124 @@ class FrameBuffer:
         frames: list[bytes] = []
         if not self._buf:
             with memoryview(data) as view:
-                pos = self._split(view, frames)
+                pos = _split(view, frames, self.max_frame_size)
                 if pos < len(view):
                     self._buf += view[pos:]
             return frames
         self._buf += data
         buf = self._buf
         with memoryview(buf) as view:
-            pos = self._split(view, frames)
+            pos = _split(view, frames, self.max_frame_size)
         if pos:
             del buf[:pos]  # one compaction per feed keeps this linear
         return frames
-
-    def _split(self, view: memoryview, frames: list[bytes]) -> int:
-        """Append the complete frames at the start of ``view``; -> bytes consumed."""
-        pos, end = 0, len(view)
-        while end - pos >= 4:
-            (size,) = _SIZE.unpack_from(view, pos)
-            if size < 0:
-                raise InvalidFrameSize(f"negative frame size {size}")
-            if size > self.max_frame_size:
-                raise FrameTooLarge(size, self.max_frame_size)
-            if end - pos - 4 < size:
-                break
-            frames.append(bytes(view[pos + 4:pos + 4 + size]))
-            pos += 4 + size
-        return pos
 
     @property
     def buffered(self) -> int:
         """Bytes held for a frame not yet complete."""
         return len(self._buf)
+
+
+class FrameReceiver:
+    """Frames received in place: the transport reads into the buffers this hands out
+    (``writable``, for a ``recv_into``) and ``commit`` says how much it put there. The
+    same frames and refusals as ``FrameBuffer.feed``, with fewer copies: small frames
+    arrive in one buffer of ``READ_CHUNK`` bytes and are cut out of it (one copy
+    each); the body of a frame larger than that is received into chunks of at most
+    ``MAX_CHUNK`` bytes, each allocated when the last one is full and the transport
+    asks for more, and joined once into the frame's bytes. So what is held stays within what arrived plus one
+    chunk, whatever size a frame header claims, and a size above ``max_frame_size``
+    is refused as soon as its 4 bytes are in.
+
+    Invariants: ``_small[:_end]`` holds the unconsumed bytes from a frame boundary
+    when no large frame is in progress (``_parts`` empty); while one is, its header is
+    consumed, ``_parts`` holds (chunk, bytes filled) and ``_got`` of ``_size`` body
+    bytes are in. A buffer handed out is never resized afterwards (a transport may
+    still hold a view of it when it calls ``commit``): storage grows by replacement.
+    """
+
+    READ_CHUNK = 16 * 1024
+    MAX_CHUNK = 256 * 1024
+
+    __slots__ = ("max_frame_size", "_small", "_end", "_parts", "_size", "_got")
+
+    def __init__(self, max_frame_size: int = 100 * 1024 * 1024) -> None:
+        self.max_frame_size = max_frame_size
+        self._small = bytearray()
+        self._end = 0
+        self._parts: list[tuple[bytearray, int]] = []
+        self._size = 0
+        self._got = 0
+
+    def writable(self) -> memoryview:
+        """A buffer for the next read (never empty)."""
+        if self._size:
+            chunk, filled = self._parts[-1]
+            if filled < len(chunk):                 # the rest of the last chunk first
+                return memoryview(chunk)[filled:]
+            chunk = bytearray(min(self._size - self._got, self.MAX_CHUNK))
+            self._parts.append((chunk, 0))
+            return memoryview(chunk)
+        if len(self._small) - self._end < self.READ_CHUNK // 2:
+            grown = bytearray(self._end + self.READ_CHUNK)
+            grown[:self._end] = self._small[:self._end]
+            self._small = grown
+        return memoryview(self._small)[self._end:]
+
+    def commit(self, n: int) -> list[bytes]:
+        """``n`` bytes were read into the last buffer handed out; -> complete frames.
+        Raises FrameTooLarge / InvalidFrameSize as ``FrameBuffer.feed``."""
+        frames: list[bytes] = []
+        if self._size:
+            chunk, filled = self._parts[-1]
+            self._parts[-1] = (chunk, filled + n)
+            self._got += n
+            if self._got < self._size:
+                return frames
+            frames.append(b"".join(memoryview(c)[:filled] for c, filled in self._parts))
+            self._parts, self._size, self._got = [], 0, 0
+            return frames
+        self._end += n
+        with memoryview(self._small) as whole:
+            with whole[:self._end] as view:
+                pos = _split(view, frames, self.max_frame_size)
+                rest = self._end - pos
+                if rest >= 4:
+                    (size,) = _SIZE.unpack_from(view, pos)
+                    if 4 + size > self.READ_CHUNK:     # a large frame begins: to chunks
+                        body = bytearray(view[pos + 4:self._end])
+                        self._parts = [(body, len(body))]
+                        self._size, self._got = size, len(body)
+                        pos, rest = self._end, 0
+        if pos:
+            if rest:
+                self._small[:rest] = self._small[pos:pos + rest]
+            self._end = rest
+        if not rest and len(self._small) > self.READ_CHUNK:
+            self._small = bytearray()       # a burst is over: give its storage back
+        return frames
+
+    @property
+    def buffered(self) -> int:
+        """Bytes held for a frame not yet complete."""
+        return self._end + (4 + self._got if self._size else 0)
+
+
+def _split(view: memoryview, frames: list[bytes], max_frame_size: int) -> int:
+    """Append the complete frames at the start of ``view``; -> bytes consumed. A size
+    prefix out of bounds raises as soon as its 4 bytes are there."""
+    pos, end = 0, len(view)
+    while end - pos >= 4:
+        (size,) = _SIZE.unpack_from(view, pos)
+        if size < 0:
+            raise InvalidFrameSize(f"negative frame size {size}")
+        if size > max_frame_size:
+            raise FrameTooLarge(size, max_frame_size)
+        if end - pos - 4 < size:
+            break
+        frames.append(bytes(view[pos + 4:pos + 4 + size]))
+        pos += 4 + size
+    return pos
 
 
 def size_prefixed(chunks: list[Any]) -> list[Any]:

@@ -2,9 +2,11 @@
 
 Theory of operation:
 
-1. Bytes read from the socket go through ``FrameBuffer``; a frame larger than
-   ``socket.request.max.bytes`` (or with a negative size) closes the
-   connection with a log line — nothing of it is buffered.
+1. Bytes read from the socket become frames: on plaintext listeners they are
+   received in place (``FrameStream`` / ``FrameReceiver``: one copy, the frame's
+   bytes), on TLS listeners read from the stream and split by ``FrameBuffer``. A
+   frame larger than ``socket.request.max.bytes`` (or with a negative size) closes
+   the connection with a log line — nothing of it is buffered.
 2. Requests are handled in arrival order and answered in that order. As in
    Kafka, the next request is not looked at while one is being handled (the
    connection is "muted"), with one exception: a Produce unmutes the
@@ -49,9 +51,9 @@ Theory of operation:
    nothing while it waits (it is muted while a request is handled), and every
    response waits for the one before it. A client that sends requests and never
    reads its responses therefore stops being read: what it costs the broker is
-   bounded by the reader's buffer (asyncio pauses the transport above twice the
-   stream limit), one read of ``READ_SIZE``, and one response above the
-   high-water mark.
+   bounded by one read (plaintext: the transport reads only while ``read_frames``
+   waits; TLS: the reader's buffer, paused above twice the stream limit, and one
+   read of ``READ_SIZE``) and one response above the high-water mark.
 9. ``request.timeout.ms`` bounds a frame: one begun (some of it read) and not
    complete that long after, while the connection was reading, closes the
    connection with a log line, so a client trickling a byte a second does not
@@ -76,6 +78,7 @@ import time
 from typing import Any
 
 from broker.context import BrokerServices, RequestContext
+from broker.network.frame_stream import FrameStream
 from broker.network.limits import NetworkLimits
 from broker.network.log_throttle import LogThrottle
 from broker.network.request_memory import Slot
@@ -87,7 +90,8 @@ from broker.metrics.request_timing import CURRENT as REQUEST_CLOCK
 from broker.metrics.request_timing import RequestClock, RequestMetrics, perf_counter
 from protocol.api_keys import ApiKey
 from protocol.codec import decode_from
-from protocol.framing import FrameBuffer, FrameTooLarge, InvalidFrameSize, size_prefixed
+from protocol.framing import (FrameBuffer, FrameReceiver, FrameTooLarge, InvalidFrameSize,
+                              size_prefixed)
 from protocol.headers import API_VERSIONS, RequestHeader, decode_request_header, encode_response
 from protocol.primitives import DecodeError, EncodeError
 from protocol.spec import wire_apis
@@ -108,8 +112,8 @@ _UNLIMITED = NetworkLimits.unlimited()
 
 
 class Connection:
-    def __init__(self, broker: BrokerServices, reader: asyncio.StreamReader,
-                 writer: asyncio.StreamWriter,
+    def __init__(self, broker: BrokerServices, reader: asyncio.StreamReader | FrameStream,
+                 writer: asyncio.StreamWriter | FrameStream,
                  security: ListenerSecurity = PLAINTEXT_LISTENER,
                  limits: NetworkLimits | None = None) -> None:
         self.id = next(_ids)
@@ -120,7 +124,11 @@ class Connection:
         self.peer = f"{peer[0]}:{peer[1]}" if peer else "?"
         self.client_software: tuple[str, str] | None = None
         config = broker.config
-        self.frames = FrameBuffer(config.socket_request_max_bytes)
+        # plaintext: the protocol receives frames in place; else split from the stream
+        self.frame_stream = reader if isinstance(reader, FrameStream) else None
+        self.frames: FrameBuffer | FrameReceiver = (
+            self.frame_stream.frames if self.frame_stream is not None
+            else FrameBuffer(config.socket_request_max_bytes))
         self.idle_timeout = config.connections_max_idle_ms / 1000
         self._last_read = 0.0        # loop time of the last read
         self._in_request = False     # a request is being handled (not idle)
@@ -169,26 +177,28 @@ class Connection:
                     await pool.wait_available()      # no new frame while memory is short
                 if self._muted_until:
                     await self._throttled()
-                data = await self.reader.read(READ_SIZE)
+                try:
+                    got = await self._read_frames()
+                except (FrameTooLarge, InvalidFrameSize) as e:
+                    # a TLS record begins 0x16 0x03: read as a size, 0x1603.... (too large)
+                    hint = " (a TLS handshake on a PLAINTEXT or SASL_PLAINTEXT listener?)" \
+                        if isinstance(e, FrameTooLarge) and e.size >> 16 == 0x1603 \
+                        and not self.security.uses_tls else ""
+                    BAD_INPUT_LOG.log("closing connection %s on listener %s: %s "
+                                      "(socket.request.max.bytes=%d)%s", self.peer,
+                                      self.listener, e, self.frames.max_frame_size, hint)
+                    return
                 self._last_read = now = loop.time()
-                if not data:
+                if got is None:
                     if self._pipelined:     # answer what was asked before the EOF
                         await asyncio.gather(*self._pipelined, return_exceptions=True)
                     if self._closed_idle:
                         log.info("closed idle connection %s after %.0f s", self.peer,
                                  self.idle_timeout)
                     return
-                pool.available -= len(data)
-                self._held += len(data)
-                try:
-                    frames = self.frames.feed(data)
-                except (FrameTooLarge, InvalidFrameSize) as e:
-                    hint = " (a TLS handshake on a PLAINTEXT or SASL_PLAINTEXT listener?)" \
-                        if data[:2] == b"\x16\x03" and not self.security.uses_tls else ""
-                    BAD_INPUT_LOG.log("closing connection %s on listener %s: %s "
-                                      "(socket.request.max.bytes=%d)%s", self.peer,
-                                      self.listener, e, self.frames.max_frame_size, hint)
-                    return
+                frames, received = got
+                pool.available -= received
+                self._held += received
                 if self.frames.buffered:        # a frame begun, not complete (9)
                     if frames or self._partial_since is None:
                         self._partial_since = now
@@ -234,6 +244,18 @@ class Connection:
             for task in list(self._pipelined):
                 task.cancel()
             self.writer.close()
+
+    async def _read_frames(self) -> tuple[list[bytes], int] | None:
+        """The frames the next read completes and the bytes it read; None at the end
+        of the stream. Plaintext: received in place (``FrameStream``); otherwise read
+        from the stream and split here."""
+        if self.frame_stream is not None:
+            return await self.frame_stream.read_frames()
+        data = await self.reader.read(READ_SIZE)
+        if not data:
+            return None
+        frames = self.frames.feed(data)     # (a refused size: before the bytes count)
+        return frames, len(data)
 
     def _check_idle(self) -> None:
         """Close the connection if nothing was read (and no request ran) for
