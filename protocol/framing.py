@@ -135,8 +135,10 @@ class FrameReceiver:
             if rest:
                 self._small[:rest] = self._small[pos:pos + rest]
             self._end = rest
-        if not rest and len(self._small) > self.READ_CHUNK:
-            self._small = bytearray()       # a burst is over: give its storage back
+        if not rest:
+            # nothing pending: give the storage back (an idle connection holds no
+            # buffer: 10,000 of them would hold 160 MB); the next read takes a fresh one
+            self._small = bytearray()
         return frames
 
     @property
