@@ -21,6 +21,15 @@ A transactional id's coordinator is found the same way in __transaction_state
 (transaction.state.log.num.partitions / replication.factor / min.isr), created on
 first use likewise.
 
+Beyond Kafka: a leader this broker's replica fetcher cannot reach (its last round
+failed on the connection: reset, refused, timed out, and none went through since) is
+not named either: COORDINATOR_NOT_AVAILABLE. After a kill -9 the metadata names the
+dead broker until ZooKeeper expires its session and the controller elects (~session
+timeout); a client told the dead broker caches it, and librdkafka then waits for a
+broker state change before asking again (confluentinc/librdkafka#5511), often until
+the dead broker is back. Told "not available", clients ask again within their back-off
+and find the new leader as soon as it is elected.
+
 Error messages as Kafka's ``Errors.message()``: "NONE" on success.
 """
 
@@ -85,6 +94,9 @@ async def _leader_of(broker: Any, topic: str, partition: int, owner: Any,
     node = (metadata.broker(leader) if listener is None else metadata.broker_on(leader, listener)
             ) if leader >= 0 else None
     if node is None:
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE, -1, "", -1
+    if leader != broker.broker_id and broker.replicas is not None \
+            and broker.replicas.fetchers.unreachable(leader):
         return ErrorCode.COORDINATOR_NOT_AVAILABLE, -1, "", -1
     return ErrorCode.NONE, node.id, node.host, node.port
 

@@ -145,6 +145,9 @@ class ReplicaFetcher:
         self._task: asyncio.Task[None] | None = None
         self._request_started: float | None = None     # monotonic; a round in flight
         self._closing: set[asyncio.Task[None]] = set()
+        # the last round failed on the connection (reset, refused, timed out) and none
+        # has gone through since: FindCoordinator does not name this leader meanwhile
+        self.unreachable = False
 
     def __repr__(self) -> str:
         return f"ReplicaFetcher(broker {self.broker_id} <- {self.leader_id}, {len(self.partitions)} partitions)"
@@ -208,6 +211,8 @@ class ReplicaFetcher:
         while True:
             try:
                 worked = await self.run_once()
+                if worked:
+                    self.unreachable = False
             except asyncio.CancelledError:
                 raise
             except LeaderUnknown:  # UpdateMetadata follows LeaderAndIsr closely: retry soon
@@ -216,6 +221,7 @@ class ReplicaFetcher:
             except (KafkaConnectionError, OSError, asyncio.TimeoutError) as e:
                 log.warning("fetcher for broker %d: %s; retrying in %d ms", self.leader_id, e,
                             self.backoff_ms)
+                self.unreachable = True
                 await self.endpoint.close()
                 await asyncio.sleep(self.backoff_ms / 1000)
                 continue
@@ -478,6 +484,13 @@ class ReplicaFetcherManager:
                     task = asyncio.get_running_loop().create_task(fetcher.stop())
                     self._stopping.add(task)
                     task.add_done_callback(self._stopping.discard)
+
+    def unreachable(self, leader_id: int) -> bool:
+        """Whether our fetcher from ``leader_id`` last failed on its connection (a
+        killed or cut-off leader, before ZooKeeper drops its session); False when we
+        fetch nothing from it."""
+        fetcher = self.fetchers.get(leader_id)
+        return fetcher is not None and fetcher.unreachable
 
     def fetcher_for(self, tp: TopicPartition) -> ReplicaFetcher | None:
         return next((f for f in self.fetchers.values() if tp in f.partitions), None)

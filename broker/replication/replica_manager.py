@@ -82,6 +82,8 @@ class FetcherSeam(Protocol):
 
     def remove_partitions(self, tps: Iterable[TopicPartition]) -> None: ...
 
+    def unreachable(self, leader_id: int) -> bool: ...
+
     async def shutdown(self) -> None: ...
 
 
@@ -101,6 +103,9 @@ class NoFetchers:
 
     def remove_partitions(self, tps: Iterable[TopicPartition]) -> None:
         pass
+
+    def unreachable(self, leader_id: int) -> bool:
+        return False
 
     async def shutdown(self) -> None:
         pass

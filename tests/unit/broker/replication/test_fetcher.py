@@ -359,3 +359,61 @@ def test_a_new_leader_and_isr_drops_a_connection_stuck_in_a_partition(
         assert endpoint.closes >= 1 and endpoint.calls == 2
         await f.stop()
     run(main())
+
+
+
+class _RefusingEndpoint:
+    """A leader that refuses connections until ``fail`` is cleared; then each request
+    waits for ``gate`` (so the fetcher's loop yields) and answers nothing."""
+
+    def __init__(self, leader_id: int) -> None:
+        self.leader_id = leader_id
+        self.fail = True
+        self.gate = asyncio.Event()
+
+    async def _call(self) -> dict:  # type: ignore[type-arg]
+        from client import KafkaConnectionError
+        if self.fail:
+            raise KafkaConnectionError("connection refused", "leader", 9092)
+        await self.gate.wait()
+        self.gate.clear()
+        return {}
+
+    async def fetch(self, partitions: dict) -> dict:  # type: ignore[type-arg]
+        return await self._call()
+
+    async def fetch_epoch_end_offsets(self, partitions: dict) -> dict:  # type: ignore[type-arg]
+        return await self._call()
+
+    async def close(self) -> None:
+        pass
+
+
+def test_a_leader_the_fetcher_cannot_reach_is_unreachable_until_a_round_goes_through(
+        tmp_path: Path) -> None:
+    """ReplicaFetcherManager.unreachable (FindCoordinator names no coordinator on such a
+    leader): set by a round that fails on the connection, cleared by one that works."""
+    from broker.replication.fetcher import ReplicaFetcherManager
+
+    async def main() -> None:
+        c = FakeCluster(tmp_path, ids=(1, 2))
+        c.elect(1)
+        endpoint = _RefusingEndpoint(1)
+        manager = ReplicaFetcherManager(3, lambda _leader: endpoint,  # type: ignore[arg-type,return-value]
+                                        backoff_ms=10)
+        assert not manager.unreachable(1)            # no fetcher from broker 1 yet
+        manager.add_partitions([c.nodes[2].partition()])
+        for _ in range(100):
+            if manager.unreachable(1):
+                break
+            await asyncio.sleep(0.01)
+        assert manager.unreachable(1) and not manager.unreachable(2)
+        endpoint.fail = False
+        for _ in range(100):
+            endpoint.gate.set()
+            await asyncio.sleep(0.01)
+            if not manager.unreachable(1):
+                break
+        assert not manager.unreachable(1)
+        await manager.shutdown()
+    run(main())
