@@ -13,6 +13,7 @@ Map (Kafka's class in brackets):
     txn_index.py        .txnindex aborted-transaction entries [TransactionIndex]
                         (not driven by log.py yet)
     segment.py          one segment: .log + .index + .timeindex [LogSegment]
+    batch_writes.py     the bytes an append writes (headers patched, pwritev) [FileRecords]
     log.py              one partition's segments: append, read, roll, truncate,
                         retention [UnifiedLog]
     log_types.py        what a log's append and read return, and its errors

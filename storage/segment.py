@@ -33,16 +33,15 @@ it (the inode lives while the fd does).
 from __future__ import annotations
 
 import bisect
-import errno
 import mmap
 import os
 from collections import deque
 from collections.abc import Callable, Iterator
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from protocol import records
 from protocol.records import HEADER_SIZE, MAGIC, BatchHeader
-from storage import checkpoints, filenames
+from storage import batch_writes, checkpoints, filenames
 from storage.config import LogConfig
 from storage.mmap_index import CorruptIndexError
 from storage.offset_index import OffsetIndex
@@ -408,7 +407,8 @@ class LogSegment:
         the batches' own (follower). ``leader_epoch`` is stamped into each
         batch when given; ``append_time`` makes the batches LogAppendTime.
 
-        The bytes go in with pwrite, as Kafka's FileChannel.write. (Through a
+        The bytes go in with pwrite(v), as Kafka's FileChannel.write
+        (``storage.batch_writes``: only the patched headers are copied). (Through a
         shared mapping, the first store into a sparse page costs a page fault
         with block allocation — measured ~300 us on ext4 against ~1 us for
         pwrite — which made a round of small appends to many partitions, one
@@ -420,56 +420,16 @@ class LogSegment:
         start = self.size
         if start + len(data) > INT32_MAX:   # index positions are 32-bit
             raise ValueError(f"append of {len(data)} bytes overflows segment {self.log_path}")
-        entries: list[tuple[int, int, int, int]] = []   # (position, size, last offset, max ts)
-        # The headers as written (offsets and epoch patched), for the recent deque.
-        written: list[tuple[int, BatchHeader]] = []
-        if append_time is not None:
-            # LogAppendTime re-CRCs each batch: patched in a copy of the whole data
-            buf = bytearray(data)
-            for i, (rel, header) in enumerate(batches):
-                base = header.base_offset if base_offsets is None else base_offsets[i]
-                records.patch_base_offset(buf, rel, base)
-                if leader_epoch is not None:
-                    records.patch_leader_epoch(buf, rel, leader_epoch)
-                records.set_log_append_time(buf, rel, append_time)
-                entries.append((start + rel, header.size, base + header.last_offset_delta,
-                                append_time))
-                written.append((rel, records.read_header(buf, rel)))
-            _pwrite_all(self._handle.fd, buf, start)   # a short write raises (ENOSPC, EIO)
-        else:
-            # baseOffset and partitionLeaderEpoch lie outside the CRC: only each batch's
-            # 61-byte header is copied and patched; the records go out of ``data`` as
-            # they are, one pwritev (no copy of a 1 MB produce request).
-            view = memoryview(data)
-            chunks: list[Any] = []
-            cursor = 0
-            for i, (rel, header) in enumerate(batches):
-                base = header.base_offset if base_offsets is None else base_offsets[i]
-                if base_offsets is not None or leader_epoch is not None:
-                    head = bytearray(view[rel:rel + HEADER_SIZE])
-                    if base_offsets is not None:
-                        records.patch_base_offset(head, 0, base)
-                    if leader_epoch is not None:
-                        records.patch_leader_epoch(head, 0, leader_epoch)
-                    if rel > cursor:
-                        chunks.append(view[cursor:rel])
-                    chunks.append(head)
-                    cursor = rel + HEADER_SIZE
-                    written.append((rel, records.read_header(head, 0)))
-                else:
-                    written.append((rel, header))
-                entries.append((start + rel, header.size, base + header.last_offset_delta,
-                                header.max_timestamp))
-            if cursor < len(view):
-                chunks.append(view[cursor:])
-            _pwritev_all(self._handle.fd, chunks, start)
+        written = batch_writes.write_batches(self._handle.fd, data, start, batches,
+                                             base_offsets, leader_epoch, append_time)
         if start == 0:
             self._rolling_ts_loaded = False  # the first batch sets it
         tail = (self._next_offset, self._max_ts, self._offset_of_max_ts, self._bytes_since_index,
                 self.offset_index.entries, self.time_index.entries)
         try:
-            for entry in entries:           # indexed only once the bytes are in the file
-                self._index_batch(*entry)
+            for rel, h in written:          # indexed only once the bytes are in the file
+                self._index_batch(start + rel, h.size, h.base_offset + h.last_offset_delta,
+                                  h.max_timestamp)
         except OSError:
             # an index write failed (its dir is going offline): the segment ends where it
             # did, so the log end offset does not move past what the append answers
@@ -556,39 +516,6 @@ class LogSegment:
         self._close_indexes()
         self._rolling_ts_loaded = False
         return file_size - valid if truncate else 0
-
-
-try:
-    _IOV_MAX = max(16, os.sysconf("SC_IOV_MAX"))     # buffers one pwritev takes
-except (ValueError, OSError):
-    _IOV_MAX = 1024
-
-
-def _pwritev_all(fd: int, chunks: list[Any], position: int) -> None:
-    """pwritev ``chunks`` (buffers) at ``position``, at most IOV_MAX at a time; a short
-    write is finished with pwrite of the rest (a full disk raises ENOSPC)."""
-    for first in range(0, len(chunks), _IOV_MAX):
-        group = chunks[first:first + _IOV_MAX]
-        total = sum(memoryview(c).nbytes for c in group)
-        done = os.pwritev(fd, group, position)
-        if done < total:
-            rest = b"".join(bytes(c) for c in group)
-            _pwrite_all(fd, memoryview(rest)[done:], position + done)
-        position += total
-
-
-def _pwrite_all(fd: int, buf: bytes | bytearray | memoryview, position: int) -> None:
-    """pwrite all of ``buf`` at ``position``: a short write is retried for the rest,
-    so a full disk raises its own OSError (ENOSPC) rather than returning a count."""
-    done = os.pwrite(fd, buf, position)
-    if done == len(buf):
-        return
-    view = memoryview(buf)
-    while done < len(view):
-        n = os.pwrite(fd, view[done:], position + done)
-        if n <= 0:
-            raise OSError(errno.EIO, f"pwrite wrote nothing at {position + done}")
-        done += n
 
 
 def _scan_valid(seg: LogSegment, file_size: int,
