@@ -514,9 +514,13 @@ class Connection:
 
     async def _send(self, api_key: int, version: int, correlation_id: int, body: Any) -> None:
         chunks = size_prefixed(encode_response(api_key, version, correlation_id, body))
-        # one writelines per response (a single writev on uvloop); a storage file
-        # slice is read out only here
-        self.writer.writelines([c.tobytes() if hasattr(c, "wire_size") else c for c in chunks])
+        if self.frame_stream is not None:      # plaintext: large file slices zero-copy
+            await self.frame_stream.write_response(chunks)
+        else:
+            # one writelines per response (a single writev on uvloop); a storage file
+            # slice is read out only here
+            self.writer.writelines([c.tobytes() if hasattr(c, "wire_size") else c
+                                    for c in chunks])
         await self.writer.drain()
 
 

@@ -54,6 +54,11 @@ class SliceRecords:
     def tobytes(self) -> bytes:
         return self.slice.read()
 
+    def file_region(self) -> tuple[int, int, int]:
+        """(fd, position, size) for sendfile (broker/network/frame_stream.py); the
+        fd stays open while this object holds the slice."""
+        return self.slice.fd, self.slice.position, self.slice.size
+
     def __bytes__(self) -> bytes:
         return self.slice.read()
 
