@@ -66,6 +66,10 @@ class MetadataCache:
     def partitions(self, topic: str) -> list[PartitionMeta]:
         return [m for _, m in sorted(self._topics.get(topic, {}).items())]
 
+    def partition_count(self, topic: str) -> int:
+        """How many partitions the cache knows of ``topic`` (0: unknown)."""
+        return len(self._topics.get(topic, ()))
+
     def partition(self, topic: str, partition: int) -> PartitionMeta | None:
         return self._topics.get(topic, {}).get(partition)
 
@@ -157,4 +161,4 @@ class MetadataCache:
 def partition_count_or(metadata: MetadataCache, topic: str, configured: int) -> int:
     """How many partitions ``topic`` has once it exists, else ``configured``: the
     coordinators hash ids onto __consumer_offsets / __transaction_state with it."""
-    return len(metadata.partitions(topic)) or int(configured)
+    return metadata.partition_count(topic) or int(configured)

@@ -96,6 +96,7 @@ def test_update_metadata_every_version(version: int) -> None:
     assert cache.broker(2).rack == ("r1" if version >= 2 else None)
     assert [(p.partition, p.leader, p.isr, p.replicas) for p in cache.partitions("t")] == [
         (0, 1, (1, 2), (1, 2)), (1, 2, (2,), (2, 1))]
+    assert cache.partition_count("t") == 2 and cache.partition_count("absent") == 0
     assert cache.topic_id("t") == (TID if version >= 7 else None)
     # an older controller is refused and changes nothing
     stale = roundtrip(bodies(make_ctx(epoch=2), 6), 6, version)

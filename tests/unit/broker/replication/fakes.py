@@ -100,6 +100,9 @@ class FakeMetadata:
     def partitions(self, topic: str) -> list[PartitionMeta]:
         return self.parts.get(topic, [])
 
+    def partition_count(self, topic: str) -> int:
+        return len(self.parts.get(topic, []))
+
     def broker(self, broker_id: int) -> BrokerMeta | None:
         return self.nodes.get(broker_id)
 
