@@ -37,7 +37,7 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
 from bench import replication  # noqa: E402
-from bench.throughput import rdkperf_binary  # noqa: E402
+from bench.throughput import c_client_beside, rdkperf_binary  # noqa: E402
 from tests.fault.cluster_faults import FaultCluster, zookeeper  # noqa: E402
 
 TARGET_P99_MS = 5.0
@@ -54,19 +54,6 @@ def max_rate(fc: FaultCluster, binary: Path, records: int, run: int) -> float:
     if res.returncode != 0 or len(words) < 6 or words[5] != "errors=0":
         raise SystemExit(f"rdkperf produce failed: {res.stdout} {res.stderr[-2000:]}")
     return float(words[3])
-
-
-def rdklat_binary(rdkperf: Path) -> Path:
-    """bench/rdklat.c built beside rdkperf, against the same librdkafka (rebuilt when the
-    source is newer)."""
-    cache = rdkperf.parent
-    out = cache / "rdklat"
-    source = REPO / "bench" / "rdklat.c"
-    if not out.exists() or out.stat().st_mtime < source.stat().st_mtime:
-        lib = cache / "package" / "deps" / "librdkafka" / "src"
-        subprocess.run(["cc", "-O2", f"-I{cache / 'inc'}", "-o", str(out), str(source),
-                        f"-L{lib}", "-lrdkafka", "-lpthread", f"-Wl,-rpath,{lib}"], check=True)
-    return out
 
 
 def latency(fc: FaultCluster, binary: Path, mb_s: float, seconds: float, linger_ms: int,
@@ -102,7 +89,7 @@ def main() -> int:
     ap.add_argument("--rdkperf")
     args = ap.parse_args()
     binary = rdkperf_binary(args.rdkperf)
-    lat_binary = rdklat_binary(binary)
+    lat_binary = c_client_beside(binary, "rdklat")
     print("# " + " ".join([".venv/bin/python", os.path.relpath(sys.argv[0], REPO),
                            *sys.argv[1:]]), flush=True)
     work = Path(tempfile.mkdtemp(prefix="pybroker-bench-latency-"))

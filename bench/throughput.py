@@ -3,6 +3,7 @@ client is not the bound, with the native record path and with the pure-Python fa
 (issue 28).
 
     python bench/throughput.py [--runs 3] [--paths native,python] [--partitions 1]
+                               [--producers 1]
                                [--loads produce-100,produce-1k,consume-1k,consume-100]
                                [--rdkperf PATH] [--broker-config key=value ...]
 
@@ -16,6 +17,11 @@ ZooKeeper and one broker are started; per run and record size a fresh topic of
 - produce-<size>: rdkperf produce, acks=1, linger 5 ms, 1 MB batches, no compression,
   N records of <size> bytes, every delivery report awaited;
 - consume-<size>: rdkperf consume of those N records from offset 0 (no group);
+
+with ``--producers P`` (> 1) the produce loads go through P producer connections at once
+instead of one: ``bench/rdkconns.c`` (built beside rdkperf, against the same librdkafka;
+the same producer settings, N / P records each, producer i writing partition i mod
+``--partitions``) -- issue 28's scale figure with 500 connections;
 
 and for each the broker's CPU time (user + system, all threads, /proc/<pid>/stat) over
 the load, as CPU % of one core and seconds per GB moved, beside rdkperf's own CPU %
@@ -58,30 +64,56 @@ def rdkperf_binary(given: str | None) -> Path:
     return DEFAULT_RDKPERF
 
 
+def c_client_beside(rdkperf: Path, name: str) -> Path:
+    """bench/<name>.c built beside rdkperf, against the same librdkafka (rebuilt when
+    the source is newer): rdklat (bench/latency.py), rdkconns (--producers)."""
+    cache = rdkperf.parent
+    out = cache / name
+    source = REPO / "bench" / f"{name}.c"
+    if not out.exists() or out.stat().st_mtime < source.stat().st_mtime:
+        lib = cache / "package" / "deps" / "librdkafka" / "src"
+        subprocess.run(["cc", "-O2", f"-I{cache / 'inc'}", "-o", str(out), str(source),
+                        f"-L{lib}", "-lrdkafka", "-lpthread", f"-Wl,-rpath,{lib}"], check=True)
+    return out
+
+
 def cpu_seconds(pid: int) -> float:
     """utime + stime of every thread of ``pid`` so far (fields 14, 15 of /proc/pid/stat)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / TICK
 
 
-def run_load(binary: Path, mode: str, bootstrap: str, topic: str, n: int, size: int,
-             partitions: int, pid: int) -> dict[str, float]:
+def run_load(argv: list[str], n: int, size: int, pid: int) -> dict[str, float]:
+    """One client run (``argv``: rdkperf or rdkconns, which print the same line) of
+    ``n`` records of ``size`` bytes; -> its figures and the broker's CPU over it."""
+    mode = "consume" if "consume" in argv else "produce"
     cpu0, t0 = cpu_seconds(pid), time.perf_counter()
     kids0 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    res = subprocess.run([str(binary), mode, bootstrap, topic, str(n), str(size),
-                          str(partitions), "1"], capture_output=True, text=True, timeout=600)
+    res = subprocess.run(argv, capture_output=True, text=True, timeout=600)
     wall, cpu = time.perf_counter() - t0, cpu_seconds(pid) - cpu0
     kids = resource.getrusage(resource.RUSAGE_CHILDREN)
     client = kids.ru_utime + kids.ru_stime - kids0.ru_utime - kids0.ru_stime
     if res.returncode != 0:
-        raise SystemExit(f"rdkperf {mode} failed ({res.returncode}): {res.stderr[-2000:]}")
+        raise SystemExit(f"{Path(argv[0]).name} {mode} failed ({res.returncode}): "
+                         f"{res.stderr[-2000:]}")
     words = res.stdout.split()      # "<mode> <msg/s> msg/s <MB/s> MB/s errors=<n> ..."
     errors = int(words[5].split("=")[1])
     if errors:
-        raise SystemExit(f"rdkperf {mode}: {errors} errors: {res.stdout}")
+        raise SystemExit(f"{Path(argv[0]).name} {mode}: {errors} errors: {res.stdout}")
     gb = n * size / 1e9
     return {"msg/s": float(words[1]), "MB/s": float(words[3]), "cpu%": 100 * cpu / wall,
             "cpu s/GB": cpu / gb, "client%": 100 * client / wall}
+
+
+def produce_argv(binary: Path, args: argparse.Namespace, bootstrap: str, topic: str,
+                 n: int, size: int) -> list[str]:
+    """rdkperf produce, or with ``--producers`` P > 1 rdkconns: P producer connections
+    (bench/rdkconns.c, built beside rdkperf), the same settings otherwise."""
+    if args.producers > 1:
+        return [str(c_client_beside(binary, "rdkconns")), bootstrap, topic,
+                str(args.partitions), str(args.producers), str(n), str(size)]
+    return [str(binary), "produce", bootstrap, topic, str(n), str(size),
+            str(args.partitions), "1"]
 
 
 def measure(path: str, args: argparse.Namespace, binary: Path
@@ -99,14 +131,14 @@ def measure(path: str, args: argparse.Namespace, binary: Path
                 n = COUNTS[size]
                 topic = create_topic(broker.bootstrap, args.partitions, prefix=f"tp{size}")
                 try:
-                    figures = run_load(binary, "produce", broker.bootstrap, topic, n, size,
-                                       args.partitions, broker.pid)
+                    figures = run_load(produce_argv(binary, args, broker.bootstrap, topic,
+                                                    n, size), n, size, broker.pid)
                     if ("produce", size) in out:
                         out[("produce", size)].append(figures)
                     if ("consume", size) in out:
                         out[("consume", size)].append(run_load(
-                            binary, "consume", broker.bootstrap, topic, n, size,
-                            args.partitions, broker.pid))
+                            [str(binary), "consume", broker.bootstrap, topic, str(n),
+                             str(size), str(args.partitions), "1"], n, size, broker.pid))
                 finally:
                     delete_topic(broker.bootstrap, topic)
     return out
@@ -118,13 +150,18 @@ def main() -> None:
     ap.add_argument("--paths", default="native,python")
     ap.add_argument("--loads", default="produce-100,produce-1k,consume-1k,consume-100")
     ap.add_argument("--partitions", type=int, default=1)
+    ap.add_argument("--producers", type=int, default=1,
+                    help="producer connections (> 1: bench/rdkconns.c instead of rdkperf)")
     ap.add_argument("--rdkperf")
     add_broker_config_option(ap)
     args = ap.parse_args()
+    if any(n % args.producers for n in COUNTS.values()):
+        ap.error(f"--producers must divide the record counts {sorted(COUNTS.values())}")
     binary = rdkperf_binary(args.rdkperf)
     results = {path: measure(path, args, binary) for path in args.paths.split(",")}
     print(f"# {command_line()}")
-    print(f"# one broker, {args.partitions} partition(s), acks=1, medians of {args.runs}")
+    print(f"# one broker, {args.partitions} partition(s), {args.producers} producer "
+          f"connection(s), acks=1, medians of {args.runs}")
     medians: dict[str, dict[tuple[str, int], dict[str, float]]] = {}
     for path, loads in results.items():
         medians[path] = {load: {k: statistics.median(r[k] for r in runs) for k in runs[0]}
@@ -137,7 +174,7 @@ def main() -> None:
                    f"{'met' if m['cpu s/GB'] <= CPU_PER_GB_TARGET else 'NOT met'}]")
             print(f"{path:<7} {mode}-{size:<5} {m['msg/s'] / 1e6:7.3f} M msg/s "
                   f"{m['MB/s']:9.1f} MB/s  broker CPU {m['cpu%']:5.0f} % "
-                  f"{m['cpu s/GB']:6.2f} s/GB{cpu}{verdict}  rdkperf CPU {m['client%']:4.0f} %",
+                  f"{m['cpu s/GB']:6.2f} s/GB{cpu}{verdict}  client CPU {m['client%']:4.0f} %",
                   flush=True)
     if "native" in medians and "python" in medians:
         for load, m in medians["native"].items():
