@@ -7,6 +7,10 @@
    and rejoins the ISR.
 3. A follower SIGSTOPped beyond replica.lag.time.max.ms leaves the ISR
    (AlterPartition through the controller), and rejoins after SIGCONT.
+4. Large fetches go out with sendfile on these plaintext listeners
+   (broker/network/frame_stream.py): a follower catching up half a megabyte ends
+   byte-identical, and one consumer Fetch of the whole log returns the leader's
+   segment bytes exactly.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ import pytest
 from protocol.errors import ErrorCode
 from protocol.records import build_batch
 
-from tests.integration.cluster import Cluster
+from tests.integration.cluster import Cluster, WireClient
 from tests.integration.multi import (controller_id, create_topic, log_bytes, partition_state,
                                      paused, produce, wait_until)
 
@@ -55,12 +59,13 @@ def _leader(c: Cluster) -> int:
     return st.leader
 
 
-def _send(c: Cluster, leader: int, n: int, tag: bytes, acks: int = -1) -> list[int]:
+def _send(c: Cluster, leader: int, n: int, tag: bytes, acks: int = -1,
+          value_bytes: int = 200) -> list[int]:
     port = c.broker(leader).port
     offsets = []
     for i in range(n):
-        batch = build_batch([(b"k%d" % i, tag + b"-%d-" % i + b"x" * 200, int(time.time() * 1000))
-                             for _ in range(5)])
+        batch = build_batch([(b"k%d" % i, tag + b"-%d-" % i + b"x" * value_bytes,
+                              int(time.time() * 1000)) for _ in range(5)])
         error, base = produce(port, TOPIC, 0, batch, acks=acks)
         assert error == ErrorCode.NONE, (tag, i, ErrorCode.from_code(error).name)
         offsets.append(base)
@@ -112,3 +117,22 @@ def test_isr_shrinks_on_sigstop_and_expands_after_sigcont(cluster: Cluster) -> N
     wait_until(lambda: _all_in_sync(cluster), 15, "the follower to rejoin the ISR")
     ids = [b.broker_id for b in cluster.brokers]
     wait_until(lambda: _identical_logs(cluster, ids), 15, "identical logs after SIGCONT")
+
+
+def test_large_catch_up_and_fetch_are_byte_exact(cluster: Cluster) -> None:
+    """Slices far above SENDFILE_MIN_BYTES (32 KiB): the follower's catch-up fetch of
+    ~0.5 MB and a consumer's fetch of the whole log."""
+    leader = _leader(cluster)
+    ctl = controller_id(cluster.broker(leader).port)
+    follower = next(b for b in cluster.brokers if b.broker_id not in (leader, ctl))
+    cluster.kill9(follower)
+    _send(cluster, leader, 100, b"large", value_bytes=1000)
+    cluster.restart(follower)
+    ids = [b.broker_id for b in cluster.brokers]
+    wait_until(lambda: _identical_logs(cluster, ids), 30, "the follower to catch up 0.5 MB")
+    wait_until(lambda: _all_in_sync(cluster), 20, "the follower back in the ISR")
+    on_disk = log_bytes(cluster.broker(leader), TOPIC, 0)
+    assert len(on_disk) > 500_000
+    with WireClient(cluster.broker(leader).port) as w:
+        error, _hw, records = w.fetch_batches(TOPIC, 0, 0)
+    assert error == ErrorCode.NONE and records == on_disk
