@@ -38,6 +38,7 @@ from __future__ import annotations
 import re
 import uuid as _uuid
 from dataclasses import dataclass, field as dc_field
+from collections.abc import Callable
 from typing import Any
 
 from protocol.versions import NONE, VersionRange
@@ -220,13 +221,29 @@ def _compile_init(spec: StructSpec) -> Any:
             params.append(f"{f.attr}=_d{i}")
             body.append(f"    self.{f.attr} = {f.attr}")
         else:
-            env[f"_f{i}"] = f.default_value
+            env[f"_f{i}"] = _fresh_default(f)
             params.append(f"{f.attr}=_MISSING")
             body.append(f"    self.{f.attr} = _f{i}() if {f.attr} is _MISSING else {f.attr}")
     src = ("def __init__(self, *, " + "".join(p + ", " for p in params) + "unknown_tags=None):\n"
            + "".join(line + "\n" for line in body) + "    self.unknown_tags = unknown_tags\n")
     exec(compile(src, f"<struct {spec.name}>", "exec"), env)
     return env["__init__"]
+
+
+def _fresh_default(f: FieldSpec) -> Callable[[], Any]:
+    """A maker of ``f``'s mutable default, as ``f.default_value`` gives it, without
+    its type tests on each call (called per absent field of every struct built)."""
+    if f.is_array:
+        if f.has_default:
+            items = tuple(f.default)
+            return lambda: list(items)
+        return list
+    if f.is_struct and not f.has_default:
+        def struct_default() -> Any:
+            assert f.struct is not None         # resolved once the message is loaded
+            return f.struct.new()
+        return struct_default
+    return f.default_value
 
 
 class _Missing:

@@ -10,7 +10,7 @@ import pytest
 from protocol.codec import decode, encode
 from protocol.codec_reference import decode_ref, encode_ref
 from protocol.primitives import DecodeError, EncodeError
-from protocol.schema import MessageSpec
+from protocol.schema import MessageSpec, Struct
 from protocol.spec import all_apis, api
 from tests.protocol_gen import random_message
 
@@ -86,3 +86,21 @@ def test_absurd_array_count_is_refused_without_allocating() -> None:
     # Metadata v1 request: topics array with a count of 2**31-1 and no elements
     with pytest.raises(DecodeError, match="count"):
         decode(api(3).request, b"\x7f\xff\xff\xff", 1)
+
+
+def test_every_struct_builds_fresh_defaults_equal_to_the_schema_defaults() -> None:
+    """The compiled ``__init__`` (schema._compile_init) fills each absent field as
+    ``FieldSpec.default_value`` does, with a new list or struct per instance."""
+    checked = 0
+    for spec in all_apis().values():
+        for message in (spec.request, spec.response):
+            for struct in [message.struct, *message.structs.values()]:
+                a, b = struct.new(), struct.new()
+                for f in struct.fields:
+                    want = f.default_value()
+                    got = getattr(a, f.attr)
+                    assert got == want, (message.name, struct.name, f.name)
+                    if isinstance(want, (list, Struct)):
+                        assert got is not getattr(b, f.attr), (struct.name, f.name)
+                        checked += 1
+    assert checked > 200
