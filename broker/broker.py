@@ -11,9 +11,11 @@ Start-up, in order (as Kafka's KafkaServer.startup):
    fatal (BrokerFatalError, exit code 1);
 4. build the metadata cache, replica manager and producer-id allocator;
 5. open the listeners, then register in /brokers/ids (clients and the
-   controller can reach us as soon as we are visible); after a kill -9 this
-   waits until ZooKeeper expires the dead session's registration, and a stop
-   signal meanwhile ends start-up there (StartupStopped);
+   controller can reach us as soon as we are visible); after a kill -9 the dead
+   session's registration, naming the endpoints we have just bound, is replaced
+   at once (the controller sees a restarted broker); one naming other endpoints
+   is waited out until ZooKeeper expires it, and a stop signal meanwhile ends
+   start-up there (StartupStopped);
 6. start the controller (it campaigns for /controller) and the periodic work.
 
 Shutdown reverses it after a controlled shutdown (the controller moves our
@@ -72,7 +74,7 @@ SHUTDOWN_STEP_TIMEOUT_S = 15.0        # per component, see Broker._shutdown_step
 
 class StartupStopped(Exception):
     """A stop signal came before start-up registered the broker in ZooKeeper (it
-    was waiting for a dead session's registration to expire): shut down."""
+    was waiting for another session's registration of our id to expire): shut down."""
 
 
 class BrokerFatalError(Exception):
@@ -304,14 +306,15 @@ class Broker:
 
     async def _register(self, stop: asyncio.Event | None) -> None:
         """Register in /brokers/ids. Right after a kill -9 our dead session still
-        holds the znode and ClusterStore.register_broker waits, up to the
-        session timeout, for ZooKeeper to expire it; ``stop`` set meanwhile
-        cancels that wait (StartupStopped). A different live broker with our id
-        makes it raise NodeExistsError."""
+        holds the znode: naming our endpoints, whose listeners this process has
+        bound, it is ours and ClusterStore.register_broker replaces it at once;
+        naming others, it waits, up to the session timeout, for ZooKeeper to
+        expire it; ``stop`` set meanwhile cancels that wait (StartupStopped). A
+        different live broker with our id makes it raise NodeExistsError."""
         registering = asyncio.ensure_future(self.cluster.register_broker(
             self.broker_id, [ZkEndpoint(e.name, e.host, e.port, protocol_of(self.config, e.name))
                              for e in self.advertised],
-            self.config.broker_rack))
+            self.config.broker_rack, replace_own=True))
         if stop is None:
             await registering
             return

@@ -3,8 +3,8 @@
 uvloop is chosen here, where the loop is made, and nowhere else. SIGTERM and
 SIGINT trigger one clean shutdown (controlled shutdown, flush, checkpoints,
 clean-shutdown marker); a second signal during shutdown exits at once. A
-signal while start-up still waits to register in ZooKeeper (after a kill -9,
-for the dead session's registration to expire) ends the wait and shuts down
+signal while start-up still waits to register in ZooKeeper (for another
+session's registration of our id to expire) ends the wait and shuts down
 what did start; so does finding the broker id held by another live broker,
 which exits with 1. So does a broker with no usable log dir (at start-up, or
 when the last one fails: Broker.halt, broker/log_dirs/).

@@ -32,12 +32,13 @@ from controller.zk_partitions import TopicPartition as TopicPartition  # re-expo
 from controller.errors import (BadVersionError, NodeExistsError, NoNodeError,
                                TopicAlreadyExists, TopicNotFound, ZkError)
 from controller.kazoo_zk import KazooZk
-from controller.zkclient import CONNECTED, LOST, SUSPENDED, DeleteOp, Stat, ZkClient
+from controller.zkclient import (CONNECTED, LOST, SUSPENDED, CreateOp, DeleteOp, Stat,
+                                 ZkClient)
 
 log = logging.getLogger("pybroker.zk")
 
-# A broker restarted after kill -9 waits for its dead session's /brokers/ids/<id>
-# (ClusterStore.register_broker). ZooKeeper expires a session on a tick boundary, up
+# A broker restarted after kill -9 replaces its dead session's /brokers/ids/<id> when
+# that names its own endpoints, else waits for it (ClusterStore.register_broker). ZooKeeper expires a session on a tick boundary, up
 # to one tickTime (2 s by default) after its timeout: the margin covers that.
 STALE_REGISTRATION_MARGIN_S = 3.0
 STALE_REGISTRATION_RECHECK_S = 1.0   # re-read the znode this often, watch event or not
@@ -261,26 +262,39 @@ class ClusterStore(FencedPartitionAccess, GenericZnodeAccess, ControllerZnodeAcc
     async def register_broker(self, broker_id: int,
                               endpoints: Sequence[zd.Endpoint | str],
                               rack: str | None = None, *,
-                              stale_wait_s: float | None = None) -> int:
+                              stale_wait_s: float | None = None,
+                              replace_own: bool = False) -> int:
         """Create the ephemeral /brokers/ids/<id>; -> the broker epoch (its czxid).
 
         endpoints: Endpoint objects or "NAME://host:port" strings.
 
         A broker restarted right after a kill -9 finds its dead session's znode
         still there: ZooKeeper keeps a session's ephemerals until it expires it,
-        a session timeout after its last heartbeat. Apache Kafka gives up here;
-        we wait for it instead:
+        a session timeout after its last heartbeat. Apache Kafka gives up here
+        ("already registered"). We:
           1. create the znode; done when created (or when it is ours already);
-          2. held by another session: log once why and for how long we wait, then
-             wait until it goes (a data watch, re-checked every
+          2. held by another session that names exactly our endpoints, with
+             ``replace_own`` (the caller has bound those listeners, so no live
+             process on this host serves them: the holder is this broker's own
+             previous run): replace it at once, delete and create in one
+             transaction on the version read, and log it. The controller sees one
+             change of /brokers/ids, the same ids with a new broker epoch, and
+             handles a restarted ("bounced") broker: never a moment without it.
+             Waiting instead left the broker out of the cluster's metadata
+             between the expiry and our registration (a second or more), and
+             librdkafka forgets a broker that leaves the metadata, with a group
+             coordinator cached on it (confluentinc/librdkafka#5511: a
+             transactional send_offsets_to_transaction then hangs);
+          3. held by another session otherwise: log once why and for how long we
+             wait, then wait until it goes (a data watch, re-checked every
              STALE_REGISTRATION_RECHECK_S) and go back to 1;
-          3. still held after ``stale_wait_s`` (default: our session timeout plus
+          4. still held after ``stale_wait_s`` (default: our session timeout plus
              STALE_REGISTRATION_MARGIN_S): a different live broker has this id;
              raise NodeExistsError.
-        If the dead session held /controller too, that goes at the same moment
-        (ZooKeeper drops a session's ephemerals together); the controller,
-        started after this, campaigns as usual. The wait runs on the event loop
-        (each ZooKeeper call in a worker thread); cancelling the call ends it."""
+        If the dead session held /controller, that stays until ZooKeeper expires
+        the session (the controller, started after this, campaigns as usual). The
+        wait runs on the event loop (each ZooKeeper call in a worker thread);
+        cancelling the call ends it."""
         eps = tuple(e if isinstance(e, zd.Endpoint) else zd.Endpoint.parse(e) for e in endpoints)
         info = zd.BrokerInfo(broker_id, eps, rack)
         path, data = zd.broker_path(broker_id), zd.encode_broker(info)
@@ -297,6 +311,16 @@ class ClusterStore(FencedPartitionAccess, GenericZnodeAccess, ControllerZnodeAcc
                 epoch, holder = await self._run(self._create_registration, path, data)
                 if holder is None:
                     break
+                if replace_own and holder[1] == ours:
+                    epoch = await self._run(self._replace_registration, path, data, holder[0])
+                    if epoch >= 0:
+                        log.warning(
+                            "broker id %d was still registered in ZooKeeper by session 0x%x "
+                            "with our own endpoints (%s): this broker's previous run, dead "
+                            "(its listeners are ours now); replaced that registration",
+                            broker_id, holder[0], ours)
+                        break
+                    continue                    # it changed meanwhile: look again
                 waited = loop.time() - began
                 if cancel_watch is None:
                     why = ("most likely this broker's own session from before it died"
@@ -363,6 +387,23 @@ class ClusterStore(FencedPartitionAccess, GenericZnodeAccess, ControllerZnodeAcc
             except (ValueError, AttributeError):    # not JSON as we write it
                 eps = "?"
             return -1, (st.ephemeral_owner, eps)
+
+    def _replace_registration(self, path: str, data: bytes, stale_owner: int) -> int:
+        """(worker thread) Delete the znode ``stale_owner``'s session holds and create
+        ours, in one transaction on the version read; -> our czxid, or -1 when the
+        znode changed meanwhile (gone, or another session's now)."""
+        try:
+            _held, st = self.zk.get(path)
+        except NoNodeError:
+            return -1
+        if st.ephemeral_owner != stale_owner:
+            return -1
+        try:
+            self.zk.multi([DeleteOp(path, st.version), CreateOp(path, data, ephemeral=True)])
+        except ZkError:
+            return -1
+        _held, st = self.zk.get(path)
+        return st.czxid if st.ephemeral_owner == self.zk.session_id() else -1
 
     async def live_brokers(self) -> list[zd.BrokerInfo]:
         def read() -> list[zd.BrokerInfo]:

@@ -3,7 +3,9 @@
 The dead process's ZooKeeper session still holds /brokers/ids/<id> (and
 /controller, if it was the controller) until ZooKeeper expires it. A
 ``FakeZk`` standing for that session holds the znodes here; ``stop()`` on it is
-the expiry: its ephemerals go together and the watches fire.
+the expiry: its ephemerals go together and the watches fire. With
+``replace_own`` (what the broker passes) a registration naming our endpoints is
+replaced at once; one naming others is waited for as without it.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from tests.unit.controller.fake_zk import FakeZk, FakeZkServer
 ENDPOINT = "PLAINTEXT://127.0.0.1:9093"
 WAITING = "is still registered in ZooKeeper by session"
 WENT_AWAY = "the stale registration of broker id 1 went away after"
+REPLACED = "with our own endpoints (PLAINTEXT://127.0.0.1:9093): this broker's previous run"
 
 
 def run(body: Callable[[], Awaitable[None]]) -> None:
@@ -148,6 +151,47 @@ def test_cancelling_ends_the_wait() -> None:
         old.stop()
         await asyncio.sleep(0.3)                # nothing registers behind our back
         assert zd.broker_path(1) not in server.nodes and store.broker_epoch == -1
+    run(body)
+
+
+def test_our_own_dead_registration_is_replaced_at_once_and_outlives_the_expiry(
+        caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="pybroker.zk")
+
+    async def body() -> None:
+        server = FakeZkServer()
+        old = await dead_session(server, 1)
+        old_epoch = server.nodes[zd.broker_path(1)].czxid
+        store = await fresh_store(server, session_timeout_ms=6000)
+        loop = asyncio.get_running_loop()
+        began = loop.time()
+        epoch = await store.register_broker(1, [ENDPOINT], replace_own=True)
+        assert loop.time() - began < 0.3                 # no wait for the expiry
+        st = server.nodes[zd.broker_path(1)]
+        assert st.owner == store.zk.session_id() and epoch == st.czxid == store.broker_epoch
+        assert epoch != old_epoch                        # the controller sees a restart
+        (replaced,) = lines(caplog, REPLACED)
+        assert f"session 0x{old.session_id():x}" in replaced
+        assert not lines(caplog, WAITING)
+        old.stop()                                       # the dead session expires later:
+        await asyncio.sleep(0.05)
+        assert server.nodes[zd.broker_path(1)].owner == store.zk.session_id()   # still ours
+    run(body)
+
+
+def test_replace_own_still_waits_for_a_registration_naming_other_endpoints(
+        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="pybroker.zk")
+    monkeypatch.setattr(zk_module, "STALE_REGISTRATION_MARGIN_S", 0.2)
+
+    async def body() -> None:
+        server = FakeZkServer()
+        other = await dead_session(server, 1, endpoint="PLAINTEXT://10.0.0.7:9092")
+        store = await fresh_store(server, session_timeout_ms=400)
+        with pytest.raises(NodeExistsError):
+            await store.register_broker(1, [ENDPOINT], replace_own=True)
+        assert server.nodes[zd.broker_path(1)].owner == other.session_id()
+        assert lines(caplog, WAITING) and not lines(caplog, REPLACED)
     run(body)
 
 
