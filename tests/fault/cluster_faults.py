@@ -242,6 +242,15 @@ class FaultCluster:
         self.sigcont(b)
         self.cluster.restart(b, timeout)
 
+    def restart_at_once(self, b: BrokerProcess, timeout: float = 40.0) -> None:
+        """Start a killed broker again now, as a process supervisor would: its dead
+        session may still hold its registration, which it replaces on start-up
+        (controller/zk.py ``register_broker``); ready once Metadata names it."""
+        self.sigcont(b)
+        if b.running:
+            b.stop()
+        b.start(timeout)
+
     # -- ZooKeeper (test side) ---------------------------------------------------------
 
     def zk(self) -> Any:
