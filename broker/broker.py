@@ -13,9 +13,10 @@ Start-up, in order (as Kafka's KafkaServer.startup):
 5. open the listeners, then register in /brokers/ids (clients and the
    controller can reach us as soon as we are visible); after a kill -9 the dead
    session's registration, naming the endpoints we have just bound, is replaced
-   at once (the controller sees a restarted broker); one naming other endpoints
-   is waited out until ZooKeeper expires it, and a stop signal meanwhile ends
-   start-up there (StartupStopped);
+   at once (the controller sees a restarted broker) unless that session was the
+   controller's; otherwise, or naming other endpoints, it is waited out until
+   ZooKeeper expires it, and a stop signal meanwhile ends start-up there
+   (StartupStopped);
 6. start the controller (it campaigns for /controller) and the periodic work.
 
 Shutdown reverses it after a controlled shutdown (the controller moves our
@@ -307,8 +308,9 @@ class Broker:
     async def _register(self, stop: asyncio.Event | None) -> None:
         """Register in /brokers/ids. Right after a kill -9 our dead session still
         holds the znode: naming our endpoints, whose listeners this process has
-        bound, it is ours and ClusterStore.register_broker replaces it at once;
-        naming others, it waits, up to the session timeout, for ZooKeeper to
+        bound, it is ours and ClusterStore.register_broker replaces it at once
+        (unless that session was the controller's); else it waits, up to the
+        session timeout, for ZooKeeper to
         expire it; ``stop`` set meanwhile cancels that wait (StartupStopped). A
         different live broker with our id makes it raise NodeExistsError."""
         registering = asyncio.ensure_future(self.cluster.register_broker(

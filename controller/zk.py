@@ -276,10 +276,19 @@ class ClusterStore(FencedPartitionAccess, GenericZnodeAccess, ControllerZnodeAcc
           2. held by another session that names exactly our endpoints, with
              ``replace_own`` (the caller has bound those listeners, so no live
              process on this host serves them: the holder is this broker's own
-             previous run): replace it at once, delete and create in one
-             transaction on the version read, and log it. The controller sees one
-             change of /brokers/ids, the same ids with a new broker epoch, and
-             handles a restarted ("bounced") broker: never a moment without it.
+             previous run), and another session holds /controller: replace it at
+             once, delete and create in one transaction on the version read, and
+             log it. The controller sees one change of /brokers/ids, the same ids
+             with a new broker epoch, and handles a restarted ("bounced") broker:
+             never a moment without it. With no controller, or the dead session's
+             own, nobody would see the bounce: the next controller, elected later,
+             knows no earlier broker epoch and would leave this broker leader of
+             its partitions at their old leader epochs, as if it had not
+             restarted (seen in the transactional campaign: a transaction that
+             never finished). Then we wait as in 3. (A controller that dies before
+             it handles our change leaves the same gap; so does a restart that
+             registers right after the expiry, just before a new controller reads
+             the brokers: a controller-side check is the cure, not done yet.)
              Waiting instead left the broker out of the cluster's metadata
              between the expiry and our registration (a second or more), and
              librdkafka forgets a broker that leaves the metadata, with a group
@@ -311,7 +320,8 @@ class ClusterStore(FencedPartitionAccess, GenericZnodeAccess, ControllerZnodeAcc
                 epoch, holder = await self._run(self._create_registration, path, data)
                 if holder is None:
                     break
-                if replace_own and holder[1] == ours:
+                if replace_own and holder[1] == ours and await self._run(
+                        self._another_controller, holder[0]):
                     epoch = await self._run(self._replace_registration, path, data, holder[0])
                     if epoch >= 0:
                         log.warning(
@@ -387,6 +397,12 @@ class ClusterStore(FencedPartitionAccess, GenericZnodeAccess, ControllerZnodeAcc
             except (ValueError, AttributeError):    # not JSON as we write it
                 eps = "?"
             return -1, (st.ephemeral_owner, eps)
+
+    def _another_controller(self, session: int) -> bool:
+        """(worker thread) Whether /controller is held, by a session other than
+        ``session`` (the one that will handle our restart)."""
+        st = self.zk.exists(zd.CONTROLLER)
+        return st is not None and st.ephemeral_owner != session
 
     def _replace_registration(self, path: str, data: bytes, stale_owner: int) -> int:
         """(worker thread) Delete the znode ``stale_owner``'s session holds and create

@@ -160,6 +160,8 @@ def test_our_own_dead_registration_is_replaced_at_once_and_outlives_the_expiry(
 
     async def body() -> None:
         server = FakeZkServer()
+        await dead_session(server, 2, controller=True,    # a live controller, broker 2
+                           endpoint="PLAINTEXT://127.0.0.1:9094")
         old = await dead_session(server, 1)
         old_epoch = server.nodes[zd.broker_path(1)].czxid
         store = await fresh_store(server, session_timeout_ms=6000)
@@ -192,6 +194,44 @@ def test_replace_own_still_waits_for_a_registration_naming_other_endpoints(
             await store.register_broker(1, [ENDPOINT], replace_own=True)
         assert server.nodes[zd.broker_path(1)].owner == other.session_id()
         assert lines(caplog, WAITING) and not lines(caplog, REPLACED)
+    run(body)
+
+
+def test_with_no_controller_our_own_registration_is_waited_out(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """Nobody would handle the restart (an election is under way): wait."""
+    caplog.set_level(logging.INFO, logger="pybroker.zk")
+
+    async def body() -> None:
+        server = FakeZkServer()
+        old = await dead_session(server, 1)
+        store = await fresh_store(server)
+        loop = asyncio.get_running_loop()
+        loop.call_later(0.3, old.stop)
+        began = loop.time()
+        await store.register_broker(1, [ENDPOINT], replace_own=True)
+        assert loop.time() - began > 0.25
+        assert lines(caplog, WAITING) and not lines(caplog, REPLACED)
+    run(body)
+
+
+def test_a_dead_controllers_registration_is_waited_out_even_with_replace_own(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """Replaced, nobody would handle the restart (the controller is the dead
+    session): the former controller waits for the expiry as without replace_own."""
+    caplog.set_level(logging.INFO, logger="pybroker.zk")
+
+    async def body() -> None:
+        server = FakeZkServer()
+        old = await dead_session(server, 1, controller=True)
+        store = await fresh_store(server)
+        loop = asyncio.get_running_loop()
+        loop.call_later(0.4, old.stop)
+        began = loop.time()
+        await store.register_broker(1, [ENDPOINT], replace_own=True)
+        assert loop.time() - began > 0.35
+        assert lines(caplog, WAITING) and not lines(caplog, REPLACED)
+        assert server.nodes[zd.broker_path(1)].owner == store.zk.session_id()
     run(body)
 
 
