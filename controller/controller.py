@@ -28,7 +28,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 from controller import (alter_partition, broker_modifications, controlled_shutdown, deletion,
                         leader_election, log_dir_events, reassignment)
@@ -299,7 +299,9 @@ class Controller:
         broker_modifications.watch(self, ctx.live)
         topics = await self.store.read_topics()
         self._load_topics(topics)
-        ctx.states.update(await self.store.partition_states(ctx.all_partitions()))
+        changed_at: dict[TopicPartition, int] = {}
+        ctx.states.update(await self.store.partition_states(ctx.all_partitions(), changed_at))
+        restarted = restarted_leaders(ctx, changed_at)
         # pending log dir events are moot: every broker gets the full LeaderAndIsr below
         await self.store.delete_log_dir_events(await self.store.log_dir_events(),
                                                ctx.epoch_zk_version)
@@ -313,6 +315,11 @@ class Controller:
         if gone:
             await self._remove_from_isr(ctx.all_partitions(), gone, batch)
         batch.send(self.channel)
+        if restarted:
+            log.info("controller %d: brokers %s lead partitions whose state predates their "
+                     "registration: restarted while no controller saw it; handled as restarts",
+                     self.broker_id, sorted(restarted))
+            await self._broker_change(restarted)
         await self._topic_deletion()
         await reassignment.resume(self)
         self._schedule_rebalance()
@@ -439,10 +446,14 @@ class Controller:
 
     # -- brokers -------------------------------------------------------------------------
 
-    async def _broker_change(self) -> None:
+    async def _broker_change(self, restarted: Iterable[int] = ()) -> None:
+        """BrokerChange: brokers gone, new, or bounced (registered again: a new broker
+        epoch); ``restarted``: live brokers to handle as bounced although their epoch
+        is the one we know (``restarted_leaders``)."""
         ctx = self.ctx
         current = {b.id: b for b in await self.store.live_brokers()}
         bounced = {i for i, b in current.items() if i in ctx.live and ctx.live[i].epoch != b.epoch}
+        bounced |= {i for i in restarted if i in current and i in ctx.live}
         dead = (set(ctx.live) - set(current)) | bounced
         new = (set(current) - set(ctx.live)) | bounced
         if not dead and not new:
@@ -556,3 +567,29 @@ def _answer(event: ev.Event, outcome: BaseException) -> None:
     fut = getattr(event, "result", None)
     if isinstance(fut, asyncio.Future) and not fut.done():
         fut.set_exception(outcome if isinstance(outcome, Exception) else NotControllerError())
+
+
+def restarted_leaders(ctx: ControllerContext, changed_at: dict[TopicPartition, int]) -> set[int]:
+    """Live brokers leading a partition whose state znode was last written before the
+    broker's current registration (zxid of the state < its broker epoch, the
+    registration's czxid), where another live ISR member could lead instead.
+
+    Every leader change writes the state, and a broker restarts by registering anew;
+    so such a leader restarted after it was made leader and no controller handled it:
+    the restart fell between two controllers (a former controller, or a broker whose
+    registration came just before the new controller read the brokers). Left alone it
+    would lead again at its old leader epoch, as if it had not restarted, and the
+    coordinators and followers that keyed state to that epoch with the old process
+    would not learn of the change (a transaction seen to stall so). Kafka's ZooKeeper
+    controller has the same gap; its brokers exit instead of re-registering while the
+    old session lives, which makes it rarer. A partition without another live ISR
+    member (one replica, one broker) is left as it is: there is no one else to lead."""
+    out: set[int] = set()
+    for tp, s in ctx.states.items():
+        leader = s.leader
+        info = ctx.live.get(leader)
+        if info is None or tp not in changed_at or changed_at[tp] >= info.epoch:
+            continue
+        if any(b != leader and b in ctx.live for b in s.isr):
+            out.add(leader)
+    return out

@@ -45,7 +45,7 @@ def _translate(e: Exception) -> Exception:
 
 
 def _stat(s: Any) -> Stat:
-    return Stat(s.version, s.czxid, s.ephemeralOwner)
+    return Stat(s.version, s.czxid, s.ephemeralOwner, s.mzxid)
 
 
 def _reconnect_retry() -> KazooRetry:

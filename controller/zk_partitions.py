@@ -70,15 +70,23 @@ class FencedPartitionAccess:
                 out += [[x] for x in r]
         return out
 
-    async def partition_states(self, parts: Iterable[TopicPartition]
+    async def partition_states(self, parts: Iterable[TopicPartition],
+                               changed_at: dict[TopicPartition, int] | None = None
                                ) -> dict[TopicPartition, zd.LeaderIsr]:
-        """State znodes of ``parts`` (missing ones left out), read pipelined."""
+        """State znodes of ``parts`` (missing ones left out), read pipelined; with
+        ``changed_at``, each one's last-change zxid is put there too."""
         wanted = list(parts)
 
         def read() -> dict[TopicPartition, zd.LeaderIsr]:
             got = self.zk.get_many([zd.partition_state_path(t, p) for t, p in wanted])
-            return {tp: zd.decode_partition_state(r[0], r[1].version)
-                    for tp, r in zip(wanted, got) if not isinstance(r, Exception)}
+            out = {}
+            for tp, r in zip(wanted, got):
+                if isinstance(r, Exception):
+                    continue
+                out[tp] = zd.decode_partition_state(r[0], r[1].version)
+                if changed_at is not None:
+                    changed_at[tp] = r[1].mzxid
+            return out
         return dict(await self._run(read))
 
     async def create_partition_states(self, states: dict[TopicPartition, zd.LeaderIsr],

@@ -16,6 +16,7 @@ class Stat(NamedTuple):
     version: int          # data version: bumps on every set
     czxid: int            # zxid of the create (Kafka's broker epoch)
     ephemeral_owner: int  # session id owning an ephemeral node, 0 otherwise
+    mzxid: int = 0        # zxid of the last change (the create or the last set)
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ class _Node:
     czxid: int
     owner: int
     seq: int = 0          # next sequence number for sequential children
+    mzxid: int = 0        # zxid of the last change (the create or the last set)
 
 
 def _parent(path: str) -> str:
@@ -102,7 +103,7 @@ class FakeZk:
     # -- reads ---------------------------------------------------------------------------
 
     def _stat(self, n: _Node) -> Stat:
-        return Stat(n.version, n.czxid, n.owner)
+        return Stat(n.version, n.czxid, n.owner, n.mzxid)
 
     def get(self, path: str) -> tuple[bytes, Stat]:
         with self.server.lock:
@@ -140,7 +141,8 @@ class FakeZk:
             path = f"{path}{pn.seq:010d}"
         if path in nodes:
             raise NodeExistsError(path)
-        nodes[path] = _Node(data, 0, next(self.server.zxid), self.sid if ephemeral else 0)
+        zxid = next(self.server.zxid)
+        nodes[path] = _Node(data, 0, zxid, self.sid if ephemeral else 0, mzxid=zxid)
         changed.add(path)
         return path
 
@@ -150,7 +152,7 @@ class FakeZk:
             raise NoNodeError(path)
         if version != -1 and version != n.version:
             raise BadVersionError(path)
-        n = replace(n, data=data, version=n.version + 1)
+        n = replace(n, data=data, version=n.version + 1, mzxid=next(self.server.zxid))
         self.server.nodes[path] = n
         changed.add(path)
         return self._stat(n)

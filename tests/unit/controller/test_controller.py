@@ -174,6 +174,53 @@ async def test_bounced_broker_gets_a_new_leader_epoch() -> None:
 
 
 @aio
+async def test_a_leader_restarted_between_controllers_is_handled_as_restarted() -> None:
+    """Broker 1 leads t-0 and registers anew (a restart) while no controller runs: the
+    next controller finds the state older than broker 1's registration and handles a
+    restart, so the partition gets a new leader and a new leader epoch. Without
+    that, broker 1 would lead again at the old epoch (controller.restarted_leaders)."""
+    server, nodes = await cluster(3)
+    await nodes[0].store.create_topic("t", {0: [1, 2, 0]}, {})
+    await settle(*nodes)
+    before = state_json(server, "t", 0)
+    assert (before["leader"], sorted(before["isr"])) == (1, [0, 1, 2])
+    for n in nodes:
+        await n.controller.stop()                 # no controller from here
+    nodes[1].zk.expire()                          # broker 1 registers anew, unseen
+    await asyncio.sleep(0.05)
+    assert server.nodes[zd.broker_path(1)].czxid > server.nodes[
+        zd.partition_state_path("t", 0)].mzxid
+    nodes[2].controller = Controller(2, nodes[2].store, nodes[2].transport)
+    await nodes[2].controller.start()
+    await settle(nodes[2])
+    assert nodes[2].controller.is_active
+    after = state_json(server, "t", 0)
+    assert after["leader"] != 1 and after["leader_epoch"] > before["leader_epoch"]
+    assert 1 not in after["isr"]                  # it catches up as a follower first
+    await nodes[2].controller.stop()
+
+
+@aio
+async def test_a_lone_replica_restarted_between_controllers_keeps_its_leadership() -> None:
+    """No other live ISR member: nothing to gain from an election (one broker
+    restarting with all its partitions), the state is left as it is."""
+    server, nodes = await cluster(2)
+    await nodes[0].store.create_topic("t", {0: [1]}, {})
+    await settle(*nodes)
+    before = state_json(server, "t", 0)
+    for n in nodes:
+        await n.controller.stop()
+    nodes[1].zk.expire()
+    await asyncio.sleep(0.05)
+    nodes[0].controller = Controller(0, nodes[0].store, nodes[0].transport)
+    await nodes[0].controller.start()
+    await settle(nodes[0])
+    assert nodes[0].controller.is_active
+    assert state_json(server, "t", 0) == before
+    await nodes[0].controller.stop()
+
+
+@aio
 async def test_session_expiry_moves_controller_and_bumps_epoch() -> None:
     server, nodes = await cluster(2)
     nodes[0].zk.expire()
