@@ -8,6 +8,8 @@ leader is -2 (LeaderDuringDelete) is being deleted and leaves the cache.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import uuid
 from dataclasses import dataclass, field
 from typing import Any, Iterable
@@ -45,6 +47,21 @@ class MetadataCache:
     _brokers: dict[int, BrokerMeta] = field(default_factory=dict)
     _topics: dict[str, dict[int, PartitionMeta]] = field(default_factory=dict)
     _topic_ids: dict[str, uuid.UUID] = field(default_factory=dict)
+    # set by the first UpdateMetadata: until then the cache knows no broker and no topic
+    received: asyncio.Event = field(default_factory=asyncio.Event, compare=False)
+
+    async def wait_received(self, timeout_s: float) -> bool:
+        """Until a controller's first UpdateMetadata arrived (``timeout_s`` at most);
+        -> whether it did. A restarted broker serves clients (its listeners open
+        before it registers) before the controller has told it the cluster: a
+        Metadata answer from the empty cache then lists no broker and no topic, and
+        librdkafka forgets every broker it does not list, its group coordinator
+        with them (confluentinc/librdkafka#5511: transactional calls and
+        committed() hang), and fails the queued records of topics it does not list."""
+        if not self.received.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.received.wait(), timeout_s)
+        return self.received.is_set()
 
     # -- reads ---------------------------------------------------------------------------
 
@@ -120,6 +137,7 @@ class MetadataCache:
         else:
             for ps in request.ungrouped_partition_states:
                 self._put(ps.topic_name, ps)
+        self.received.set()
 
     def _broker(self, b: Any, version: int) -> BrokerMeta:
         if version == 0:

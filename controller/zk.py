@@ -276,24 +276,19 @@ class ClusterStore(FencedPartitionAccess, GenericZnodeAccess, ControllerZnodeAcc
           2. held by another session that names exactly our endpoints, with
              ``replace_own`` (the caller has bound those listeners, so no live
              process on this host serves them: the holder is this broker's own
-             previous run), and another session holds /controller: replace it at
-             once, delete and create in one transaction on the version read, and
-             log it. The controller sees one change of /brokers/ids, the same ids
-             with a new broker epoch, and handles a restarted ("bounced") broker:
-             never a moment without it. With no controller, or the dead session's
-             own, nobody would see the bounce: the next controller, elected later,
-             knows no earlier broker epoch and would leave this broker leader of
-             its partitions at their old leader epochs, as if it had not
-             restarted (seen in the transactional campaign: a transaction that
-             never finished). Then we wait as in 3. (A controller that dies before
-             it handles our change leaves the same gap; so does a restart that
-             registers right after the expiry, just before a new controller reads
-             the brokers: a controller-side check is the cure, not done yet.)
-             Waiting instead left the broker out of the cluster's metadata
-             between the expiry and our registration (a second or more), and
-             librdkafka forgets a broker that leaves the metadata, with a group
-             coordinator cached on it (confluentinc/librdkafka#5511: a
-             transactional send_offsets_to_transaction then hangs);
+             previous run): replace it at once, delete and create in one
+             transaction on the version read, and log it. A live controller sees
+             one change of /brokers/ids, the same ids with a new broker epoch, and
+             handles a restarted ("bounced") broker: never a moment without it.
+             When no controller sees it (none was alive, or the dead session was
+             the controller's), the next one finds this broker leading partitions
+             whose state is older than its registration and handles it as
+             restarted then (controller.restarted_leaders). Waiting instead left the
+             broker out of the cluster's metadata between the expiry and our
+             registration, and librdkafka forgets a broker that leaves the
+             metadata, with a group coordinator cached on it
+             (confluentinc/librdkafka#5511: send_offsets_to_transaction and a
+             consumer's committed() then hang);
           3. held by another session otherwise: log once why and for how long we
              wait, then wait until it goes (a data watch, re-checked every
              STALE_REGISTRATION_RECHECK_S) and go back to 1;
@@ -320,8 +315,7 @@ class ClusterStore(FencedPartitionAccess, GenericZnodeAccess, ControllerZnodeAcc
                 epoch, holder = await self._run(self._create_registration, path, data)
                 if holder is None:
                     break
-                if replace_own and holder[1] == ours and await self._run(
-                        self._another_controller, holder[0]):
+                if replace_own and holder[1] == ours:
                     epoch = await self._run(self._replace_registration, path, data, holder[0])
                     if epoch >= 0:
                         log.warning(
@@ -397,12 +391,6 @@ class ClusterStore(FencedPartitionAccess, GenericZnodeAccess, ControllerZnodeAcc
             except (ValueError, AttributeError):    # not JSON as we write it
                 eps = "?"
             return -1, (st.ephemeral_owner, eps)
-
-    def _another_controller(self, session: int) -> bool:
-        """(worker thread) Whether /controller is held, by a session other than
-        ``session`` (the one that will handle our restart)."""
-        st = self.zk.exists(zd.CONTROLLER)
-        return st is not None and st.ephemeral_owner != session
 
     def _replace_registration(self, path: str, data: bytes, stale_owner: int) -> int:
         """(worker thread) Delete the znode ``stale_owner``'s session holds and create

@@ -139,6 +139,9 @@ async def _find(ctx: RequestContext, key: str, key_type: int) -> Found:
     refused = _refused(ctx, key, key_type)
     if refused != ErrorCode.NONE:
         return refused, -1, "", -1
+    # not before the controller told a (re)started broker the cluster: with an empty
+    # cache the internal topic looks missing (MetadataCache.wait_received)
+    await ctx.broker.metadata.wait_received(ctx.broker.config.request_timeout_ms / 2000)
     if key_type == KEY_GROUP:
         return await find_group_coordinator(ctx.broker, key, ctx.connection.listener)
     if key_type == KEY_TRANSACTION:

@@ -168,6 +168,9 @@ async def handle_metadata(ctx: RequestContext, request: Struct) -> Struct:
     if request.topics is not None and any(
             t.name is None and t.topic_id == ZERO_UUID for t in request.topics):
         return _bad_request(v, request)
+    # a broker started again answers once the controller told it the cluster (a
+    # client would take an empty answer for an empty cluster: MetadataCache.wait_received)
+    await metadata.wait_received(ctx.broker.config.request_timeout_ms / 2000)
     topics = await _topics(ctx, request)
     _hide_fenced_leaders(ctx, topics)
     if v >= 8 and request.include_topic_authorized_operations:

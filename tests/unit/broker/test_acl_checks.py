@@ -65,6 +65,9 @@ class FakeMetadata:
     def __init__(self, topics: dict[str, int]) -> None:
         self.topics = topics
 
+    async def wait_received(self, timeout_s: float) -> bool:
+        return True                     # the controller's UpdateMetadata came
+
     def partition(self, topic: str, partition: int) -> Any:
         return object() if partition < self.topics.get(topic, 0) else None
 

@@ -37,6 +37,9 @@ class FakeMetadata:
         self._ids: dict[str, uuid.UUID] = {}
         self.controller_id = controller_id
 
+    async def wait_received(self, timeout_s: float) -> bool:
+        return True                     # the controller's UpdateMetadata came
+
     def topics(self) -> list[str]:
         return sorted(self._parts)
 

@@ -86,6 +86,7 @@ def make_broker() -> Any:
 @pytest.mark.parametrize("version", range(0, 9))
 def test_update_metadata_every_version(version: int) -> None:
     broker = make_broker()
+    assert not asyncio.run(broker.metadata.wait_received(0.05))  # nothing from a controller
     req = roundtrip(bodies(make_ctx(), 6), 6, version)
     resp = asyncio.run(handle_update_metadata(ctx_for(version, 6, broker), req))
     assert resp.error_code == 0
@@ -97,6 +98,7 @@ def test_update_metadata_every_version(version: int) -> None:
     assert [(p.partition, p.leader, p.isr, p.replicas) for p in cache.partitions("t")] == [
         (0, 1, (1, 2), (1, 2)), (1, 2, (2,), (2, 1))]
     assert cache.partition_count("t") == 2 and cache.partition_count("absent") == 0
+    assert asyncio.run(cache.wait_received(0.0))                 # answered from here on
     assert cache.topic_id("t") == (TID if version >= 7 else None)
     # an older controller is refused and changes nothing
     stale = roundtrip(bodies(make_ctx(epoch=2), 6), 6, version)

@@ -91,6 +91,9 @@ class FakeMetadata:
         self.ids: dict[str, uuid.UUID] = {}
         self.nodes: dict[int, BrokerMeta] = {}
 
+    async def wait_received(self, timeout_s: float) -> bool:
+        return True                     # the controller's UpdateMetadata came
+
     def topics(self) -> list[str]:
         return list(self.parts)
 
