@@ -135,9 +135,10 @@ fault-process: $(STAMP)
 # over FAULT_TXN_RECORDS records at RF 3 while the transaction coordinator's broker, a
 # partition leader and the controller are each killed -9 FAULT_TXN_KILLS times (30 kills);
 # the checker reports loss, duplicates, G1a and uncommitted reads, and every kill must be
-# followed by a commit within session timeout + 5 s. FAULT_ARGS=--stop makes every other
-# fault a SIGSTOP past the session; FAULT_ARGS=--restart-at-once restarts a killed broker
-# 0.5-2 s after the kill. Short version in `make test`: test_txn_failover.py.
+# followed by a commit within session timeout + 5 s. A killed broker starts again 0.5-2 s
+# later (FAULT_ARGS=--restart-after-expiry: once ZooKeeper dropped its session);
+# FAULT_ARGS=--stop makes every other fault a SIGSTOP past the session. Short version in
+# `make test`: test_txn_failover.py.
 FAULT_TXN_RECORDS ?= 100000
 FAULT_TXN_KILLS ?= 10
 fault-txn: $(STAMP)

@@ -50,15 +50,20 @@ def _broker_tails(work: Path, lines: int = 40) -> str:
     return "\n".join(out)
 
 
+@pytest.mark.parametrize("restart", ["at-once", "after-expiry"])
 def test_consume_transform_produce_survives_coordinator_and_leader_kills(
-        tmp_path: Path) -> None:
+        tmp_path: Path, restart: str) -> None:
+    """``at-once``: the victim starts again 0.5-2 s after the kill and replaces its dead
+    session's registration (what a process supervisor does); ``after-expiry``: once
+    ZooKeeper dropped its session (it leaves the cluster's metadata meanwhile)."""
     from broker.zookeeper_runner import java_major
 
     if (java_major("java") or 0) < 17:
         pytest.skip("Java 17+ is needed to run ZooKeeper")
     work = tmp_path / f"seed-{SEED}"
     # the campaign's log (kills, retries, stalls) is shown by pytest when this fails
-    outcome = run(work, records=4000, kills=1, seed=SEED, batch=100, timeout=240, log=True)
+    outcome = run(work, records=4000, kills=1, seed=SEED, batch=100, timeout=240, log=True,
+                  restart_at_once=restart == "at-once")
     print(outcome.summary())
     assert not _stalled(outcome), (f"STALL (seed {SEED}): {outcome.summary()}\n\n"
                                    + _broker_tails(work))

@@ -7,23 +7,20 @@ killed -9 (or stopped past the ZooKeeper session) K times, then the checker
     .venv/bin/python tests/fault/txn_campaign.py --records 100000 --kills 10 [--seed 1]
         [--kinds coordinator,leader,controller] [--stop] [--recover-limit 11]
         [--processors 2] [--input-partitions 4] [--output-partitions 3] [--batch 200]
-        [--timeout 1800] [--restart-at-once] [--keep]
+        [--timeout 1800] [--restart-after-expiry] [--keep]
 
 The kills are spread over the run by progress: after each 1/(kinds*K+1) of the input
 has been committed, the next victim (in turn the broker coordinating a processor's
 transactional id, found by FindCoordinator, the leader of a random output or input
-partition, and the controller) is killed -9, restarted once ZooKeeper dropped its
-session, and the run waits for every ISR to be full again before the next fault. The
-broker is out of the cluster's metadata meanwhile, and librdkafka, which forgets a
-broker that leaves the metadata even when its group coordinator is cached there
-(confluentinc/librdkafka#5511), can hang in ``send_offsets_to_transaction``; the
-processors abandon such a call (counted as hangs, tests/fault/txn_workload.py) and go
-on. ``--restart-at-once`` starts the victim again 0.5-2 s after the kill, as a process
-supervisor would: it replaces its dead session's registration (controller/zk.py
-``register_broker``) and never leaves the metadata, but a controller killed this way
-can come back as the leader of its partitions at their old leader epochs, unseen by the
-next controller (the README's "Coming back after kill -9"); that mode is for the next
-step, not the default. With
+partition, and the controller) is killed -9 and started again 0.5-2 s later, as a
+process supervisor would (it replaces its dead session's registration and never leaves
+the cluster's metadata: controller/zk.py ``register_broker``), and the run waits for
+every ISR to be full again before the next fault. ``--restart-after-expiry`` starts it
+only once ZooKeeper dropped its session: the broker is out of the metadata meanwhile,
+and librdkafka, which forgets a broker that leaves the metadata even when its group
+coordinator is cached there (confluentinc/librdkafka#5511), can hang in
+``send_offsets_to_transaction``; the processors abandon such a call (counted as hangs,
+tests/fault/txn_workload.py) and go on. With
 ``--stop`` every other fault is a SIGSTOP held past the session timeout (the broker is
 fenced and replaced meanwhile), then SIGCONT.
 
@@ -333,9 +330,10 @@ def main() -> int:
                     help="every other fault a SIGSTOP past the session instead of a kill")
     ap.add_argument("--recover-limit", type=float, default=SESSION_S + 5,
                     help="seconds from a fault to the next commit, at most (0: unchecked)")
-    ap.add_argument("--restart-at-once", action="store_true",
-                    help="start a killed broker again 0.5-2 s after the kill, as a process "
-                         "supervisor would, not once ZooKeeper expired its session")
+    ap.add_argument("--restart-after-expiry", action="store_true",
+                    help="start a killed broker again only once ZooKeeper expired its session "
+                         "(it is out of the cluster metadata meanwhile), not 0.5-2 s after the "
+                         "kill as a process supervisor would")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--processors", type=int, default=2)
     ap.add_argument("--input-partitions", type=int, default=4)
@@ -351,7 +349,7 @@ def main() -> int:
                       output_partitions=args.output_partitions, batch=args.batch,
                       timeout=args.timeout, kinds=tuple(args.kinds.split(",")),
                       stop=args.stop, recover_limit=args.recover_limit or None,
-                      restart_at_once=args.restart_at_once)
+                      restart_at_once=not args.restart_after_expiry)
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
