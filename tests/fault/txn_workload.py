@@ -185,6 +185,14 @@ class Processor(threading.Thread):
                          "isolation.level": "read_committed", "enable.auto.commit": False,
                          "auto.offset.reset": "earliest", "enable.partition.eof": False})
 
+    def _assigned(self) -> list[Any]:
+        """The input partitions this processor assigned itself. Not
+        ``Consumer.assignment()``: confluent-kafka holds the GIL while that waits for
+        librdkafka's main thread, and a main thread that waits meanwhile froze the
+        whole campaign process (seen: every thread parked, the kills stopped)."""
+        from confluent_kafka import TopicPartition
+        return [TopicPartition(self.source, p) for p in self.partitions]
+
     def _rewind(self, consumer: Any) -> dict[int, int]:
         """Seek every input partition to the group's committed offset (read stable)."""
         from confluent_kafka import KafkaException, TopicPartition
@@ -224,7 +232,7 @@ class Processor(threading.Thread):
                         stable = stable_ends(self.bootstrap, self.source, self.partitions)
                         self.log(f"{self.label}: nothing to read for 10 s at {position} "
                                  f"(consumer positions "
-                                 f"{[(t.partition, t.offset) for t in consumer.position(consumer.assignment())]}"
+                                 f"{[(t.partition, t.offset) for t in consumer.position(self._assigned())]}"
                                  f", broker's last stable offsets {stable})")
                         if any(stable.get(p, -1) > position[p] for p in self.partitions):
                             # records are readable (below the LSO) yet the consumer
@@ -246,7 +254,7 @@ class Processor(threading.Thread):
                                          partition=m.partition() % self.sink_partitions)
                     # a partition nothing was read from since the last seek has no
                     # position (-1001): its committed offset stands
-                    positions = [tp for tp in consumer.position(consumer.assignment())
+                    positions = [tp for tp in consumer.position(self._assigned())
                                  if tp.offset >= 0]
                     group = consumer.consumer_group_metadata()
                     _bounded("send_offsets_to_transaction",
