@@ -38,7 +38,8 @@ from controller.zkclient import (CONNECTED, LOST, SUSPENDED, CreateOp, DeleteOp,
 log = logging.getLogger("pybroker.zk")
 
 # A broker restarted after kill -9 replaces its dead session's /brokers/ids/<id> when
-# that names its own endpoints, else waits for it (ClusterStore.register_broker). ZooKeeper expires a session on a tick boundary, up
+# that names its own endpoints, else waits for it (ClusterStore.register_broker).
+# ZooKeeper expires a session on a tick boundary, up
 # to one tickTime (2 s by default) after its timeout: the margin covers that.
 STALE_REGISTRATION_MARGIN_S = 3.0
 STALE_REGISTRATION_RECHECK_S = 1.0   # re-read the znode this often, watch event or not

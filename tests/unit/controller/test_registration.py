@@ -95,8 +95,12 @@ def test_registration_waits_for_the_dead_sessions_znode_then_succeeds(
     run(body)
 
 
+@pytest.mark.parametrize("replace_own", [False, True])
 def test_registration_gives_up_when_the_znode_stays(
-        caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
+        caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch,
+        replace_own: bool) -> None:
+    """Other endpoints: waited out and refused, whether or not our own stale
+    registration would be replaced (``replace_own``, what the broker passes)."""
     caplog.set_level(logging.INFO, logger="pybroker.zk")
     monkeypatch.setattr(zk_module, "STALE_REGISTRATION_MARGIN_S", 0.2)
 
@@ -108,7 +112,7 @@ def test_registration_gives_up_when_the_znode_stays(
         loop = asyncio.get_running_loop()
         began = loop.time()
         with pytest.raises(NodeExistsError) as e:
-            await store.register_broker(1, [ENDPOINT])
+            await store.register_broker(1, [ENDPOINT], replace_own=replace_own)
         took = loop.time() - began
         assert 0.55 < took < 1.5, took          # the session timeout plus the margin
         msg = str(e.value)
@@ -119,7 +123,7 @@ def test_registration_gives_up_when_the_znode_stays(
         assert store.broker_epoch == -1
         (waiting,) = lines(caplog, WAITING)
         assert f"not our endpoints ({ENDPOINT}): another broker may have this id" in waiting
-        assert not lines(caplog, WENT_AWAY)
+        assert not lines(caplog, WENT_AWAY) and not lines(caplog, REPLACED)
     run(body)
 
 
@@ -178,22 +182,6 @@ def test_our_own_dead_registration_is_replaced_at_once_and_outlives_the_expiry(
         old.stop()                                       # the dead session expires later:
         await asyncio.sleep(0.05)
         assert server.nodes[zd.broker_path(1)].owner == store.zk.session_id()   # still ours
-    run(body)
-
-
-def test_replace_own_still_waits_for_a_registration_naming_other_endpoints(
-        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.INFO, logger="pybroker.zk")
-    monkeypatch.setattr(zk_module, "STALE_REGISTRATION_MARGIN_S", 0.2)
-
-    async def body() -> None:
-        server = FakeZkServer()
-        other = await dead_session(server, 1, endpoint="PLAINTEXT://10.0.0.7:9092")
-        store = await fresh_store(server, session_timeout_ms=400)
-        with pytest.raises(NodeExistsError):
-            await store.register_broker(1, [ENDPOINT], replace_own=True)
-        assert server.nodes[zd.broker_path(1)].owner == other.session_id()
-        assert lines(caplog, WAITING) and not lines(caplog, REPLACED)
     run(body)
 
 
