@@ -184,6 +184,17 @@ class QueueLoad:
                   for g in self.group_consumers]
         return "\n".join(lines)
 
+    def client_logs(self, last: int = 150) -> str:
+        """The last lines of each idempotent producer's librdkafka idempotence log
+        (``debug=eos``): epoch bumps and sequence errors, for a failure message."""
+        out = []
+        for p in self.producers:
+            log = p.client_log if isinstance(p, QueueProducer) else None
+            if log is not None and log.lines:
+                out.append(f"{p.process} librdkafka eos log (last {last}):")
+                out += [f"  {line}" for line in list(log.lines)[-last:]]
+        return "\n".join(out)
+
     def _consumers(self) -> list[QueueConsumer | GroupConsumer]:
         return [*([self.consumer] if self.consumer is not None else []),
                 *self.group_consumers]

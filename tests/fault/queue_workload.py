@@ -33,9 +33,11 @@ is kept; pass ``conf={"retries": 0}`` where that matters (QueueLoad does).
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 import uuid
+from collections import deque
 from collections.abc import Sequence
 from functools import partial
 from typing import Any
@@ -64,6 +66,22 @@ def classify(err: Any) -> str:
     return "fail" if err.name() in DEFINITELY_NOT_WRITTEN else "info"
 
 
+class ClientLog(logging.Handler):
+    """The last ``keep`` lines a librdkafka client logged (its ``logger``), not
+    propagated: read by a test when it fails."""
+
+    def __init__(self, name: str, keep: int = 300) -> None:
+        super().__init__()
+        self.lines: deque[str] = deque(maxlen=keep)
+        self.logger = logging.getLogger(f"tests.fault.rdkafka.{name}.{uuid.uuid4().hex[:6]}")
+        self.logger.propagate = False
+        self.logger.setLevel(logging.DEBUG)
+        self.logger.addHandler(self)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(f"{time.monotonic():.3f} {record.getMessage()}")
+
+
 class QueueProducer(PacedProducer):
     """One producer process: a thread that sends one value per partition per round,
     ``rate`` values/s in all (None = as fast as the queue takes them)."""
@@ -75,10 +93,14 @@ class QueueProducer(PacedProducer):
         self.history, self.process = history, process
         self.next = {p: base for p in partitions}
         self.fatal: str | None = None
+        # librdkafka's idempotence log (epoch bumps, sequence errors, PID changes): few
+        # lines, kept for a failure message (``client_log``)
+        self.client_log = ClientLog(f"queue-{process}") if idempotent else None
+        debug = {"debug": "eos", "logger": self.client_log.logger} if self.client_log else {}
         super().__init__(topic, partitions, rate, f"queue-{process}", {
             "bootstrap.servers": bootstrap, "acks": acks, "enable.idempotence": idempotent,
             "request.timeout.ms": 5_000, "topic.metadata.refresh.interval.ms": 1000,
-            **(conf or {})})
+            **debug, **(conf or {})})
         history.opened(process, "producer", idempotent)
 
     def _on_error(self, err: Any) -> None:

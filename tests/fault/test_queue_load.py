@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.fault import batch_evidence
 from tests.fault.cluster_faults import FAULT_OVERRIDES, FaultCluster, wait_for
 from tests.fault.queue_checker import check
 from tests.fault.queue_history import QueueHistory
@@ -93,10 +94,12 @@ def test_mixed_load_through_broker_and_consumer_restarts(zk: str, tmp_path: Path
         report = load.check()
         load.save(tmp_path / "history.jsonl")
         print(report.summary(), load.summary(), f"undelivered {undelivered}", sep="\n")
+        evidence = batch_evidence.duplicates(
+            report, [(b.broker_id, b.log_dir) for b in fc.brokers], TOPIC)
     finally:
         fc.stop()
 
-    assert report.ok, report.summary()
+    assert report.ok, f"{report.summary()}\n{evidence}\n{load.client_logs()}"
     assert all(p.fatal is None for p in load.producers), load.summary()
     acked = load.acked()
     assert sorted(acked) == ["producer-0", "producer-1", "producer-2"]
