@@ -26,11 +26,12 @@ PYTEST_ARGS ?=
 DATA_DIR := data
 JAVA_CLIENT_INSTALLER := tests/oracle/install_java_client.py
 
-.PHONY: help install run test bench clean distclean kcat chromium fault fault-process fault-txn fuzz bench-replication bench-groups
+.PHONY: help install run test test-fast java-client bench clean distclean kcat chromium fault fault-process fault-txn fuzz bench-replication bench-groups
 
 help:
 	@echo "make run        install, then start ZooKeeper + one broker (data under $(DATA_DIR)/)"
 	@echo "make test       install what the tests need, then run pytest over tests/"
+	@echo "make test-fast  the unit tests only (tests/unit: every layer, the codec, layering; ~2 min)"
 	@echo "make bench      run each bench/*.py and print its figures"
 	@echo "make fault      the fault campaign on virtual hosts (FAULT_SCHEDULES=100; root)"
 	@echo "make fault-process  the process-fault campaign on loopback (FAULT_MINUTES=10)"
@@ -65,12 +66,22 @@ run: $(STAMP)
 	@echo "Starting ZooKeeper (127.0.0.1:2181) and broker 0 (127.0.0.1:9092); data under $(DATA_DIR)/. Ctrl-C stops both."
 	$(PY) -m broker.local_run --zookeeper-config config/zookeeper.properties --server-config config/server.properties
 
-test: $(STAMP) kcat chromium
+test: $(STAMP) java-client kcat chromium
+	$(PY) -m pytest -q tests $(PYTEST_ARGS)
+
+# The Java Kafka client's jars (the codec's cross-check and the Java client tests).
+java-client: $(STAMP)
 	@if [ -f $(JAVA_CLIENT_INSTALLER) ]; then \
 		echo "$(PY) $(JAVA_CLIENT_INSTALLER)"; \
 		$(PY) $(JAVA_CLIENT_INSTALLER); \
 	fi
-	$(PY) -m pytest -q tests $(PYTEST_ARGS)
+
+# The fast tier: tests/unit (each layer with fakes, the protocol codec and its Java
+# cross-check, the layering, import-cycle and package-map checks). No ZooKeeper, no
+# broker process, no browser; the Java cross-check needs the jars, fetched here as by
+# `make test` (cached under .cache/).
+test-fast: $(STAMP) java-client
+	$(PY) -m pytest -q tests/unit $(PYTEST_ARGS)
 
 # $(call apt_install,PACKAGE,WHAT SKIPS WITHOUT IT): install a Debian package with apt-get
 # when we are root (or have passwordless sudo) and apt-get exists (an `apt-get update` and

@@ -3,7 +3,7 @@
 ``BrokerServices`` and ``ConnectionInfo`` list exactly what handlers (and the
 helpers they call: ``broker.handler_support``, ``broker.topic_creation``,
 ``broker.coordinator.coordinator_of``) use. ``broker.broker.Broker`` and
-``broker.connection.Connection`` provide them; unit tests pass small fakes with
+``broker.network.connection.Connection`` provide them; unit tests pass small fakes with
 the same attributes. An attribute that may legitimately be absent is declared
 ``... | None`` rather than probed with ``getattr``.
 """
@@ -92,7 +92,7 @@ class RequestContext:
     connection: ConnectionInfo
     broker: BrokerServices
     # Produce: called once the records are appended, before the wait for acks; the
-    # connection then reads its next request (see broker.connection)
+    # connection then reads its next request (see broker.network.connection)
     appended: Callable[[], None] | None = None
     # KIP-219 channel muting: set (ms) by the quota layer (broker/quotas/) when the
     # client is over a quota; the connection reads nothing more from this client

@@ -11,7 +11,7 @@ A handler returns its response body, or an ``Outcome`` when the connection is
 to write nothing (``NO_RESPONSE``: Produce with acks=0) or to close once the
 responses before this one are written (``CLOSE_CONNECTION``: a failed acks=0
 Produce, so the client refreshes its metadata). Handlers never touch the
-socket; ``broker.connection`` acts on what they return.
+socket; ``broker.network.connection`` acts on what they return.
 """
 
 from __future__ import annotations

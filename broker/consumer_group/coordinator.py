@@ -321,7 +321,7 @@ class ConsumerGroupCoordinator:
             return
         self.disarm(group_id, member_id)
 
-    # -- migration (migration.py is helper C's; these call its public functions) -----------
+    # -- migration (these call migration.py's public functions) ----------------------------
 
     async def _upgrade(self, classic: GroupMetadata, hb: gl.Heartbeat) -> gl.HeartbeatResult:
         gid = hb.group_id
@@ -402,7 +402,7 @@ class ConsumerGroupCoordinator:
                 group_id, GroupState.EMPTY, self.now())
         return holder
 
-    # -- classic requests for consumer group ids (helper C's classic_glue, if present) -----
+    # -- classic requests for consumer group ids (classic_glue, if present) ----------------
 
     @staticmethod
     def _glue(name: str) -> Callable[..., Any] | None:

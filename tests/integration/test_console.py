@@ -22,7 +22,6 @@ stopped by that group's id if it overruns.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import re
@@ -50,7 +49,6 @@ TOPIC = "console-topic"
 GROUP = "console-group"
 LAG_MS = 3000
 EVIL_KEY = "<script>alert('k')</script>"
-HAVE_WHY = importlib.util.find_spec("client.why_admin") is not None
 
 if not CHROMIUM.exists():
     pytest.skip("headless Chromium is needed: /usr/bin/chromium is absent "
@@ -204,10 +202,7 @@ def test_overview_lists_brokers_and_controller(cluster: Cluster, browser: Browse
         assert f"<td>{b.broker_id}</td><td>127.0.0.1:{b.port}</td>" in rows
     ctl = controller_id(cluster.brokers[0].port)
     assert f"<dt>Controller</dt><dd>broker {ctl}</dd>" in dom
-    if HAVE_WHY:
-        assert rows.count("CONNECTED") == 3, rows
-    else:
-        assert "why unavailable" in rows
+    assert rows.count("CONNECTED") == 3, rows
 
 
 def test_topics_and_topic_page(cluster: Cluster, browser: Browser, produced: Any) -> None:
@@ -222,8 +217,8 @@ def test_topics_and_topic_page(cluster: Cluster, browser: Browser, produced: Any
     cells = re.findall(r"<td>(.*?)</td>", row0.group(1))
     # leader, epoch, replicas, ISR, out of ISR, log start, HW, leader LEO, ...
     assert cells[4] == "-" and cells[5] == "0" and cells[6] == "10" and cells[7] == "10", cells
-    if HAVE_WHY:                                        # each replica's LEO, as the leader sees it
-        assert cells[8].count(": 10") == 3 and "(leader)" in cells[8], cells
+    # each replica's LEO, as the leader sees it
+    assert cells[8].count(": 10") == 3 and "(leader)" in cells[8], cells
 
 
 def test_group_page_members_and_lag(browser: Browser, group_member: Any) -> None:
@@ -237,16 +232,11 @@ def test_group_page_members_and_lag(browser: Browser, group_member: Any) -> None
     for row in ("<td>0</td><td>4</td><td>10</td><td>6</td>",
                 "<td>1</td><td>1</td><td>3</td><td>2</td>"):
         assert f">{TOPIC}</a></td>{row}" in offsets, offsets
-    if HAVE_WHY:
-        assert "rebalance-why" in dom and "Last rebalance" in dom
-    else:
-        assert "why unavailable" in dom
+    assert "rebalance-why" in dom and "Last rebalance" in dom
 
 
 def test_group_page_says_who_left(cluster: Cluster, browser: Browser, group_member: Any) -> None:
     """A second member joins, then leaves: the group page's last rebalance names it."""
-    if not HAVE_WHY:
-        pytest.skip("client/why_admin.py is absent: no rebalance events to show")
     leaver = confluent_kafka.Consumer({
         "bootstrap.servers": cluster.bootstrap, "group.id": GROUP, "client.id": "console-leaver",
         "enable.auto.commit": False, "session.timeout.ms": 30000})
@@ -296,9 +286,6 @@ def test_partition_page_names_the_killed_follower(cluster: Cluster, browser: Bro
     dom = browser.dom("/partition", "partition-after-kill", topic=TOPIC, p=0)
     text = text_of(dom)
     assert f"Under-replicated: {victim} not in the ISR" in text
-    if not HAVE_WHY:
-        pytest.skip("client/why_admin.py is absent: the partition page says 'why unavailable' "
-                    "and cannot name the reason the ISR shrank")
     why = text_of(element(dom, "isr-why"))
     assert f"Broker {victim} left the ISR" in why, why
     assert "replica.lag.time.max.ms" in why, why     # the leader's reason, as it gave it

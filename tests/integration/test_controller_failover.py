@@ -174,15 +174,6 @@ def test_reassignment_tool_and_preferred_election(cluster3: Cluster, tmp_path: P
         assert produce_ok(c, "mv", p, leader) == 0
 
 
-def _replication_wired() -> bool:
-    import inspect
-
-    import broker.broker
-    return "alter_partitions=" in inspect.getsource(broker.broker)
-
-
-@pytest.mark.skipif(not _replication_wired(), reason="follower fetchers / AlterPartition "
-                    "are not wired into broker/broker.py yet (the new replica cannot join)")
 def test_reassignment_onto_a_new_broker_completes(cluster3: Cluster, tmp_path: Path) -> None:
     c = cluster3
     create_topic(c.brokers[0], "mv2", {0: [0, 1]})
