@@ -96,7 +96,7 @@ async def dispatch(ctx: RequestContext, header: RequestHeader, body: Struct) -> 
     # the client used and sets the response's throttle time and ctx.throttle_ms
     quotas = ctx.broker.quotas
     if quotas is not None:
-        return await quotas.call(ctx, header, body, fn)  # type: ignore[no-any-return]
+        return await quotas.call(ctx, header, body, fn)
     return await fn(ctx, body)
 
 

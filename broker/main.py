@@ -36,7 +36,7 @@ def _loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
         import uvloop
     except ImportError:  # pragma: no cover - uvloop is a dependency; stay runnable without it
         return None
-    return uvloop.new_event_loop  # type: ignore[no-any-return]
+    return uvloop.new_event_loop
 
 
 def run_broker(config_path: str, overrides: list[str]) -> int:

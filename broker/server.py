@@ -172,7 +172,7 @@ class KafkaServer:
             if writer is not None:
                 writer.close()
             limits.quotas.dec(self.endpoint.name, ip)
-            self._tasks.discard(task)  # type: ignore[arg-type]
+            self._tasks.discard(task)
 
     async def _start_tls(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
                          ) -> TlsStream | None:
@@ -248,6 +248,6 @@ def _bound(sock: socket.socket) -> socket.socket:
     return sock
 
 
-def _peer(writer: asyncio.StreamWriter) -> str:
+def _peer(writer: asyncio.StreamWriter | FrameStream) -> str:
     peer = writer.get_extra_info("peername")
     return f"{peer[0]}:{peer[1]}" if peer else "?"

@@ -228,7 +228,7 @@ def auto_create_request(config: Any, name: str) -> TopicRequest:
                             config.offsets_topic_replication_factor,
                             configs=dict(OFFSETS_TOPIC_CONFIGS))
     if name == topic_names.TRANSACTION_STATE_TOPIC:
-        configs = dict(TXN_TOPIC_CONFIGS)
+        configs: dict[str, str | None] = dict(TXN_TOPIC_CONFIGS)
         configs["min.insync.replicas"] = str(config.transaction_state_log_min_isr)
         return TopicRequest(name, config.transaction_state_log_num_partitions,
                             config.transaction_state_log_replication_factor,

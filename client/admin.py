@@ -246,6 +246,7 @@ class KafkaAdmin:
         else:
             resp = await self._to_controller(ApiKey.INCREMENTAL_ALTER_CONFIGS, body,
                                              lambda r: [x.error_code for x in r.responses])
+        assert resp is not None            # None only answers an acks=0 Produce
         for r in resp.responses:
             if r.resource_name == name:
                 return r.error_code, r.error_message

@@ -152,6 +152,7 @@ async def alter_user_scram_credentials(admin: KafkaAdmin,
                 await asyncio.sleep(0.2 * (attempt + 1))
                 continue
             break
+        assert resp is not None            # None only answers an acks=0 Produce
         for r in resp.results:
             results[r.user] = (int(r.error_code), r.error_message)
     for user in [*(u.user for u in upsertions), *(d.user for d in deletions)]:

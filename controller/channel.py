@@ -176,9 +176,9 @@ class RequestBatch:
         um = self._update_metadata_body() if self.update_metadata_brokers else None
         for b in sorted(self.update_metadata_brokers):
             channel.enqueue(b, UPDATE_METADATA, self._with_epoch(um, b))
-        for b, parts in sorted(self.stop_replica.items()):
+        for b, stops in sorted(self.stop_replica.items()):
             for delete in (False, True):
-                chosen = {tp: cb for tp, (d, cb) in parts.items() if d == delete}
+                chosen = {tp: cb for tp, (d, cb) in stops.items() if d == delete}
                 if chosen:
                     channel.enqueue(b, STOP_REPLICA, self._stop_replica(b, list(chosen), delete),
                                     _stop_callback(chosen))

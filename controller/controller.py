@@ -28,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from functools import partial
 from typing import Any, Callable, Iterable
 
 from controller import (alter_partition, broker_modifications, controlled_shutdown, deletion,
@@ -158,19 +159,19 @@ class Controller:
         """ElectLeaders (0 preferred, 1 unclean; None = every partition):
         -> tp -> (error code, message)."""
         parts = None if partitions is None else tuple(partitions)
-        return await self._ask(lambda f: ev.ElectLeaders(parts, election_type, f))  # type: ignore[no-any-return]
+        return await self._ask(lambda f: ev.ElectLeaders(parts, election_type, f))
 
     async def alter_reassignments(self, targets: dict[tuple[str, int], list[int] | None]
                                   ) -> dict[tuple[str, int], tuple[int, str | None]]:
         """AlterPartitionReassignments (None cancels): -> tp -> (error code, message)."""
         items = tuple((tp, None if r is None else tuple(r)) for tp, r in targets.items())
-        return await self._ask(lambda f: ev.ApiPartitionReassignment(items, f))  # type: ignore[no-any-return]
+        return await self._ask(lambda f: ev.ApiPartitionReassignment(items, f))
 
     async def list_reassignments(self, partitions: list[tuple[str, int]] | None
                                  ) -> dict[tuple[str, int], tuple[list[int], list[int], list[int]]]:
         """Ongoing reassignments: tp -> (replicas, adding, removing)."""
         parts = None if partitions is None else tuple(partitions)
-        return await self._ask(lambda f: ev.ListPartitionReassignments(parts, f))  # type: ignore[no-any-return]
+        return await self._ask(lambda f: ev.ListPartitionReassignments(parts, f))
 
     async def _ask(self, make: Callable[[asyncio.Future[Any]], ev.Event]) -> Any:
         """Queue a request event and wait for its answer. Raises NotControllerError
@@ -216,8 +217,8 @@ class Controller:
                 await controlled_shutdown.handle(self, event)
             case _ if not self._active:
                 return
-            case ev.AlterPartitionReceived(request=req, version=v, result=fut):
-                fut.set_result(await alter_partition.process(self, req, v))
+            case ev.AlterPartitionReceived(request=req, version=v, result=answer):
+                answer.set_result(await alter_partition.process(self, req, v))
             case ev.ElectLeaders(partitions=parts, election_type=kind, result=fut):
                 res = await leader_election.elect(self, None if parts is None else list(parts),
                                                   kind)
@@ -353,7 +354,11 @@ class Controller:
                 self.ctx.topic_ids[t] = a.topic_id
             if t not in self._topic_watches:
                 self._topic_watches[t] = self.store.watch_data(
-                    zd.topic_path(t), lambda _d, t=t: self.events.put(ev.PartitionModifications(t)))
+                    zd.topic_path(t), partial(self._topic_changed, t))
+
+    def _topic_changed(self, topic: str, _data: bytes | None) -> None:
+        """A topic znode's data watch: partitions may have been added to it."""
+        self.events.put(ev.PartitionModifications(topic))
 
     # -- partitions online ---------------------------------------------------------------
 

@@ -26,7 +26,7 @@ class ControllerZnodeAccess:
                 return zd.decode_controller(self.zk.get(zd.CONTROLLER)[0])
             except NoNodeError:
                 return None
-        return await self._run(read)  # type: ignore[no-any-return]
+        return await self._run(read)
 
     async def controller_epoch(self) -> tuple[int, int] | None:
         """-> (epoch, znode version) of /controller_epoch, or None."""
@@ -36,7 +36,7 @@ class ControllerZnodeAccess:
             except NoNodeError:
                 return None
             return zd.decode_controller_epoch(data), st.version
-        return await self._run(read)  # type: ignore[no-any-return]
+        return await self._run(read)
 
     async def register_controller(self, broker_id: int) -> tuple[int, int]:
         """KafkaZkClient.registerControllerAndIncrementControllerEpoch: in one transaction
@@ -62,7 +62,7 @@ class ControllerZnodeAccess:
                 return epoch + 1, res[1].version
             except (NodeExistsError, BadVersionError):
                 return self._check_controller_and_epoch(broker_id, epoch + 1)
-        return await self._run(elect)  # type: ignore[no-any-return]
+        return await self._run(elect)
 
     def _check_controller_and_epoch(self, broker_id: int, new_epoch: int) -> tuple[int, int]:
         # The transaction may have succeeded on a retried connection: trust it only

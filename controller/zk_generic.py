@@ -28,7 +28,7 @@ class GenericZnodeAccess:
             except NoNodeError:
                 return None
             return data, stat.version
-        return await self._run(read)  # type: ignore[no-any-return]
+        return await self._run(read)
 
     async def children(self, path: str) -> list[str]:
         """Child names; [] when the znode does not exist."""
@@ -37,7 +37,7 @@ class GenericZnodeAccess:
                 return list(self.zk.children(path))
             except NoNodeError:
                 return []
-        return await self._run(read)  # type: ignore[no-any-return]
+        return await self._run(read)
 
     async def create(self, path: str, data: bytes) -> bool:
         """Create (parents too); False when it already exists."""
@@ -47,7 +47,7 @@ class GenericZnodeAccess:
             except NodeExistsError:
                 return False
             return True
-        return await self._run(write)  # type: ignore[no-any-return]
+        return await self._run(write)
 
     async def set_data(self, path: str, data: bytes, version: int) -> int | None:
         """Conditional set -> the new version; None when the version moved on or
@@ -57,7 +57,7 @@ class GenericZnodeAccess:
                 return int(self.zk.set(path, data, version).version)
             except (BadVersionError, NoNodeError):
                 return None
-        return await self._run(write)  # type: ignore[no-any-return]
+        return await self._run(write)
 
     async def delete(self, path: str, version: int) -> bool:
         """Conditional delete; True when deleted or already absent, False when the
@@ -70,7 +70,7 @@ class GenericZnodeAccess:
             except BadVersionError:
                 return False
             return True
-        return await self._run(write)  # type: ignore[no-any-return]
+        return await self._run(write)
 
     async def create_sequential(self, prefix: str, data: bytes) -> str:
         """A persistent sequential znode <prefix><10 digits> -> its path."""

@@ -141,7 +141,7 @@ class FencedPartitionAccess:
                 done[tp] = zd.LeaderIsr(s.leader, s.leader_epoch, s.isr, controller_epoch,
                                         r[0].version, s.leader_recovery_state)
             return done, failed
-        return await self._run(write)  # type: ignore[no-any-return]
+        return await self._run(write)
 
     # -- reassignment (controller only, fenced) ------------------------------------------
 

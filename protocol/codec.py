@@ -19,7 +19,7 @@ def _message_spec(msg: Struct) -> MessageSpec:
     spec = getattr(type(msg), "MESSAGE", None)
     if spec is None:
         raise TypeError(f"{type(msg).__name__} is not a top-level request or response")
-    return spec  # type: ignore[no-any-return]
+    return spec
 
 
 def encode_chunks(msg: Struct, version: int) -> list[Any]:

@@ -120,7 +120,7 @@ def _gen_decoder(spec: StructSpec, version: int, flexible: bool) -> Decoder:
         g.emit(1, f"ref._read_tagged_section(o, {t}, r, {version})")
         g.emit(1, "pos = r.pos")
     g.emit(1, "return o, pos")
-    return g.build("dec")  # type: ignore[no-any-return]
+    return g.build("dec")
 
 
 def _emit_default(g: _Gen, f: FieldSpec) -> None:
@@ -266,7 +266,7 @@ def _gen_encoder(spec: StructSpec, version: int, flexible: bool) -> Encoder:
             g.emit(1, "else:")
             g.emit(2, "b.append(0)")
     g.emit(1, "return None")
-    return g.build("enc")  # type: ignore[no-any-return]
+    return g.build("enc")
 
 
 def _emit_len_encode(g: _Gen, ind: int, flexible: bool, classic: str, expr: str) -> None:

@@ -22,6 +22,7 @@ Usage::
 from __future__ import annotations
 
 from enum import IntEnum
+from typing import cast
 
 
 class ErrorCode(IntEnum):
@@ -174,10 +175,8 @@ class ErrorCode(IntEnum):
     def from_code(cls, code: int) -> ErrorCode:
         """The member for ``code``; a code this table does not know maps to UNKNOWN_SERVER_ERROR,
         as Kafka's clients do. Use ``ErrorCode(code)`` to get a ValueError instead."""
-        try:
-            return cls(code)
-        except ValueError:
-            return cls.UNKNOWN_SERVER_ERROR
+        member = cls._value2member_map_.get(code)
+        return cast(ErrorCode, member) if member is not None else cls.UNKNOWN_SERVER_ERROR
 
     @classmethod
     def from_name(cls, name: str) -> ErrorCode:

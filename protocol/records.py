@@ -450,13 +450,13 @@ class BatchBuilder:
         return out
 
 
-def build_batch(records: Sequence[tuple[bytes | None, bytes | None, int]] |
-                Sequence[tuple[bytes | None, bytes | None, int, Iterable[Header]]],
+def build_batch(records: Sequence[tuple[bytes | None, bytes | None, int] |
+                                  tuple[bytes | None, bytes | None, int, Iterable[Header]]],
                 **options: Any) -> bytearray:
     """One batch from (key, value, timestamp[, headers]) tuples; options as BatchBuilder."""
     builder = BatchBuilder(**options)
     for rec in records:
-        builder.append(rec[0], rec[1], rec[2], rec[3] if len(rec) > 3 else ())  # type: ignore[misc]
+        builder.append(rec[0], rec[1], rec[2], rec[3] if len(rec) > 3 else ())
     return builder.build()
 
 

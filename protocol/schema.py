@@ -39,7 +39,7 @@ import re
 import uuid as _uuid
 from dataclasses import dataclass, field as dc_field
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protocol.versions import NONE, VersionRange
 
@@ -136,6 +136,13 @@ class Struct:
     SPEC: StructSpec
     unknown_tags: dict[int, bytes] | None
 
+    if TYPE_CHECKING:
+        # The fields are generated per message (StructSpec makes a subclass with them as
+        # slots): to a type checker every field of a message is Any.
+        def __getattr__(self, name: str) -> Any: ...
+
+        def __setattr__(self, name: str, value: Any) -> None: ...
+
     def __init__(self, **values: Any) -> None:
         # Each subclass gets a generated keyword-only __init__ (_compile_init); this
         # generic one serves field names that are not Python identifiers.
@@ -153,7 +160,7 @@ class Struct:
         if type(other) is not type(self):
             return NotImplemented
         return all(getattr(self, s) == getattr(other, s) for s in self.SPEC.attrs) and (
-            (self.unknown_tags or None) == (other.unknown_tags or None))  # type: ignore[attr-defined]
+            (self.unknown_tags or None) == (other.unknown_tags or None))
 
     __hash__ = None  # type: ignore[assignment]
 

@@ -31,7 +31,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -104,7 +104,7 @@ class ClientConfig:
         return ClientSecurity.from_config(dict(self.security))
 
     @classmethod
-    def from_kafka_options(cls, options: dict[str, str]) -> ClientConfig:
+    def from_kafka_options(cls, options: Mapping[str, str]) -> ClientConfig:
         """From Spark-style options: ``kafka.bootstrap.servers`` and friends
         (keys compared case-insensitively, the ``kafka.`` prefix stripped)."""
         kafka = {k[6:].lower(): v for k, v in options.items() if k.lower().startswith("kafka.")}
@@ -136,7 +136,7 @@ class ClientConfig:
 SECURITY_PREFIXES = ("security.protocol", "ssl.", "sasl.", "enable.ssl.certificate.verification")
 
 
-def security_options(options: dict[str, str]) -> tuple[tuple[str, str], ...]:
+def security_options(options: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
     """The ``kafka.security.protocol``, ``kafka.ssl.*`` and ``kafka.sasl.*`` options
     as sorted (Kafka key, value) pairs, the prefix stripped and the key lower-cased
     (Spark's options are case-insensitive; Kafka's security keys are lower case)."""

@@ -377,8 +377,8 @@ def clean_group(log: PartitionLog, group: list[LogSegment], ctx: CleanContext,
     outputs = [writer, *placeholders]
     with swap_lock:
         if not _still_in_log(log, group):  # retention or truncation got there first
-            for out in outputs:
-                out.discard()
+            for output in outputs:
+                output.discard()
             return
         new_segments = _swap_in(log, group, outputs)
         log.replace_segments(group, new_segments)
@@ -517,10 +517,11 @@ class CleanedWriter:
             index.close(trim=True)
             checkpoints.fsync_path(index.path)
         if self.aborted:
-            index = TxnIndex(self._path(filenames.TXN_INDEX, filenames.CLEANED), self.base_offset)
+            txn_index = TxnIndex(self._path(filenames.TXN_INDEX, filenames.CLEANED),
+                                 self.base_offset)
             for txn in self.aborted:
-                index.append(txn)
-            checkpoints.fsync_path(index.path)
+                txn_index.append(txn)
+            checkpoints.fsync_path(txn_index.path)
         if mtime_from is not None:
             with contextlib.suppress(FileNotFoundError):
                 st = os.stat(mtime_from)
@@ -531,7 +532,7 @@ class CleanedWriter:
         """Indexes first, then the log (recovery keys off the log file). A crash that
         leaves a ``.txnindex.swap`` loses it (recovery drops index swaps): the entries
         then stop filtering the kept aborted records, as before the cleaner carried them."""
-        kinds = (filenames.INDEX, filenames.TIME_INDEX, filenames.LOG)
+        kinds: tuple[str, ...] = (filenames.INDEX, filenames.TIME_INDEX, filenames.LOG)
         if self.aborted:
             kinds = (filenames.TXN_INDEX, *kinds)
         for kind in kinds:

@@ -29,7 +29,7 @@ from collections.abc import Callable
 from typing import Any, Protocol, TypeVar
 
 # (log dir, what failed, the error): told of an OSError on a write path
-FailureSink = Callable[[str, str, OSError], None]
+FailureSink = Callable[[str, str, OSError], object]   # its result is ignored
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -37,7 +37,7 @@ import mmap
 import os
 from collections import deque
 from collections.abc import Callable, Iterator
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar
 
 from protocol import records
 from protocol.records import HEADER_SIZE, MAGIC, BatchHeader
@@ -51,6 +51,7 @@ from storage.txn_index import TxnIndex
 # How many of the last appended batches a segment remembers (LogSegment._recent): at
 # least log.index.interval.bytes (4096) of the smallest batches (61-byte headers).
 RECENT_BATCHES = 256
+_Index = TypeVar("_Index", OffsetIndex, TimeIndex)
 
 
 def _last_offset(entry: tuple[int, int, BatchHeader]) -> int:
@@ -237,8 +238,7 @@ class LogSegment:
             self._txn_index = TxnIndex(self.txn_index_path, self.base_offset)
         return self._txn_index
 
-    def _open_index(self, kind: type[OffsetIndex] | type[TimeIndex], path: str,
-                    *, writable: bool) -> OffsetIndex | TimeIndex | None:
+    def _open_index(self, kind: type[_Index], path: str, *, writable: bool) -> _Index:
         return kind(path, self.base_offset, self.config.segment_index_bytes, writable=writable)
 
     @property

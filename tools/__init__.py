@@ -93,7 +93,7 @@ class ToolParser(argparse.ArgumentParser):
         self._out = out
         self._err = err
 
-    def _print_message(self, message: str, file: IO[str] | None = None) -> None:
+    def _print_message(self, message: str, file: Any = None) -> None:   # argparse's hook
         if not message:
             return
         target = self._err if file is sys.stderr or file is None else self._out

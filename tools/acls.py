@@ -186,10 +186,10 @@ def expand(args: Namespace) -> dict[ResourcePatternFilter, Entries]:
             out[CLUSTER_FILTER] = entries(args, [AclOperation.IDEMPOTENT_WRITE])
     if args.consumer:
         for f in resource_filters(args):
-            ops = {ResourceType.TOPIC: CONSUMER_TOPIC_OPS,
-                   ResourceType.GROUP: CONSUMER_GROUP_OPS}.get(f.resource_type)
-            if ops is not None:
-                out[f] = entries(args, ops) | out.get(f, frozenset())
+            role_ops = {ResourceType.TOPIC: CONSUMER_TOPIC_OPS,
+                        ResourceType.GROUP: CONSUMER_GROUP_OPS}.get(f.resource_type)
+            if role_ops is not None:
+                out[f] = entries(args, role_ops) | out.get(f, frozenset())
     for f, acl in out.items():
         valid = frozenset(SUPPORTED_OPERATIONS[f.resource_type]) | {AclOperation.ALL}
         if any(e.operation not in valid for e in acl):
@@ -235,7 +235,8 @@ def confirm(args: Namespace, question: str, stdin: IO[str], out: IO[str]) -> boo
 async def list_acls(acls: AclAdmin, args: Namespace, out: IO[str]) -> None:
     filters = resource_filters(args, die_if_none=False)
     bindings: list[AclBinding] = []
-    for f in filters or [None]:
+    chosen: list[ResourcePatternFilter | None] = list(filters) if filters else [None]
+    for f in chosen:
         bindings += await acls.describe(ANY_FILTER if f is None else AclBindingFilter(f))
     by_resource: dict[ResourcePattern, set[AccessControlEntry]] = {}
     for b in bindings:

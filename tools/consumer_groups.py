@@ -260,10 +260,10 @@ async def describe(ga: GroupAdmin, args: Namespace, pr: Printer) -> None:
             assigned = {tp for m in d.members for tp in m.assignment}
             tps = sorted(assigned | set(committed))
             log_end = await ga.list_offsets(tps, LATEST)
-            rows = offset_rows(d, committed, log_end,
-                               {tp: c.leader_epoch for tp, c in commits.items()})
-            if check_state(pr, d, len(rows)):
-                pr.lines(format_offsets(rows, args.verbose))
+            offsets = offset_rows(d, committed, log_end,
+                                  {tp: c.leader_epoch for tp, c in commits.items()})
+            if check_state(pr, d, len(offsets)):
+                pr.lines(format_offsets(offsets, args.verbose))
 
 
 async def list_groups(ga: GroupAdmin, args: Namespace, pr: Printer) -> None:
@@ -397,7 +397,7 @@ async def delete_offsets(ga: GroupAdmin, args: Namespace, pr: Printer) -> None:
         pr.lines([f"Request succeed for deleting offsets with topic {', '.join(args.topic)} "
                   f"group {group}"])
     elif top in DELETE_OFFSETS_ERRORS:
-        pr.error(DELETE_OFFSETS_ERRORS[ErrorCode(top)].format(g=group))
+        pr.error(DELETE_OFFSETS_ERRORS[ErrorCode.from_code(top)].format(g=group))
     elif top in (ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC, ErrorCode.TOPIC_AUTHORIZATION_FAILED,
                  ErrorCode.UNKNOWN_TOPIC_OR_PARTITION):
         pr.error("Encounter some partition level error, see the follow-up details:")

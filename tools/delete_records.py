@@ -54,12 +54,13 @@ def parse_offset_json(text: str) -> dict[TP, int]:
         raise ToolError("Missing partitions field")
     out: dict[TP, int] = {}
     duplicates: list[str] = []
-    for e in entries:
+    for entry in entries:
         try:
-            tp = (str(e["topic"]), int(e["partition"]))
-            offset = int(e["offset"])
+            tp = (str(entry["topic"]), int(entry["partition"]))
+            offset = int(entry["offset"])
         except (KeyError, TypeError, ValueError):
-            raise ToolError(f"Each partition needs topic, partition and offset: {e!r}") from None
+            raise ToolError(f"Each partition needs topic, partition and offset: "
+                            f"{entry!r}") from None
         if tp in out:
             duplicates.append(f"{tp[0]}-{tp[1]}")
         out[tp] = offset

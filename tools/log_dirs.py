@@ -76,7 +76,7 @@ def error_name(code: int) -> str | None:
     if code == ErrorCode.NONE:
         return None
     if code in ERROR_CLASSES:
-        return ERROR_CLASSES[code]
+        return ERROR_CLASSES[ErrorCode.from_code(code)]
     return f"org.apache.kafka.common.errors.{ErrorCode.from_code(code).name}"
 
 

@@ -224,7 +224,8 @@ async def set_throttles(admin: KafkaAdmin, current: dict[TopicPartition, list[in
                         plan: dict[TopicPartition, list[int]], rate: int) -> None:
     """The topic-level replica lists, then the rates on every broker of the move."""
     for topic, (leaders, followers) in sorted(throttled_replicas(current, plan).items()):
-        ops = [(LEADER_REPLICAS, OP_SET, leaders)] if leaders else []
+        ops: list[tuple[str, int, str | None]] = (
+            [(LEADER_REPLICAS, OP_SET, leaders)] if leaders else [])
         ops.append((FOLLOWER_REPLICAS, OP_SET, followers) if followers
                    else (FOLLOWER_REPLICAS, OP_DELETE, None))
         _config_result(await admin.incremental_alter_configs(topic, ops,

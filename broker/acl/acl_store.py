@@ -23,8 +23,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from broker.acl.acl_model import (ACL_PATHS, CHANGE_PREFIX, EXTENDED_CHANGES, LITERAL_CHANGES,
                                   STORE_ROOTS, WILDCARD, AccessControlEntry, PatternType,
@@ -204,8 +205,8 @@ class AclStore:
                 self._spawn(self._process(root, fresh, expired))
         return changed
 
-    def _spawn(self, coro: object) -> None:
-        task: asyncio.Task[None] = asyncio.ensure_future(coro)  # type: ignore[arg-type]
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+        task: asyncio.Task[None] = asyncio.ensure_future(coro)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 

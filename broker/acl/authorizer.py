@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
+from functools import partial
 from typing import Any
 
 from broker.acl.acl_model import (ANONYMOUS, CLUSTER_NAME, WILDCARD, WILDCARD_PRINCIPAL, AccessControlEntry,
@@ -61,6 +62,12 @@ AUTHORIZATION_ERRORS: dict[ResourceType, ErrorCode] = {
     ResourceType.TRANSACTIONAL_ID: ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
     ResourceType.DELEGATION_TOKEN: ErrorCode.DELEGATION_TOKEN_AUTHORIZATION_FAILED,
 }
+
+
+def _add_entries(new: frozenset[AccessControlEntry],
+                 current: frozenset[AccessControlEntry]) -> frozenset[AccessControlEntry]:
+    """An ACL store edit: the resource's entries plus ``new``."""
+    return current | new
 
 
 class AuthorizerConfigError(ConfigError):
@@ -144,7 +151,7 @@ class AclAuthorizer:
             for pattern, idx in by_pattern.items():
                 new = frozenset(bindings[i].entry for i in idx)
                 try:
-                    await self.store.update(pattern, lambda cur, new=new: cur | new)
+                    await self.store.update(pattern, partial(_add_entries, new))
                 except Exception as e:  # AclUpdateFailed or any ZooKeeper failure
                     log.warning("creating ACLs on %s failed: %s", pattern, e)
                     for i in idx:
@@ -187,8 +194,8 @@ class AclAuthorizer:
         except Exception as e:  # any ZooKeeper failure: report it on each binding
             log.warning("deleting ACLs on %s failed: %s", pattern, e)
             error, message = ErrorCode.UNKNOWN_SERVER_ERROR, str(e)
-        for e, i in owner.items():
-            results[i].append((AclBinding(pattern, e), error, message))
+        for entry, i in owner.items():
+            results[i].append((AclBinding(pattern, entry), error, message))
 
 
 # ---- wiring and the handlers' check ------------------------------------------------------

@@ -157,7 +157,7 @@ def join(group: ConsumerGroup, req: JoinRequest, topics: gl.TopicView, config: g
         server_assignor=None, owned=owned, client_id=req.client_id,
         client_host=req.client_host, api_version=1)
     if any(f.name == "classic" for f in dataclasses.fields(gl.Heartbeat)):
-        hb = dataclasses.replace(hb, classic=classic)  # type: ignore[call-arg]
+        hb = dataclasses.replace(hb, classic=classic)
     result, hb_records = gl.heartbeat(work, hb, topics, config, now_ms,
                                       new_member_id=lambda: member_id)
     if result.error:

@@ -68,6 +68,7 @@ import asyncio
 import importlib
 import logging
 from collections.abc import Awaitable, Callable, Iterable
+from functools import partial
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -489,7 +490,7 @@ class ConsumerGroupCoordinator:
 
     async def _refresh(self, group_ids: list[str]) -> None:
         for gid in group_ids:
-            await self.locked(gid, lambda gid=gid: self._refresh_one(gid))
+            await self.locked(gid, partial(self._refresh_one, gid))
 
     async def _refresh_one(self, group_id: str) -> None:
         group = self.groups.get(group_id)

@@ -85,7 +85,7 @@ from __future__ import annotations
 import enum
 import logging
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -219,7 +219,7 @@ def parse_assignment(data: bytes) -> dict[str, tuple[int, ...]]:
     return {t: tuple(ps) for t, ps in out.items()}
 
 
-def encode_assignment(partitions: dict[str, Iterable[int]], version: int) -> bytes:
+def encode_assignment(partitions: Mapping[str, Iterable[int]], version: int) -> bytes:
     """{topic: partitions} -> ConsumerProtocolAssignment of ``version`` (clamped to
     0-3), topics and partitions sorted, no user data."""
     version = max(0, min(version, MAX_EMBEDDED_VERSION))

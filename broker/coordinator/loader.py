@@ -29,7 +29,7 @@ watermark: the new leader's log is what will be committed).
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol
 
@@ -69,7 +69,7 @@ LogEntry = KeyValue | TxnRecord | TxnEnd
 
 
 class OffsetsLog(Protocol):
-    async def append(self, partition: int, records: list[KeyValue], *, acks: int,
+    async def append(self, partition: int, records: Sequence[KeyValue], *, acks: int,
                      timeout_ms: int, timestamp: int,
                      producer: tuple[int, int] | None = None) -> int:
         """Append one batch (transactional, of ``producer`` = (id, epoch), when given);
@@ -156,7 +156,7 @@ class LoadedPartition:
                 self.apply(*entry)
 
 
-def build_batch(records: list[KeyValue], timestamp: int,
+def build_batch(records: Sequence[KeyValue], timestamp: int,
                 producer: tuple[int, int] | None = None) -> bytearray:
     """One uncompressed magic-2 batch: no producer id, or a transactional batch of
     ``producer`` (id, epoch) with base sequence 0 (as Kafka's coordinator writes it;
@@ -179,7 +179,7 @@ class BrokerOffsetsLog:
         self.broker = broker
         self.topic = topic
 
-    async def append(self, partition: int, records: list[KeyValue], *, acks: int,
+    async def append(self, partition: int, records: Sequence[KeyValue], *, acks: int,
                      timeout_ms: int, timestamp: int,
                      producer: tuple[int, int] | None = None) -> int:
         tp = (self.topic, partition)

@@ -24,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from broker.consumer_group import admin_ops
 from broker.coordinator import offsets_topic as ot
@@ -37,6 +37,7 @@ from protocol.errors import ErrorCode
 if TYPE_CHECKING:
     from broker.coordinator.coordinator_partitions import CoordinatorPartitions
     from broker.coordinator.coordinator_types import CoordinatorConfig
+    from broker.coordinator.group_coordinator import GroupCoordinator
     from broker.coordinator.loader import OffsetsLog
 
 log = logging.getLogger(__name__)
@@ -282,7 +283,8 @@ class OffsetOps:
                 group, lambda g: g.remove_offsets(g.expired_offsets(now, retention)))
         if removed:
             log.info("removed %d expired offsets", removed)
-        for group_id in await admin_ops.delete_expired_groups(self):
+        # OffsetOps is a part of GroupCoordinator (its base class): self is one
+        for group_id in await admin_ops.delete_expired_groups(cast("GroupCoordinator", self)):
             log.info("deleted consumer group %s: no members, no offsets", group_id)
         return removed
 

@@ -125,17 +125,17 @@ def check(broker: Any, updates: dict[str, str | None]) -> None:
             raise _bad(LISTENERS, new.listeners,
                        f"the {what} listener {name} cannot be removed or changed "
                        f"dynamically (it is {_describe(old_listeners, name)})")
-    for e in listeners:
-        if e.name in old_map and pmap[e.name] != old_map[e.name] and \
-                e.name in _by_name(old_listeners):
+    for ep in listeners:
+        if ep.name in old_map and pmap[ep.name] != old_map[ep.name] and \
+                ep.name in _by_name(old_listeners):
             raise _bad(PROTOCOL_MAP, new.listener_security_protocol_map,
-                       f"Security protocol cannot be updated for existing listener {e.name}")
-        if e.name not in broker.listener_security:
+                       f"Security protocol cannot be updated for existing listener {ep.name}")
+        if ep.name not in broker.listener_security:
             try:
-                listener_security(new, e.name)
+                listener_security(new, ep.name)
             except (ConfigError, ValueError, OSError) as err:
                 raise _bad(LISTENERS, new.listeners,
-                           f"listener {e.name} cannot be started: {err}") from None
+                           f"listener {ep.name} cannot be started: {err}") from None
 
 
 def _by_name(endpoints: list[Endpoint]) -> dict[str, Endpoint]:
@@ -164,12 +164,12 @@ def prepare(broker: Any) -> None:
         log.error("dynamic listener configs not applied: %s", e)
         return
     security = {}
-    for e in listeners:
+    for ep in listeners:
         try:
-            security[e.name] = (broker.listener_security.get(e.name)
-                                or listener_security(broker.config, e.name))
+            security[ep.name] = (broker.listener_security.get(ep.name)
+                                 or listener_security(broker.config, ep.name))
         except (ConfigError, ValueError, OSError) as err:
-            log.error("listener %s not started: %s", e.name, err)
+            log.error("listener %s not started: %s", ep.name, err)
     broker.listeners = [e for e in listeners if e.name in security]
     broker.advertised = [a for a in advertised if a.name in security]
     broker.listener_security = security

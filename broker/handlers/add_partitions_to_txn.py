@@ -56,8 +56,9 @@ async def handle_add_partitions_to_txn(ctx: RequestContext, request: Struct) -> 
                         results_by_transaction=results)
     tid = request.v3_and_below_transactional_id
     tps = _partitions(request.v3_and_below_topics)
+    errors: dict[TP, int]
     if not allowed(ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, tid):
-        errors = dict.fromkeys(tps, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+        errors = dict.fromkeys(tps, int(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED))
     else:
         writable = authorized_names(ctx, AclOperation.WRITE, ResourceType.TOPIC,
                                     (t for t, _ in tps if not is_internal(t)))

@@ -29,6 +29,6 @@ async def handle_alter_partition(ctx: RequestContext, request: Struct) -> Struct
     if ctl is None or not ctl.is_active:
         return SPEC.new(error_code=ErrorCode.NOT_CONTROLLER, topics=[])
     try:
-        return await ctl.alter_partition(request, ctx.version)  # type: ignore[no-any-return]
+        return await ctl.alter_partition(request, ctx.version)
     except NotControllerError:
         return SPEC.new(error_code=ErrorCode.NOT_CONTROLLER, topics=[])

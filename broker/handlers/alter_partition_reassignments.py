@@ -53,8 +53,8 @@ async def handle_alter_partition_reassignments(ctx: RequestContext, request: Str
                         error_message=ErrorCode.NOT_CONTROLLER.message, responses=[])
     by_topic: dict[str, list[Struct]] = {}
     for (t, p) in targets:
-        code, message = results.get((t, p), (ErrorCode.UNKNOWN_SERVER_ERROR, None))
-        by_topic.setdefault(t, []).append(PARTITION.new(partition_index=p, error_code=int(code),
-                                                        error_message=message))
+        error, text = results.get((t, p), (int(ErrorCode.UNKNOWN_SERVER_ERROR), None))
+        by_topic.setdefault(t, []).append(PARTITION.new(partition_index=p, error_code=int(error),
+                                                        error_message=text))
     return SPEC.new(error_code=0, error_message=None, responses=[
         TOPIC.new(name=t, partitions=ps) for t, ps in by_topic.items()])

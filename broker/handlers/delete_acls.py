@@ -34,8 +34,9 @@ async def handle_delete_acls(ctx: RequestContext, request: Struct) -> Struct:
         return _all(n, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, None)
     if auth is None:
         return _all(n, ErrorCode.SECURITY_DISABLED, "No Authorizer is configured.")
-    filters = [binding_filter(ctx.version, f) for f in request.filters]
-    if any(f is None for f in filters):
+    parsed = [binding_filter(ctx.version, f) for f in request.filters]
+    filters = [f for f in parsed if f is not None]
+    if len(filters) < len(parsed):
         return _all(n, ErrorCode.INVALID_REQUEST, "Filters contain UNKNOWN elements")
     deleted = await auth.delete_acls(filters)
     results = []

@@ -33,6 +33,8 @@ async def handle_delete_records(ctx: RequestContext, request: Struct) -> Struct:
         parts = []
         deletable = allowed(ctx, AclOperation.DELETE, ResourceType.TOPIC, topic.name)  # ACL
         for p in topic.partitions:
+            error: int
+            low: int
             if not deletable:
                 error, low = ErrorCode.TOPIC_AUTHORIZATION_FAILED, -1
             else:

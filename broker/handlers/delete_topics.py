@@ -122,6 +122,7 @@ async def handle_delete_topics(ctx: RequestContext, request: Struct) -> Struct:
                          request.timeout_ms)
     for d in items:
         if d.error == ErrorCode.NONE and (request.timeout_ms <= 0
-                                          or broker.metadata.has_topic(d.name)):
+                                          or (d.name is not None
+                                              and broker.metadata.has_topic(d.name))):
             d.error = ErrorCode.REQUEST_TIMED_OUT
     return _response(items)

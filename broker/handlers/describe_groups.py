@@ -13,6 +13,8 @@ it; as Kafka, the refused groups come first in the answer.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from broker.acl.acl_model import AclOperation, ResourceType
 from broker.acl.authorizer import allowed, authorized_operations
 from broker.context import RequestContext
@@ -22,6 +24,9 @@ from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.schema import Struct
 from protocol.spec import api
+
+if TYPE_CHECKING:
+    from broker.coordinator.group_metadata import MemberMetadata
 
 SPEC = api(ApiKey.DESCRIBE_GROUPS).response
 GROUP = SPEC.structs["DescribedGroup"]
@@ -50,6 +55,7 @@ async def handle_describe_groups(ctx: RequestContext, request: Struct) -> Struct
             continue
         ops = (authorized_operations(ctx, ResourceType.GROUP, group_id, GROUP_OPERATIONS)
                if with_ops else OPERATIONS_NOT_REQUESTED)
+        members: list[tuple[MemberMetadata, bytes, bytes]]
         if group is None:
             state, ptype, protocol, members = "Dead", "", "", []
         else:

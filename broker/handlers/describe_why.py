@@ -93,9 +93,9 @@ def _answer(ctx: RequestContext, res: Struct) -> Struct:
         if not allowed(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, name):
             return _fail(out, ErrorCode.GROUP_AUTHORIZATION_FAILED)
         coordinator = coordinator_of(ctx.broker)
-        error = coordinator.status(name)
-        if error is not None:
-            return _fail(out, error, f"broker {ctx.broker.broker_id} does not coordinate "
+        status = coordinator.status(name)
+        if status is not None:
+            return _fail(out, status, f"broker {ctx.broker.broker_id} does not coordinate "
                                      f"group {name!r} now")
         out.group_why = _group_struct(group_why(coordinator, name))
     else:

@@ -63,7 +63,7 @@ Found = tuple[int, int, str, int]   # (error, node id, host, port)
 
 
 def _message(error: int) -> str:
-    return "NONE" if error == ErrorCode.NONE else ErrorCode.from_code(error).message
+    return "NONE" if error == ErrorCode.NONE else ErrorCode.from_code(error).message or ""
 
 
 async def _ensure_topic(broker: Any, topic: str, owner: Any) -> None:

@@ -31,6 +31,17 @@ FIELDS = ("messages_in", "bytes_in", "bytes_out", "bytes_rejected", "failed_prod
 
 class TopicCounters:
     __slots__ = FIELDS
+    # one int per name of FIELDS (set to 0 by __init__)
+    messages_in: int
+    bytes_in: int
+    bytes_out: int
+    bytes_rejected: int
+    failed_produce: int
+    failed_fetch: int
+    total_produce: int
+    total_fetch: int
+    replication_bytes_in: int
+    replication_bytes_out: int
 
     def __init__(self) -> None:
         for name in FIELDS:

@@ -75,7 +75,7 @@ import asyncio
 import itertools
 import logging
 import time
-from typing import Any
+from typing import Any, Protocol
 
 from broker.context import BrokerServices, RequestContext
 from broker.network.frame_stream import FrameStream
@@ -111,8 +111,15 @@ _ids = itertools.count(1)
 _UNLIMITED = NetworkLimits.unlimited()
 
 
+class ByteSource(Protocol):
+    """Where a TLS connection's bytes come from (``broker.security.tls_stream.TlsStream``;
+    an ``asyncio.StreamReader`` in tests): up to ``n`` bytes, b"" at the end."""
+
+    async def read(self, n: int) -> bytes: ...
+
+
 class Connection:
-    def __init__(self, broker: BrokerServices, reader: asyncio.StreamReader | FrameStream,
+    def __init__(self, broker: BrokerServices, reader: ByteSource | FrameStream,
                  writer: asyncio.StreamWriter | FrameStream,
                  security: ListenerSecurity = PLAINTEXT_LISTENER,
                  limits: NetworkLimits | None = None) -> None:
@@ -126,15 +133,20 @@ class Connection:
         config = broker.config
         # plaintext: the protocol receives frames in place; else split from the stream
         self.frame_stream = reader if isinstance(reader, FrameStream) else None
-        self.frames: FrameBuffer | FrameReceiver = (
-            self.frame_stream.frames if self.frame_stream is not None
-            else FrameBuffer(config.socket_request_max_bytes))
+        # TLS: the stream and the splitter (None on plaintext listeners)
+        self.stream_reader = None if isinstance(reader, FrameStream) else reader
+        self.frame_buffer: FrameBuffer | None = None
+        self.frames: FrameBuffer | FrameReceiver
+        if self.frame_stream is not None:
+            self.frames = self.frame_stream.frames
+        else:
+            self.frames = self.frame_buffer = FrameBuffer(config.socket_request_max_bytes)
         self.idle_timeout = config.connections_max_idle_ms / 1000
         self._last_read = 0.0        # loop time of the last read
         self._in_request = False     # a request is being handled (not idle)
         self._idle_timer: asyncio.TimerHandle | None = None
         self._closed_idle = False
-        self._pipelined: set[asyncio.Task[None]] = set()   # produces past their append
+        self._pipelined: set[asyncio.Task[bool]] = set()   # produces past their append
         self._last_response: asyncio.Future[None] | None = None  # done once written
         self._failed = False
         # -- limits, back-pressure, request timeout, throttling (theory of operation, 7-10)
@@ -251,10 +263,11 @@ class Connection:
         from the stream and split here."""
         if self.frame_stream is not None:
             return await self.frame_stream.read_frames()
-        data = await self.reader.read(READ_SIZE)
+        assert self.stream_reader is not None and self.frame_buffer is not None
+        data = await self.stream_reader.read(READ_SIZE)
         if not data:
             return None
-        frames = self.frames.feed(data)     # (a refused size: before the bytes count)
+        frames = self.frame_buffer.feed(data)     # (a refused size: before the bytes count)
         return frames, len(data)
 
     def _check_idle(self) -> None:

@@ -24,9 +24,14 @@ log = logging.getLogger(__name__)
 
 
 class Closable(Protocol):
-    listener: str
-    peer: str
-    last_active: float
+    @property
+    def listener(self) -> str: ...
+
+    @property
+    def peer(self) -> str: ...
+
+    @property
+    def last_active(self) -> float: ...
 
     def close(self) -> None: ...
 

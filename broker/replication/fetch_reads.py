@@ -149,7 +149,7 @@ def read_partition(p: Partition | None, req: FetchPartitionRequest, replica_id: 
     except OffsetOutOfRangeError:
         return FetchPartitionResult(ErrorCode.OFFSET_OUT_OF_RANGE, hw, lso, start)
     records = SliceRecords(rr.slice) if rr.slice.size else b""
-    aborted = ()
+    aborted: tuple[AbortedTxn, ...] = ()
     if rr.slice.size and replica_id < 0 and isolation == READ_COMMITTED and upper is not None:
         aborted = tuple(p.aborted_txns(req.fetch_offset, rr, upper))
     return FetchPartitionResult(ErrorCode.NONE, hw, lso, start, records, aborted=aborted)

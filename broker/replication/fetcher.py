@@ -352,16 +352,17 @@ class ReplicaFetcher:
             request[s.tp] = s.request
         answers = await self.endpoint.fetch(request)
         for tp, answer in answers.items():
-            s = self.partitions.get(tp)
+            fetched = self.partitions.get(tp)
             sent = request.get(tp)
-            if s is None or sent is None or not self._current(s) or s.state != FETCHING:
+            if (fetched is None or sent is None or not self._current(fetched)
+                    or fetched.state != FETCHING):
                 continue
-            if s.partition.log_end_offset != sent.fetch_offset:
+            if fetched.partition.log_end_offset != sent.fetch_offset:
                 continue  # our log moved meanwhile; this answer is for an old offset
             try:
-                await self._apply_fetch_answer(s, answer)
+                await self._apply_fetch_answer(fetched, answer)
             except OSError as e:
-                self._storage_failed(s, e)
+                self._storage_failed(fetched, e)
 
     def _storage_failed(self, s: PartitionFetchState, error: OSError) -> None:
         """A write to our copy failed (its log dir is offline): delay this partition

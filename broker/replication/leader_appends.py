@@ -63,7 +63,8 @@ class LeaderAppends:
     min_insync_replicas: Callable[[str], int]
     topic_stats: BrokerTopicStats | None = None     # metrics (None: off)
 
-    def _absent(self, tp: TopicPartition) -> int: ...
+    def _absent(self, tp: TopicPartition) -> int:
+        raise NotImplementedError   # ReplicaManager's
 
     def _partition_changed(self, tp: TopicPartition) -> None: ...
 

@@ -259,7 +259,7 @@ class DelayedProduce(DelayedOperation):
 
     def try_complete_for(self, key: Hashable) -> bool:
         if key in self.pending:
-            self._check(key)  # type: ignore[arg-type]
+            self._check(key)
         return not self.pending and self.force_complete()
 
     def _check(self, tp: TopicPartition) -> None:

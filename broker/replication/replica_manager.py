@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from typing import Any, Protocol
 
 from broker.replication.fetch_reads import (FetchPartitionRequest, FetchPartitionResult, read_all,
@@ -279,7 +279,7 @@ class ReplicaManager(LeaderAppends):
         doomed: list[str] = []          # detached log dirs, removed off the event loop
         for entry in entries:
             topic, index, delete = entry[0], entry[1], entry[2]
-            epoch = entry[3] if len(entry) > 3 else NO_EPOCH  # type: ignore[misc]
+            epoch = entry[3] if len(entry) > 3 else NO_EPOCH
             tp = (topic, index)
             p = self.partitions.get(tp)
             if tp in self.offline_partitions:
@@ -453,11 +453,11 @@ class ReplicaManager(LeaderAppends):
             return r.size, bool(r.error or r.diverging_epoch)
 
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        measured = dict.fromkeys(entries, 0)
+        measured: dict[Hashable, int] = dict.fromkeys(entries, 0)
         measured.update((tp, r.size) for tp, r in results.items())
         op = DelayedFetch(max_wait_ms, min_bytes, measured, probe, read, future)
         self.fetch_purgatory.watch(op, list(entries))   # just measured: short of min_bytes
-        return await future  # type: ignore[no-any-return]
+        return await future
 
     def _offline_answers(self, results: dict[TopicPartition, FetchPartitionResult]
                          ) -> dict[TopicPartition, FetchPartitionResult]:

@@ -179,13 +179,12 @@ def screen(upsertions: Sequence[Upsertion], deletions: Sequence[Deletion]
             refused[u.user] = (ErrorCode.UNACCEPTABLE_CREDENTIAL, TOO_MANY_ITERATIONS)
         elif u.iterations < m.min_iterations:
             refused[u.user] = (ErrorCode.UNACCEPTABLE_CREDENTIAL, TOO_FEW_ITERATIONS)
-    pairs = Counter((a.user, a.mechanism) for a in [*upsertions, *deletions]
-                    if a.user not in refused)
+    alterations: list[Upsertion | Deletion] = [*upsertions, *deletions]
+    pairs = Counter((a.user, a.mechanism) for a in alterations if a.user not in refused)
     for (user, _), n in pairs.items():
         if n > 1:
             refused[user] = (ErrorCode.DUPLICATE_RESOURCE, ALTERED_TWICE)
-    remaining = list(dict.fromkeys(a.user for a in [*upsertions, *deletions]
-                                   if a.user not in refused))
+    remaining = list(dict.fromkeys(a.user for a in alterations if a.user not in refused))
     return refused, remaining
 
 

@@ -74,6 +74,7 @@ class TxnVerifier:
         coordinator = self.coordinator_of(transactional_id)
         if coordinator is None:
             return dict.fromkeys(partitions, ErrorCode.NOT_ENOUGH_REPLICAS)
+        top: int
         if coordinator == self.broker_id:
             top, answers = ErrorCode.NONE, self.local_verify(
                 transactional_id, producer_id, producer_epoch, partitions)

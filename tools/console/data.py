@@ -63,6 +63,11 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
+def _or_minus_one(offset: int | None) -> int:
+    """An offset a lookup may not have found (-1, as Kafka's tools print it)."""
+    return -1 if offset is None else offset
+
+
 def error_name(code: int) -> str:
     try:
         return ErrorCode.from_code(code).name
@@ -245,8 +250,7 @@ class ClusterReader:
         owner = {tp: m.client_id for m in members for tp in m.assignment}
         tps = sorted(set(committed) | set(owner))
         ends = await self.groups_admin.list_offsets(tps, LATEST_TIMESTAMP) if tps else {}
-        offsets = [OffsetRow(t, p, committed.get((t, p), -1),
-                             ends.get((t, p)) if ends.get((t, p)) is not None else -1,
+        offsets = [OffsetRow(t, p, committed.get((t, p), -1), _or_minus_one(ends.get((t, p))),
                              owner.get((t, p), "-")) for t, p in tps]
         return GroupView(group_id, described.state, described.protocol_type,
                          described.assignor, coordinator, members, offsets, why, now_ms(),

@@ -52,6 +52,7 @@ def render_overview(o: Overview, *, refresh_s: int = 0) -> str:
     rows, classes = [], []
     for b in o.brokers:
         st = b.status.value
+        zk: str | Markup
         if st is None:
             zk, ctl, up = Markup(f'<span class="muted">why unavailable: '
                                  f'{esc(b.status.unavailable)}</span>'), "-", "-"

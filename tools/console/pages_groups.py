@@ -41,7 +41,7 @@ def render_groups(groups: list[GroupSummary], *, refresh_s: int = 0) -> str:
 
 def _assignment(tps: tuple[tuple[str, int], ...] | None) -> str:
     by_topic: dict[str, list[int]] = {}
-    for t, p in tps:
+    for t, p in tps or ():
         by_topic.setdefault(t, []).append(p)
     return "; ".join(f"{t}: {', '.join(str(p) for p in sorted(ps))}"
                      for t, ps in sorted(by_topic.items())) or "-"

@@ -143,7 +143,7 @@ def _assign_homogeneous(spec: GroupSpec) -> dict[str, Assignment]:
         cur = current[mid]
         if len(cur) > quota[mid] and layout.use_racks:
             rack = spec.members[mid].rack
-            cur = sorted(cur, key=lambda k, r=rack: not layout.rack_match(r, k))  # stable
+            cur = sorted(cur, key=lambda k: not layout.rack_match(rack, k))  # stable
         kept = cur[:quota[mid]]
         result[mid] = list(kept)
         assigned.update(kept)

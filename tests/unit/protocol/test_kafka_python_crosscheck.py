@@ -61,7 +61,7 @@ def _cases() -> list[tuple[int, str, int]]:
 def _param(case: tuple[int, str, int], direction: str) -> Any:
     k, kind, v = case
     reason = KNOWN_FAILURES.get((*case, direction))
-    marks = [pytest.mark.xfail(reason=reason, strict=False)] if reason else []
+    marks = [pytest.mark.xfail(reason=reason, strict=True)] if reason else []
     return pytest.param(case, marks=marks, id=f"{all_apis()[k].name}-{kind}-v{v}")
 
 
