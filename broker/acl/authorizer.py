@@ -226,7 +226,7 @@ def client_host(ctx: Any) -> str:
 def principal_of(ctx: Any) -> str:
     """The connection's authenticated principal ("User:alice"); User:ANONYMOUS
     when it has none (PLAINTEXT, as Kafka's default principal builder)."""
-    return getattr(ctx.connection, "principal", ANONYMOUS)
+    return ctx.connection.principal or ANONYMOUS
 
 
 def allowed(ctx: Any, op: AclOperation, rtype: ResourceType, name: str,

@@ -26,6 +26,5 @@ async def handle_api_versions(ctx: RequestContext, request: Struct) -> Struct:
     if ctx.header.api_version >= 3:
         ctx.connection.client_software = (request.client_software_name,
                                           request.client_software_version)
-    config = getattr(ctx.broker, "config", None)
-    hidden = (frozenset() if config is None or protocol_enabled(config) else _KIP848_APIS)
+    hidden = frozenset() if protocol_enabled(ctx.broker.config) else _KIP848_APIS
     return api_versions_body(hidden=hidden)

@@ -132,9 +132,8 @@ async def handle_produce(ctx: RequestContext, request: Struct) -> HandlerResult:
 
 
 def _message_max_bytes(ctx: RequestContext) -> int:
-    """The broker's message.max.bytes (Kafka's default when the broker has no config)."""
-    config = getattr(ctx.broker, "config", None)
-    return int(getattr(config, "message_max_bytes", 1_048_588))
+    """The broker's message.max.bytes."""
+    return ctx.broker.config.message_max_bytes
 
 
 def _has_transactional_records(request: Struct, version: int) -> bool:

@@ -34,7 +34,7 @@ async def handle_update_metadata(ctx: RequestContext, request: Struct) -> Struct
                     request.controller_id, request.controller_epoch, cache.controller_epoch)
         return SPEC.new(error_code=ErrorCode.STALE_CONTROLLER_EPOCH)
     cache.update_metadata(request, ctx.version)
-    coordinator = getattr(ctx.broker, "group_coordinator", None)
+    coordinator = ctx.broker.group_coordinator
     if coordinator is not None:   # consumer groups follow topic changes (issue 19)
         coordinator.consumer.on_metadata_update()
     return SPEC.new(error_code=0)

@@ -128,8 +128,7 @@ class Conn:
     client_software = None
 
     def __init__(self, principal: str | None = None) -> None:
-        if principal is not None:
-            self.principal = principal
+        self.principal = principal
 
 
 def call(b: Any, api_key: int, version: int, body: Struct, principal: str | None = None

@@ -341,7 +341,7 @@ def call(store: Any, api_key: int, body: Struct, authorizer: Any = None) -> Stru
     spec = api(api_key)
     broker = SimpleNamespace(authorizer=authorizer, scram_credentials=store)
     ctx = RequestContext(header=RequestHeader(api_key, 0, 1, "test"),
-                         connection=SimpleNamespace(peer="127.0.0.1:5000"),  # type: ignore[arg-type]
+                         connection=SimpleNamespace(peer="127.0.0.1:5000", principal=None),  # type: ignore[arg-type]
                          broker=broker)  # type: ignore[arg-type]
 
     async def handle() -> Any:

@@ -76,6 +76,7 @@ def make_broker() -> Any:
     loaded: set[str] = set()
     hooks: list[tuple[str, Any]] = []
     return SimpleNamespace(metadata=MetadataCache(), replicas=FakeReplicas(), controller=None,
+                           group_coordinator=None,
                            authorizer=None,   # no authorizer.class.name: all allowed
                            ensure_topic_configs=ensure_topic_configs, configs_loaded=loaded,
                            on_leader_and_isr=lambda st, err: hooks.append(("lai", len(st))),

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from broker.config import BrokerConfig
 from broker.context import RequestContext
 from broker.producer_ids import ProducerIdManager
 from broker.replication.partition_state import PartitionState
@@ -148,6 +149,7 @@ class FakeBroker:
         self.leader_epochs: dict[tuple[str, int], int] = {}
         self.authorizer: Any = None          # no authorizer.class.name: every request allowed
         self.transaction_coordinator: Any = None
+        self.config = BrokerConfig()         # Kafka's defaults (message.max.bytes, ...)
 
     def lead(self, topic: str, partitions: int = 1, *, replicas: tuple[int, ...] | None = None,
              isr: tuple[int, ...] | None = None, leader: int | None = None) -> uuid.UUID:
