@@ -19,6 +19,7 @@ from protocol.headers import RequestHeader
 if TYPE_CHECKING:
     from broker.acl.authorizer import AclAuthorizer
     from broker.config import BrokerConfig
+    from broker.metrics.broker_metrics import BrokerMetrics
     from broker.coordinator import GroupCoordinator
     from broker.metadata_cache import MetadataCache
     from broker.producer_ids import ProducerIdManager
@@ -53,6 +54,7 @@ class BrokerServices(Protocol):
     transaction_coordinator: TransactionCoordinator | None
     scram_credentials: ScramCredentialStore   # SCRAM logins and the credential admin APIs
     quotas: ClientQuotas | None       # client quotas (broker/quotas/); None: not enforced
+    metrics: BrokerMetrics | None     # broker/metrics/; None: prometheus.listener not set
 
     @property
     def logs(self) -> LogManager: ...

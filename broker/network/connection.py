@@ -152,8 +152,9 @@ class Connection:
         # -- limits, back-pressure, request timeout, throttling (theory of operation, 7-10)
         self.limits = limits or _UNLIMITED
         # -- metrics (11): None when the broker has none
-        metrics = getattr(broker, "metrics", None)
-        self.request_metrics: RequestMetrics | None = getattr(metrics, "requests", None)
+        metrics = broker.metrics
+        self.request_metrics: RequestMetrics | None = (
+            metrics.requests if metrics is not None else None)
         self._held = 0                           # bytes charged to the memory pool
         self.request_timeout = config.request_timeout_ms / 1000
         self._partial_since: float | None = None  # loop time an incomplete frame began

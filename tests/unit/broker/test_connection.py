@@ -21,7 +21,7 @@ load_handlers()
 
 
 async def _start(**cfg: int) -> KafkaServer:
-    broker = SimpleNamespace(config=BrokerConfig(**cfg), quotas=None)
+    broker = SimpleNamespace(config=BrokerConfig(**cfg), quotas=None, metrics=None)
     server = KafkaServer(broker, Endpoint("PLAINTEXT", "127.0.0.1", 0))
     await server.start()
     return server
@@ -157,7 +157,7 @@ def test_produces_are_appended_in_order_and_wait_for_acks_together() -> None:
             acked[tp[1]] = asyncio.Event()
             await acked[tp[1]].wait()
             return {tp: ProduceResult(0, tp[1] * 10)}
-        broker = SimpleNamespace(config=BrokerConfig(), authorizer=None, quotas=None,
+        broker = SimpleNamespace(config=BrokerConfig(), authorizer=None, quotas=None, metrics=None,
                                  replicas=SimpleNamespace(append_records=append_records))
         server = KafkaServer(broker, Endpoint("PLAINTEXT", "127.0.0.1", 0))
         await server.start()
@@ -205,7 +205,7 @@ def test_failed_acks0_produce_closes_after_the_earlier_responses() -> None:
                 return {tp: ProduceResult(ErrorCode.NOT_LEADER_OR_FOLLOWER)}
             await acked.wait()
             return {tp: ProduceResult(0, 7)}
-        broker = SimpleNamespace(config=BrokerConfig(), authorizer=None, quotas=None,
+        broker = SimpleNamespace(config=BrokerConfig(), authorizer=None, quotas=None, metrics=None,
                                  replicas=SimpleNamespace(append_records=append_records))
         server = KafkaServer(broker, Endpoint("PLAINTEXT", "127.0.0.1", 0))
         await server.start()

@@ -56,7 +56,7 @@ async def _ask(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
 
 
 async def _start(broker: Any = None, **cfg: Any) -> KafkaServer:
-    broker = broker or SimpleNamespace(config=BrokerConfig(**cfg), quotas=None)
+    broker = broker or SimpleNamespace(config=BrokerConfig(**cfg), quotas=None, metrics=None)
     server = KafkaServer(broker, Endpoint("PLAINTEXT", "127.0.0.1", 0))
     await server.start()
     return server
@@ -86,7 +86,7 @@ def _blocking_produce_broker(**cfg: Any) -> tuple[Any, asyncio.Event, list[int]]
         if appended is not None:
             appended()
         return {tp: ProduceResult(0, 0)}
-    broker = SimpleNamespace(config=BrokerConfig(**cfg), authorizer=None, quotas=None,
+    broker = SimpleNamespace(config=BrokerConfig(**cfg), authorizer=None, quotas=None, metrics=None,
                              replicas=SimpleNamespace(append_records=append_records))
     return broker, release, entered
 
@@ -248,7 +248,7 @@ def test_listener_max_connections_bounds_one_listener() -> None:
     listener (the broker-wide limit is far away)."""
     async def go() -> None:
         config = BrokerConfig.from_properties({"listener.name.plaintext.max.connections": "1"})
-        server = await _start(SimpleNamespace(config=config, quotas=None))
+        server = await _start(SimpleNamespace(config=config, quotas=None, metrics=None))
         first = await asyncio.open_connection("127.0.0.1", server.port)
         assert await _ask(*first, 1) == 1
         second_r, second_w = await asyncio.open_connection("127.0.0.1", server.port)
@@ -464,7 +464,7 @@ def test_protected_inter_broker_listener_closes_the_least_recently_active() -> N
             max_connections=2, listeners="PLAINTEXT://127.0.0.1:0,INTERNAL://127.0.0.1:0",
             listener_security_protocol_map="PLAINTEXT:PLAINTEXT,INTERNAL:PLAINTEXT",
             inter_broker_listener_name="INTERNAL")
-        broker = SimpleNamespace(config=config, quotas=None)
+        broker = SimpleNamespace(config=config, quotas=None, metrics=None)
         limits = NetworkLimits.from_config(config)          # the broker's, for both
         client = KafkaServer(broker, Endpoint("PLAINTEXT", "127.0.0.1", 0), limits=limits)
         internal = KafkaServer(broker, Endpoint("INTERNAL", "127.0.0.1", 0), limits=limits)

@@ -387,7 +387,7 @@ def test_handshake_against_the_real_broker_connection_layer() -> None:
     load_handlers()
 
     async def main() -> None:
-        server = KafkaServer(SimpleNamespace(config=BrokerConfig(), quotas=None),
+        server = KafkaServer(SimpleNamespace(config=BrokerConfig(), quotas=None, metrics=None),
                              Endpoint("PLAINTEXT", "127.0.0.1", 0))
         await server.start()
         try:
