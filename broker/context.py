@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from broker.security.sasl_server import SaslAuthenticator
     from broker.security.scram_credentials import ScramCredentialStore
     from broker.transaction import TransactionCoordinator
+    from broker.why.broker_status import ZkSessionWatch
     from controller import ClusterStore, Controller
     from storage.log_manager import LogManager
 
@@ -55,6 +56,7 @@ class BrokerServices(Protocol):
     scram_credentials: ScramCredentialStore   # SCRAM logins and the credential admin APIs
     quotas: ClientQuotas | None       # client quotas (broker/quotas/); None: not enforced
     metrics: BrokerMetrics | None     # broker/metrics/; None: prometheus.listener not set
+    zk_session: ZkSessionWatch        # the ZooKeeper session's state and this run's uptime
 
     @property
     def logs(self) -> LogManager: ...

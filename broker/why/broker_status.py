@@ -18,9 +18,12 @@ clock from the watch's creation (at broker start).
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from client.why_model import BrokerStatus
+
+if TYPE_CHECKING:
+    from broker.context import BrokerServices
 
 CONNECTED, SUSPENDED, LOST, CLOSED, NOT_STARTED = (
     "CONNECTED", "SUSPENDED", "LOST", "CLOSED", "NOT_STARTED")
@@ -57,10 +60,10 @@ class ZkSessionWatch:
         return int((self._monotonic() - self.started) * 1000)
 
 
-def broker_status(broker: Any) -> BrokerStatus:
+def broker_status(broker: BrokerServices) -> BrokerStatus:
     """This broker's status: the controller facts from its Controller (the active
     id it last read from /controller), else from the metadata cache."""
-    watch: ZkSessionWatch | None = getattr(broker, "zk_session", None)
+    watch = broker.zk_session
     controller = broker.controller
     is_controller = bool(controller is not None and controller.is_active)
     controller_id = controller.active_controller_id if controller is not None else None
@@ -68,7 +71,7 @@ def broker_status(broker: Any) -> BrokerStatus:
         controller_id = broker.metadata.controller_id
     return BrokerStatus(
         broker_id=broker.broker_id,
-        zk_session_state=watch.state if watch is not None else NOT_STARTED,
+        zk_session_state=watch.state,
         is_controller=is_controller,
         controller_id=-1 if controller_id is None else int(controller_id),
-        uptime_ms=watch.uptime_ms if watch is not None else -1)
+        uptime_ms=watch.uptime_ms)

@@ -12,6 +12,7 @@ from broker.acl.acl_model import (AccessControlEntry, AclBinding, AclOperation, 
                                   PermissionType, ResourcePattern, ResourceType)
 from broker.acl.authorizer import AclAuthorizer
 from broker.handlers.describe_why import MAX_RESOURCES
+from broker.why.broker_status import ZkSessionWatch
 from controller import ClusterStore
 from protocol.api_keys import PybrokerApiKey
 from protocol.errors import ErrorCode
@@ -40,7 +41,7 @@ def broker(coordinator: Any, authorizer: Any = None) -> Any:
         replicas=SimpleNamespace(partition=lambda t, p: None),
         metadata=SimpleNamespace(partitions=no_partitions, controller_id=3),
         controller=SimpleNamespace(is_active=False, active_controller_id=3),
-        zk_session=None)
+        zk_session=ZkSessionWatch(monotonic=lambda: 12.5))  # never attached: NOT_STARTED
 
 
 def test_answers_per_resource_in_order() -> None:
@@ -55,6 +56,7 @@ def test_answers_per_resource_in_order() -> None:
         assert b.error_code == 0 and b.partition_why is None and b.group_why is None
         assert (b.broker_status.broker_id, b.broker_status.controller_id,
                 b.broker_status.is_controller) == (7, 3, False)
+        assert (b.broker_status.zk_session_state, b.broker_status.uptime_ms) == ("NOT_STARTED", 0)
         assert other.error_code == ErrorCode.INVALID_REQUEST and "broker 7" in other.error_message
         assert part.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         assert (part.resource_name, part.partition) == ("t", 0)
