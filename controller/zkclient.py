@@ -55,6 +55,9 @@ class ZkClient(Protocol):
     """Errors raised are controller.errors' NoNodeError / NodeExistsError /
     BadVersionError / NotEmptyError / ZkError."""
 
+    # called with each request's seconds when set (the broker's ZooKeeper latency metric)
+    on_latency: Callable[[float], None] | None
+
     def start(self, timeout: float) -> None: ...
     def stop(self) -> None: ...
     def session_id(self) -> int: ...

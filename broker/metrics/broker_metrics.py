@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from broker.metrics import group_metrics
 from broker.metrics import kafka_families as kf
@@ -36,14 +36,28 @@ from broker.metrics.request_timing import LATENCY_BUCKETS_MS, RequestMetrics
 from broker.metrics.topic_stats import BrokerTopicStats
 from storage import log as storage_log
 
+if TYPE_CHECKING:
+    from broker.config import BrokerConfig
+    from broker.replication.replica_manager import ReplicaManager
+    from controller import ClusterStore
+
 log = logging.getLogger(__name__)
 
 LISTENER_KEY = "prometheus.listener"
 ZK_STATES = ("CONNECTED", "SUSPENDED", "EXPIRED", "CLOSED")
 
 
+class MetricsHost(Protocol):
+    """What the metrics read of the broker themselves (``broker.broker.Broker``); the
+    family builders (kafka_families, group_metrics) are handed the same object."""
+
+    config: BrokerConfig
+    cluster: ClusterStore
+    replicas: ReplicaManager | None
+
+
 class BrokerMetrics:
-    def __init__(self, broker: Any, host: str, port: int) -> None:
+    def __init__(self, broker: MetricsHost, host: str, port: int) -> None:
         self.broker = broker
         self.registry = Registry()
         self.topic_stats = BrokerTopicStats()
@@ -72,9 +86,9 @@ class BrokerMetrics:
         self.endpoint = MetricsEndpoint(host, port, self.scrape)
 
     @classmethod
-    def from_config(cls, broker: Any) -> BrokerMetrics | None:
+    def from_config(cls, broker: MetricsHost) -> BrokerMetrics | None:
         """None when ``prometheus.listener`` is not set (metrics off)."""
-        value = getattr(broker.config, "prometheus_listener", None)
+        value = broker.config.prometheus_listener
         if not value:
             return None
         host, port = parse_listener(LISTENER_KEY, value)
@@ -98,8 +112,8 @@ class BrokerMetrics:
         self.loop_busy.stop()
         if storage_log.flush_observer == self._on_flush:
             storage_log.flush_observer = None
-        zk = getattr(getattr(self.broker, "cluster", None), "zk", None)
-        if zk is not None and getattr(zk, "on_latency", None) == self._on_zk_latency:
+        zk = self.broker.cluster.zk
+        if zk.on_latency == self._on_zk_latency:
             zk.on_latency = None
         await self.endpoint.stop()
 
@@ -107,9 +121,7 @@ class BrokerMetrics:
         b = self.broker
         if b.replicas is not None:
             b.replicas.topic_stats = self.topic_stats
-        zk = getattr(b.cluster, "zk", None)
-        if zk is not None and hasattr(zk, "on_latency"):
-            zk.on_latency = self._on_zk_latency
+        b.cluster.zk.on_latency = self._on_zk_latency
         storage_log.flush_observer = self._on_flush
         b.cluster.add_connection_listener(self._on_zk_connection)
         b.cluster.add_session_listener(self._on_zk_session)
@@ -172,7 +184,7 @@ class BrokerMetrics:
         return kf.network_families(self.broker, self.loop_busy.idle_fraction())
 
     def _zk_state(self) -> list[MetricFamily]:
-        state = "CLOSED" if getattr(self.broker.cluster, "closed", False) else self.zk_state
+        state = "CLOSED" if self.broker.cluster.closed else self.zk_state
         fam = MetricFamily("kafka_server_sessionexpirelistener_sessionstate", GAUGE,
                            "1 for the current ZooKeeper session state (SessionState)")
         for s in ZK_STATES:

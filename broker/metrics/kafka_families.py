@@ -269,7 +269,7 @@ def network_families(broker: Any, idle_fraction: float) -> list[MetricFamily]:
     idle.add(round(idle_fraction, 4))
     conns = MetricFamily("kafka_server_socketservermetrics_connection_count", GAUGE,
                          "Open client connections, per listener")
-    limits = getattr(broker, "network_limits", None)
+    limits = broker.network_limits
     if limits is not None:
         per = limits.quotas.per_listener
         for server in broker.servers:

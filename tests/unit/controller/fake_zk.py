@@ -58,6 +58,7 @@ class FakeZk:
         self.server = server
         self.sid = 0
         self.started = False
+        self.on_latency: Callable[[float], None] | None = None   # never called here
         self.listeners: list[Callable[[str], None]] = []
         self.child_watches: list[tuple[str, Callable[[list[str]], Any]]] = []
         self.data_watches: list[tuple[str, Callable[[bytes | None, Stat | None], Any]]] = []
