@@ -371,7 +371,7 @@ def broker_synonyms(broker: BrokerConfig, key: TopicKey) -> list[SynonymValue]:
     every DYNAMIC_DEFAULT_BROKER_CONFIG one (issue 18: the layers an effective config
     carries, broker/dynamic_config/layers.py), every STATIC_BROKER_CONFIG one, then
     every DEFAULT_CONFIG one."""
-    layers = getattr(broker, "dynamic", None)
+    layers = broker.dynamic
     dynamic: list[SynonymValue] = []
     if layers is not None:
         broker = layers.static
