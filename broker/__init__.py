@@ -13,7 +13,6 @@ Map — the request path, socket to handler:
     network/            the connection (frames in, header decode, responses out in order,
                         muting, request timeout), connection quotas (max.connections,
                         per-IP, creation rate), the request queue and memory pool
-    connection.py       the old import path of network/connection.py
     dispatch.py         the handler registry (@handler(api_key, versions)); ApiVersions
                         bodies are built from it
     context.py          RequestContext: what a handler sees of the broker and connection
@@ -46,6 +45,9 @@ The services the handlers use:
     metadata_cache.py   what the controller told us of the cluster
     config.py, topic_config.py, topic_names.py, listeners.py   configuration and names
     producer_ids.py     InitProducerId's id blocks
+    tasks.py            stopping asyncio tasks for certain (cancel, then wait, bounded)
+    consumer_group/     KIP-848 consumer groups: heartbeats, assignors, classic migration
+    why/                the facts kept to explain ISR, HW and rebalances (DescribeWhy)
     main.py, __main__.py, cli.py, local_run.py, zookeeper_runner.py   processes and the
                         ``pybroker`` front door (tools live in ``tools/``)
 

@@ -39,6 +39,8 @@ Map (what lives where):
     assignment.py   replica assignment (Kafka's AdminUtils), shared with the controller
     acl_admin.py    DescribeAcls / CreateAcls / DeleteAcls (pybroker acls)
     scram_admin.py  Describe/AlterUserScramCredentials; the client salts (pybroker configs)
+    quota_admin.py  Describe/AlterClientQuotas (KIP-546) over a KafkaAdmin
+    consumer_group_admin.py  both kinds of group as an operator sees them (classic, KIP-848)
     operator_admin.py DescribeLogDirs at each broker, DeleteRecords at each leader
                     (pybroker log-dirs, delete-records)
     consumer_protocol.py the "consumer" protocol's subscription/assignment bytes, the

@@ -11,8 +11,7 @@ Map (Kafka's class in brackets):
     offset_index.py     .index entries (relative offset, position) [OffsetIndex]
     time_index.py       .timeindex entries (timestamp, relative offset) [TimeIndex]
     txn_index.py        .txnindex aborted-transaction entries [TransactionIndex]
-                        (not driven by log.py yet)
-    segment.py          one segment: .log + .index + .timeindex [LogSegment]
+    segment.py          one segment: .log + .index + .timeindex + .txnindex [LogSegment]
     batch_writes.py     the bytes an append writes (headers patched, pwritev) [FileRecords]
     log.py              one partition's segments: append, read, roll, truncate,
                         retention [UnifiedLog]
@@ -26,6 +25,7 @@ Map (Kafka's class in brackets):
     cleaner.py          compaction scheduling and runs [LogCleaner]
     compaction.py       the offset map and the batch filter of a compaction
     config.py           the settings storage reads (LogConfig), Kafka's defaults
+    producer_snapshot.py  ``<offset>.snapshot`` producer-state files: write, read, prune
 
 Where things go: a new storage feature (an index, a retention rule) is a module here
 beside the one it extends, driven by ``log.py``; reads stay pread-based and data is

@@ -47,6 +47,7 @@ Map (what lives where):
                                __transaction_state, Kafka's String/Integer/LongDecoder)
     console/                   pybroker console: the web console, server-rendered pages on
                                our asyncio HTTP server, with the "why" (its own map)
+    client_quotas.py           pybroker configs for client quotas (kafka-configs.sh's side)
 
 What a tool may import: ``client/`` and ``protocol/`` only (the layering test
 checks), never broker, controller, storage or spark_jobs (one exception:

@@ -21,6 +21,7 @@ Map:
     loader.py             replaying a __consumer_offsets partition (LoadedPartition)
     offsets_topic.py      the __consumer_offsets key and value layouts
     coordinator_types.py  settings, request dataclasses, the group -> partition hash
+    txn_offset_ops.py     TxnOffsetCommit: offsets pending in a transaction until its marker
 
 The handlers (broker/handlers/join_group.py, sync_group.py, heartbeat.py,
 offset_*.py, find_coordinator.py, ...) call the coordinator; it writes through

@@ -20,6 +20,9 @@ Map (Kafka's layers: LogSegment -> UnifiedLog (storage/) -> Partition -> Replica
                               which replicas are throttled, leader and follower side
     leader_endpoint.py        a follower's requests to its leader (client.verbs)
     alter_partition_manager.py  AlterPartition to the controller (client.verbs), batched
+    partition_txn.py          a partition's transactions: markers, aborted index, LSO
+    txn_verify.py             which produce entries need KIP-890 verification first
+    leader_fence.py           a leader cut off from ZooKeeper and followers refuses writes
 
 It may import storage/, protocol/ and client/ (its outgoing requests go through
 client.verbs; a test fails if a module here imports protocol.spec).

@@ -15,8 +15,10 @@ Map (what lives where):
                            against JAAS users, SCRAM against stored credentials, KIP-368
     scram_credentials.py   SCRAM credentials in ZooKeeper (/config/users/<user>), read per
                            authentication; AlterUserScramCredentials' writes
+    reconfigure.py         certificate rotation without a restart: a listener's keystore
+                           and truststore as dynamic broker configs
 
-The connection (``broker/connection.py``) owns one SaslAuthenticator and the
+The connection (``broker/network/connection.py``) owns one SaslAuthenticator and the
 principal; the server (``broker/server.py``) runs the TLS handshake before the
 connection exists. Handlers see ``ctx.connection.principal`` through
 ``broker.acl.authorizer.principal_of``. A new mechanism is a branch in

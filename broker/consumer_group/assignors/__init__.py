@@ -13,6 +13,7 @@ group after failover computes what the previous one would have.
     range     Kafka's range: per topic, contiguous ranges in member order
               (static members by instance id first), so co-partitioned
               topics line up; rack-aware inside each topic's quotas.
+    spec      what an assignor sees and returns (GroupSpec, MemberSpec, TopicMeta)
 
 Rack-awareness: a member with a rack prefers partitions that have a replica
 in that rack (``TopicMeta.racks``); it never beats balance.
