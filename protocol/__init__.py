@@ -27,11 +27,11 @@ Map:
     _record_walk.c      record_validation's per-record walk in C (optional: setup.py
                         builds it; the Python walk is the reference, a test keeps them equal)
     http_head.py        HTTP/1.1 request heads and responses for the metrics endpoint
+                        and the web console (not Kafka's, but sans-I/O and shared)
     sasl_plain.py       SASL PLAIN (RFC 4616) tokens
     scram.py            SCRAM-SHA-256/512 (RFC 5802, 7677) messages and key derivation
     jaas.py             one sasl.jaas.config entry: login module, flag, options
     acl_types.py        the ACL vocabulary: resource, pattern, operation, permission codes
-                        and the web console (not Kafka's, but sans-I/O and shared)
     spec/pybroker/      pybroker's own APIs (DescribeWhy, key 10000; never advertised)
 
 Where things go: a new API is a new ``spec/<api>.py`` (request and response at every

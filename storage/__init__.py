@@ -10,7 +10,8 @@ Map (Kafka's class in brackets):
     fdless_mmap.py      mappings that keep no file descriptor (one fd per partition)
     offset_index.py     .index entries (relative offset, position) [OffsetIndex]
     time_index.py       .timeindex entries (timestamp, relative offset) [TimeIndex]
-    txn_index.py        .txnindex aborted-transaction entries [TransactionIndex]
+    txn_index.py        .txnindex aborted-transaction entries [TransactionIndex]; log.py
+                        appends and collects them through each segment
     segment.py          one segment: .log + .index + .timeindex + .txnindex [LogSegment]
     batch_writes.py     the bytes an append writes (headers patched, pwritev) [FileRecords]
     log.py              one partition's segments: append, read, roll, truncate,

@@ -10,7 +10,7 @@ Map:
 | ``connection_quotas.py`` | ``ConnectionQuotas``: max.connections and listener.name.<l>.max.connections (the accept loop waits), max.connections.per.ip and its overrides (closed at once), max.connection.creation.rate (KIP-612: accepting is delayed), the protected inter-broker listener |
 | ``request_memory.py`` | ``RequestMemoryPool`` (queued.max.request.bytes: no new frame is read while it is exhausted) and ``RequestQueue`` (queued.max.requests: slots for requests in their handler) |
 | ``limits.py`` | ``NetworkLimits``: the three above plus the live connections, one per broker, shared by its listeners |
-| ``log_throttle.py`` | ``LogThrottle``: a bound on the lines hostile input can make the broker log |
+| ``log_throttle.py`` | ``LogThrottle``: a bound on the log lines hostile input can cause |
 
 The accept loop that applies the quotas is ``broker.server.KafkaServer``.
 Nothing here imports a handler: handlers see a connection only through

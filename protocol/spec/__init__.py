@@ -12,8 +12,8 @@ named after the API (Kafka's message name in snake case). By family:
                     describe_transactions, list_transactions
     admin           create_topics, delete_topics, create_partitions, describe_cluster,
                     describe_configs, alter_configs, incremental_alter_configs,
-                    elect_leaders,
-                    alter_partition_reassignments, list_partition_reassignments,
+                    elect_leaders, alter_partition_reassignments,
+                    list_partition_reassignments,
                     describe_log_dirs, alter_replica_log_dirs, describe_client_quotas,
                     alter_client_quotas
     security        api_versions, sasl_handshake, sasl_authenticate, create_acls,
