@@ -32,7 +32,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from protocol import codec
 from protocol.api_keys import ApiKey
@@ -438,3 +438,15 @@ class Cluster:
 
     def __exit__(self, *exc: Any) -> None:
         self.stop()
+
+
+class MakeCluster(Protocol):
+    """The integration tests' cluster factory, the ``make_cluster`` fixture of
+    tests/integration/conftest.py: ``make_cluster(name, size, overrides={...})`` builds a
+    ``Cluster`` on the module's ZooKeeper in a fresh directory ``mktemp(name)``, starts it
+    (unless ``start=False``: the caller adjusts the brokers, then calls ``start`` itself)
+    and returns it; the fixture stops every cluster it made when the module ends.
+    ``cluster_kwargs``: Cluster's keywords (overrides, chroot, first_id, listeners)."""
+
+    def __call__(self, name: str, size: int = 1, *, start: bool = True,
+                 timeout: float = 40.0, **cluster_kwargs: Any) -> Cluster: ...

@@ -1,17 +1,22 @@
-"""Shared integration fixtures: a real ZooKeeper server (module scope).
+"""Shared integration fixtures (module scope):
 
-Started through broker.zookeeper_runner (jars from a local install or pyspark),
-on a free 127.0.0.1 port with a temporary dataDir; stopped by its pid.
-Yields "127.0.0.1:PORT".
+* ``zookeeper``: a real ZooKeeper server, started through broker.zookeeper_runner (jars
+  from a local install or pyspark) on a free 127.0.0.1 port with a temporary dataDir,
+  stopped by its pid; yields "127.0.0.1:PORT".
+* ``make_cluster``: the one way a module starts its brokers --
+  ``make_cluster("name", size, overrides={...})`` returns a started ``Cluster`` on that
+  ZooKeeper; every cluster made is stopped when the module ends. Its type is
+  ``tests.integration.cluster.MakeCluster``.
 """
 
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Any, Iterator
 
 import pytest
 
 from broker.zookeeper_runner import java_major
+from tests.integration.cluster import Cluster, MakeCluster
 from tests.integration.zookeeper import zookeeper_server
 
 
@@ -21,3 +26,40 @@ def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         pytest.skip("Java 17+ is needed to run ZooKeeper")
     with zookeeper_server(tmp_path_factory.mktemp("zookeeper")) as connect:
         yield connect
+
+
+@pytest.fixture(scope="module")
+def make_cluster(zookeeper: str, tmp_path_factory: pytest.TempPathFactory
+                 ) -> Iterator[MakeCluster]:
+    """The module's cluster factory:
+
+        make_cluster(name, size=1, *, start=True, timeout=40.0, **cluster_kwargs) -> Cluster
+
+    builds ``Cluster(zookeeper, tmp_path_factory.mktemp(name), size, **cluster_kwargs)``
+    (``overrides``, ``chroot``, ``first_id``, ``listeners``), starts it with ``timeout``
+    unless ``start=False`` (the caller then adjusts the brokers or ZooKeeper and calls
+    ``start`` itself) and returns it. When the module ends every cluster made is stopped,
+    the newest first, each stop on its own so that one failing does not leave the others
+    running; the first error is raised once all of them were stopped. Stopping a cluster
+    earlier (``c.stop()``) is fine: stopping it again is a no-op."""
+    made: list[Cluster] = []
+
+    def make(name: str, size: int = 1, *, start: bool = True, timeout: float = 40.0,
+             **cluster_kwargs: Any) -> Cluster:
+        c = Cluster(zookeeper, tmp_path_factory.mktemp(name), size, **cluster_kwargs)
+        made.append(c)          # before start: a start that fails half-way is stopped too
+        if start:
+            c.start(timeout)
+        return c
+
+    yield make
+
+    first: BaseException | None = None
+    for c in reversed(made):
+        try:
+            c.stop()
+        except BaseException as e:  # noqa: BLE001 - stop the others, then raise the first
+            if first is None:
+                first = e
+    if first is not None:
+        raise first

@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterator
 
 import pytest
 
 from protocol.api_keys import ApiKey
 from protocol.records import build_batch
-from tests.integration.cluster import Cluster, WireClient
+from tests.integration.cluster import Cluster, MakeCluster, WireClient
 
 kafka = pytest.importorskip("kafka")
 from kafka import KafkaProducer  # noqa: E402
@@ -34,16 +33,11 @@ TOPIC_AUTHORIZATION_FAILED = 29
 
 
 @pytest.fixture(scope="module")
-def cluster(zookeeper: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    c = Cluster(zookeeper, tmp_path_factory.mktemp("acls"), size=2, overrides={
+def cluster(make_cluster: MakeCluster) -> Cluster:
+    return make_cluster("acls", size=2, overrides={
         "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
         "allow.everyone.if.no.acl.found": "true",
         "auto.create.topics.enable": "false"})
-    c.start()
-    try:
-        yield c
-    finally:
-        c.stop()
 
 
 def topic_acls(port: int, topic: str) -> int:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import io
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import pytest
 
@@ -30,7 +30,7 @@ from protocol.api_keys import ApiKey
 from protocol.records import build_batch
 from protocol.schema import Struct
 from protocol.spec import api
-from tests.integration.cluster import Cluster, WireClient
+from tests.integration.cluster import Cluster, MakeCluster, WireClient
 from tools import acls as acls_tool
 
 kafka = pytest.importorskip("kafka")
@@ -46,22 +46,15 @@ AUTHORIZER = "kafka.security.authorizer.AclAuthorizer"
 RESOURCE_CODES = {"topic": 2, "group": 3, "cluster": 4}
 
 
-def start(zookeeper: str, tmp: pytest.TempPathFactory, name: str, size: int,
-          **overrides: str) -> Iterator[Cluster]:
-    c = Cluster(zookeeper, tmp.mktemp(name), size=size, overrides={
+def start(make_cluster: MakeCluster, name: str, size: int, **overrides: str) -> Cluster:
+    return make_cluster(name, size, overrides={
         "authorizer.class.name": AUTHORIZER, "auto.create.topics.enable": "false",
         **{k.replace("_", "."): v for k, v in overrides.items()}})
-    c.start()
-    try:
-        yield c
-    finally:
-        c.stop()
 
 
 @pytest.fixture(scope="module")
-def cluster(zookeeper: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    yield from start(zookeeper, tmp_path_factory, "authz", 2,
-                     allow_everyone_if_no_acl_found="true")
+def cluster(make_cluster: MakeCluster) -> Cluster:
+    return start(make_cluster, "authz", 2, allow_everyone_if_no_acl_found="true")
 
 
 # ---- helpers ---------------------------------------------------------------------------------
@@ -329,9 +322,8 @@ def test_offset_commit_needs_read_on_each_topic(cluster: Cluster) -> None:
 # ---- inter-broker APIs without CLUSTER_ACTION ------------------------------------------------
 
 @pytest.fixture(scope="module")
-def locked(zookeeper: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    yield from start(zookeeper, tmp_path_factory, "locked", 2,
-                     allow_everyone_if_no_acl_found="true")
+def locked(make_cluster: MakeCluster) -> Cluster:
+    return start(make_cluster, "locked", 2, allow_everyone_if_no_acl_found="true")
 
 
 def test_brokers_without_cluster_action_are_refused(locked: Cluster) -> None:
@@ -395,9 +387,9 @@ def test_brokers_without_cluster_action_are_refused(locked: Cluster) -> None:
 # ---- super users ------------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
-def superuser(zookeeper: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    yield from start(zookeeper, tmp_path_factory, "superuser", 1,
-                     allow_everyone_if_no_acl_found="false", super_users="User:ANONYMOUS")
+def superuser(make_cluster: MakeCluster) -> Cluster:
+    return start(make_cluster, "superuser", 1,
+                 allow_everyone_if_no_acl_found="false", super_users="User:ANONYMOUS")
 
 
 def test_deny_acls_do_not_bind_a_super_user(superuser: Cluster) -> None:

@@ -32,7 +32,7 @@ import pytest
 
 from protocol.api_keys import ApiKey
 from protocol.records import CRC_AT, build_batch, iter_batches
-from tests.integration.cluster import Cluster, WireClient
+from tests.integration.cluster import Cluster, MakeCluster, WireClient
 
 pytestmark = pytest.mark.integration
 
@@ -45,23 +45,19 @@ CORRUPT_MESSAGE, MESSAGE_TOO_LARGE, UNKNOWN_TOPIC_OR_PARTITION, UNSUPPORTED_VERS
 
 
 @pytest.fixture(scope="module")
-def cluster(zookeeper: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    c = Cluster(zookeeper, tmp_path_factory.mktemp("bad-input"), size=1, overrides={
+def cluster(make_cluster: MakeCluster) -> Cluster:
+    c = make_cluster("bad-input", overrides={
         "socket.request.max.bytes": str(SOCKET_MAX),
         "message.max.bytes": str(MESSAGE_MAX),
         "auto.create.topics.enable": "false",
     })
-    c.start()
-    try:
-        port = c.brokers[0].port
-        with WireClient(port) as w:
-            assert w.create_topic(TOPIC, 2) == 0
-            assert w.create_topic(WITNESS_TOPIC, 1) == 0
-        wait_leader(port, TOPIC, 2)
-        wait_leader(port, WITNESS_TOPIC, 1)
-        yield c
-    finally:
-        c.stop()
+    port = c.brokers[0].port
+    with WireClient(port) as w:
+        assert w.create_topic(TOPIC, 2) == 0
+        assert w.create_topic(WITNESS_TOPIC, 1) == 0
+    wait_leader(port, TOPIC, 2)
+    wait_leader(port, WITNESS_TOPIC, 1)
+    return c
 
 
 def wait_leader(port: int, topic: str, partitions: int) -> None:

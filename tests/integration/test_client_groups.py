@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import struct
 import uuid
-from collections.abc import Iterator
 
 import pytest
 
@@ -20,22 +19,16 @@ from client.groups import (JoinResult, describe_groups, find_coordinator, heartb
                            leave_group, list_groups, offset_commit, offset_delete, offset_fetch,
                            sync_group)
 from protocol.errors import ErrorCode
-from tests.integration.cluster import HOST, Cluster
+from tests.integration.cluster import HOST, Cluster, MakeCluster
 from tests.integration.multi import create_topic
 
 pytestmark = pytest.mark.integration
 
 
 @pytest.fixture(scope="module")
-def cluster(zookeeper: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+def cluster(make_cluster: MakeCluster) -> Cluster:
     # both members join within the initial rebalance delay, so one generation holds both
-    c = Cluster(zookeeper, tmp_path_factory.mktemp("client-groups"), size=1,
-                overrides={"group.initial.rebalance.delay.ms": "1000"})
-    c.start()
-    try:
-        yield c
-    finally:
-        c.stop()
+    return make_cluster("client-groups", overrides={"group.initial.rebalance.delay.ms": "1000"})
 
 
 async def coordinator(port: int, group: str) -> KafkaConnection:

@@ -24,14 +24,13 @@ import subprocess
 import threading
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.integration.clients.test_java_client import java_classpath  # noqa: F401
-from tests.integration.cluster import REPO, Cluster
+from tests.integration.cluster import REPO, Cluster, MakeCluster
 
 pytestmark = pytest.mark.integration
 
@@ -45,13 +44,8 @@ PROGRAM = Path(__file__).with_name("JavaQuotaClient.java")
 
 
 @pytest.fixture(scope="module")
-def cluster(zookeeper: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    c = Cluster(zookeeper, tmp_path_factory.mktemp("quotas"), size=1)
-    c.start()
-    try:
-        yield c
-    finally:
-        c.stop()
+def cluster(make_cluster: MakeCluster) -> Cluster:
+    return make_cluster("quotas")
 
 
 def configs_tool(bootstrap: str, *argv: str) -> str:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterator
 
 import pytest
 
@@ -17,7 +16,7 @@ from client.errors import ProducerFenced, TransactionError
 from client.groups import GROUP_KEY, find_coordinator, offset_fetch
 from client.transactional import State, TransactionalProducer
 from protocol.errors import ErrorCode
-from tests.integration.cluster import Cluster
+from tests.integration.cluster import Cluster, MakeCluster
 from tests.integration.multi import SINGLE_BROKER_TXN_OVERRIDES, create_topic
 
 pytestmark = pytest.mark.integration
@@ -26,13 +25,8 @@ OVERRIDES = SINGLE_BROKER_TXN_OVERRIDES
 
 
 @pytest.fixture(scope="module")
-def cluster(zookeeper: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    c = Cluster(zookeeper, tmp_path_factory.mktemp("ctxn"), size=1, overrides=OVERRIDES)
-    c.start()
-    try:
-        yield c
-    finally:
-        c.stop()
+def cluster(make_cluster: MakeCluster) -> Cluster:
+    return make_cluster("ctxn", overrides=OVERRIDES)
 
 
 def topic(cluster: Cluster, name: str, partitions: int = 2) -> str:

@@ -21,7 +21,6 @@ import asyncio
 import os
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -30,21 +29,15 @@ from client import OP_SET, KafkaAdmin
 from protocol.records import build_batch, iter_all_records
 from storage import checkpoints
 from storage.cleaner import CLEANER_CHECKPOINT
-from tests.integration.cluster import BrokerProcess, Cluster, WireClient
+from tests.integration.cluster import BrokerProcess, Cluster, MakeCluster, WireClient
 from tests.integration.multi import create_topic, produce, wait_until
 
 pytestmark = pytest.mark.integration
 
 
 @pytest.fixture(scope="module")
-def cluster(zookeeper: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    c = Cluster(zookeeper, tmp_path_factory.mktemp("compaction"), size=1,
-                overrides={"log.cleaner.backoff.ms": "100"})
-    c.start()
-    try:
-        yield c
-    finally:
-        c.stop()
+def cluster(make_cluster: MakeCluster) -> Cluster:
+    return make_cluster("compaction", overrides={"log.cleaner.backoff.ms": "100"})
 
 
 def value(key: int, round_: int, size: int) -> bytes:

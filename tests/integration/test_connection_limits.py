@@ -21,14 +21,13 @@ import socket
 import struct
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from protocol.api_keys import ApiKey
 from protocol.spec import api
-from tests.integration.cluster import HOST, Cluster, WireClient
+from tests.integration.cluster import HOST, Cluster, MakeCluster, WireClient
 
 pytestmark = pytest.mark.integration
 
@@ -45,10 +44,8 @@ def _raise_fd_limit() -> None:
         resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
 
 
-def _start(zookeeper: str, base: Path, overrides: dict[str, str]) -> Cluster:
-    c = Cluster(zookeeper, base, size=1, overrides={
-        "auto.create.topics.enable": "false", **overrides})
-    c.start()
+def _start(make_cluster: MakeCluster, name: str, overrides: dict[str, str]) -> Cluster:
+    c = make_cluster(name, overrides={"auto.create.topics.enable": "false", **overrides})
     with WireClient(c.brokers[0].port) as w:
         assert w.create_topic(TOPIC, 1) == 0
     deadline = time.monotonic() + 20
@@ -139,15 +136,11 @@ def _rss_kib(pid: int) -> int:
 
 
 @pytest.fixture(scope="module")
-def limited(zookeeper: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+def limited(make_cluster: MakeCluster) -> Cluster:
     """max.connections and a short request.timeout.ms."""
     _raise_fd_limit()
-    c = _start(zookeeper, tmp_path_factory.mktemp("max-connections"), {
+    return _start(make_cluster, "max-connections", {
         "max.connections": str(MAX_CONNECTIONS), "request.timeout.ms": "1500"})
-    try:
-        yield c
-    finally:
-        c.stop()
 
 
 def test_connections_beyond_max_connections_wait_and_clients_keep_working(
@@ -261,9 +254,9 @@ def test_a_trickling_client_is_closed_by_the_request_timeout(limited: Cluster) -
 
 
 def test_per_ip_limit_closes_5000_connections_and_clients_keep_working(
-        zookeeper: str, tmp_path_factory: pytest.TempPathFactory) -> None:
+        make_cluster: MakeCluster) -> None:
     _raise_fd_limit()
-    c = _start(zookeeper, tmp_path_factory.mktemp("per-ip"), {"max.connections.per.ip": "30"})
+    c = _start(make_cluster, "per-ip", {"max.connections.per.ip": "30"})
     clients = Clients(c.bootstrap)
     try:
         clients.round()
@@ -292,10 +285,10 @@ def test_per_ip_limit_closes_5000_connections_and_clients_keep_working(
 
 
 def test_creation_rate_spreads_a_burst_and_clients_keep_working(
-        zookeeper: str, tmp_path_factory: pytest.TempPathFactory) -> None:
+        make_cluster: MakeCluster) -> None:
     """100 connections/s over 2 one-second samples: about 100 are taken at once,
     then 100 a second; a burst of 400 takes about 3 s to be served."""
-    c = _start(zookeeper, tmp_path_factory.mktemp("rate"), {
+    c = _start(make_cluster, "rate", {
         "max.connection.creation.rate": "100", "quota.window.num": "2"})
     clients = Clients(c.bootstrap)
     try:

@@ -38,7 +38,7 @@ from urllib.parse import urlencode
 import pytest
 
 from protocol.errors import ErrorCode
-from tests.integration.cluster import REPO, Cluster
+from tests.integration.cluster import REPO, Cluster, MakeCluster
 from tests.integration.multi import controller_id, create_topic, partition_state, wait_until
 
 pytestmark = pytest.mark.integration
@@ -118,13 +118,12 @@ def element(dom: str, element_id: str) -> str:
 # -- the cluster, data, a consumer group and the console -------------------------------------
 
 @pytest.fixture(scope="module")
-def cluster(zookeeper: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    c = Cluster(zookeeper, tmp_path_factory.mktemp("console"), size=3, first_id=1, overrides={
+def cluster(make_cluster: MakeCluster) -> Cluster:
+    c = make_cluster("console", size=3, first_id=1, overrides={
         "replica.lag.time.max.ms": str(LAG_MS), "default.replication.factor": "3"})
-    with c:
-        assert create_topic(c.brokers[0].port, TOPIC, 3, 3) == ErrorCode.NONE
-        wait_until(lambda: all(_in_sync(c, p) for p in range(3)), 30, "leaders and full ISRs")
-        yield c
+    assert create_topic(c.brokers[0].port, TOPIC, 3, 3) == ErrorCode.NONE
+    wait_until(lambda: all(_in_sync(c, p) for p in range(3)), 30, "leaders and full ISRs")
+    return c
 
 
 def _in_sync(c: Cluster, p: int) -> bool:

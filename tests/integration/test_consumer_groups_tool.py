@@ -8,12 +8,11 @@ from __future__ import annotations
 import io
 import time
 import uuid
-from collections.abc import Iterator
 
 import pytest
 
 from tools import consumer_groups as cg
-from tests.integration.cluster import Cluster
+from tests.integration.cluster import Cluster, MakeCluster
 from tests.integration.multi import wait_until
 
 pytestmark = pytest.mark.integration
@@ -22,13 +21,8 @@ PARTITIONS = 3
 
 
 @pytest.fixture(scope="module")
-def cluster(zookeeper: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    c = Cluster(zookeeper, tmp_path_factory.mktemp("cg-tool"), size=1)
-    c.start()
-    try:
-        yield c
-    finally:
-        c.stop()
+def cluster(make_cluster: MakeCluster) -> Cluster:
+    return make_cluster("cg-tool")
 
 
 def tool(cluster: Cluster, *argv: str) -> tuple[int, str, str]:

@@ -30,14 +30,13 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from protocol.api_keys import ApiKey
 from tests.integration.clients.test_java_client import java_classpath  # noqa: F401
-from tests.integration.cluster import Cluster, WireClient
+from tests.integration.cluster import Cluster, MakeCluster, WireClient
 from tests.integration.groups import ownership_checker as oc
 from tests.integration.groups.group_processes import (OwnedMember, SteadyProducer,
                                                       compile_java_member)
@@ -57,10 +56,8 @@ OVERRIDES = {"offsets.topic.replication.factor": "3", "offsets.topic.num.partiti
 
 
 @pytest.fixture(scope="module")
-def cluster(zookeeper: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    with Cluster(zookeeper, tmp_path_factory.mktemp("consumer-protocol"), size=3,
-                 overrides=OVERRIDES) as c:
-        yield c
+def cluster(make_cluster: MakeCluster) -> Cluster:
+    return make_cluster("consumer-protocol", size=3, overrides=OVERRIDES)
 
 
 @pytest.fixture(scope="module")

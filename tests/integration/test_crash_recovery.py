@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
 
 import pytest
 
-from tests.integration.cluster import CLEAN_SHUTDOWN_SKIP_LINE, BrokerProcess, Cluster, WireClient
+from tests.integration.cluster import (CLEAN_SHUTDOWN_SKIP_LINE, BrokerProcess, Cluster,
+                                      MakeCluster, WireClient)
 
 ck = pytest.importorskip("confluent_kafka")
 from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
@@ -27,17 +27,12 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 
 @pytest.fixture(scope="module")
-def cluster(zookeeper: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    c = Cluster(zookeeper, tmp_path_factory.mktemp("crash"), size=1, overrides={
+def cluster(make_cluster: MakeCluster) -> Cluster:
+    return make_cluster("crash", overrides={
         "auto.create.topics.enable": "false",
         # small segments so a crash also lands mid-roll sometimes
         "log.segment.bytes": str(256 * 1024),
     })
-    c.start()
-    try:
-        yield c
-    finally:
-        c.stop()
 
 
 @pytest.fixture(scope="module")

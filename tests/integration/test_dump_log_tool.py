@@ -15,13 +15,12 @@ import shutil
 import subprocess
 import sys
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tools import dump_log
-from tests.integration.cluster import Cluster
+from tests.integration.cluster import Cluster, MakeCluster
 from tests.integration.multi import SINGLE_BROKER_TXN_OVERRIDES, create_topic
 
 pytestmark = pytest.mark.integration
@@ -37,13 +36,8 @@ RECORD_RE = re.compile(r"^\| offset: (\d+) CreateTime: \d+ keySize: -?\d+ valueS
 
 
 @pytest.fixture(scope="module")
-def cluster(zookeeper: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    c = Cluster(zookeeper, tmp_path_factory.mktemp("dump-log"), size=1, overrides=OVERRIDES)
-    c.start()
-    try:
-        yield c
-    finally:
-        c.stop()
+def cluster(make_cluster: MakeCluster) -> Cluster:
+    return make_cluster("dump-log", overrides=OVERRIDES)
 
 
 def tool(*argv: str) -> tuple[int, str, str]:

@@ -22,12 +22,11 @@ import asyncio
 import io
 import subprocess
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.integration.cluster import REPO, Cluster, WireClient
+from tests.integration.cluster import REPO, Cluster, MakeCluster, WireClient
 from tests.integration.clients.test_java_client import java_classpath  # noqa: F401
 from tests.integration.multi import wait_until
 
@@ -44,11 +43,9 @@ PROGRAM = Path(__file__).with_name("JavaDynamicConfigs.java")
 
 
 @pytest.fixture(scope="module")
-def cluster(zookeeper: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    c = Cluster(zookeeper, tmp_path_factory.mktemp("dynamic-configs"), size=2,
-                overrides={"log.retention.check.interval.ms": "500"})
-    with c:
-        yield c
+def cluster(make_cluster: MakeCluster) -> Cluster:
+    return make_cluster("dynamic-configs", size=2,
+                        overrides={"log.retention.check.interval.ms": "500"})
 
 
 def tool(*argv: str) -> tuple[int, str, str]:

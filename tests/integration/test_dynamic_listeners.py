@@ -20,11 +20,10 @@ from __future__ import annotations
 import io
 import socket
 import time
-from collections.abc import Iterator
 
 import pytest
 
-from tests.integration.cluster import HOST, Cluster, WireClient
+from tests.integration.cluster import HOST, Cluster, MakeCluster, WireClient
 from tests.integration.multi import wait_until
 from tests.integration.zookeeper import free_port
 
@@ -38,10 +37,8 @@ MAP = "listener.security.protocol.map=[PLAINTEXT:PLAINTEXT,EXTERNAL:PLAINTEXT]"
 
 
 @pytest.fixture(scope="module")
-def cluster(zookeeper: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    c = Cluster(zookeeper, tmp_path_factory.mktemp("dynamic-listeners"), size=2)
-    with c:
-        yield c
+def cluster(make_cluster: MakeCluster) -> Cluster:
+    return make_cluster("dynamic-listeners", size=2)
 
 
 def tool(*argv: str) -> tuple[int, str, str]:

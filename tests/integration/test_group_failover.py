@@ -15,13 +15,12 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterator
 
 import pytest
 
 from broker.coordinator import partition_for_group
 from protocol.api_keys import ApiKey
-from tests.integration.cluster import Cluster, WireClient
+from tests.integration.cluster import Cluster, MakeCluster, WireClient
 from tests.integration.multi import create_topic, partition_state, wait_until
 from tests.integration.test_groups import Member, flatten, produce
 
@@ -35,10 +34,8 @@ OVERRIDES = {"offsets.topic.replication.factor": "3",
 
 
 @pytest.fixture(scope="module")
-def cluster(zookeeper: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    with Cluster(zookeeper, tmp_path_factory.mktemp("group-failover"), size=3,
-                 overrides=OVERRIDES) as c:
-        yield c
+def cluster(make_cluster: MakeCluster) -> Cluster:
+    return make_cluster("group-failover", size=3, overrides=OVERRIDES)
 
 
 def find_coordinator(port: int, group: str) -> tuple[int, int]:

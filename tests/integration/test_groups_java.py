@@ -14,13 +14,12 @@ import shutil
 import subprocess
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.integration.clients.test_java_client import JAR_DIR, JARS, java_classpath  # noqa: F401
-from tests.integration.cluster import REPO, Cluster
+from tests.integration.cluster import REPO, Cluster, MakeCluster
 from tests.integration.test_groups import (MemberProcess, balanced, create_topic, flatten,
                                            produce, wait_for)
 
@@ -30,13 +29,8 @@ PROGRAM = Path(__file__).with_name("JavaGroupMember.java")
 
 
 @pytest.fixture(scope="module")
-def cluster(zookeeper: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    c = Cluster(zookeeper, tmp_path_factory.mktemp("groups-java"), size=1)
-    c.start()
-    try:
-        yield c
-    finally:
-        c.stop()
+def cluster(make_cluster: MakeCluster) -> Cluster:
+    return make_cluster("groups-java")
 
 
 @pytest.fixture(scope="module")

@@ -20,12 +20,10 @@ import re
 import threading
 import time
 import urllib.request
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
-from tests.integration.cluster import REPO, BrokerProcess, Cluster
+from tests.integration.cluster import REPO, BrokerProcess, Cluster, MakeCluster
 from tests.integration.multi import controller_id, paused, wait_until
 from tests.integration.zookeeper import free_port
 
@@ -46,21 +44,20 @@ LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
 
 
 @pytest.fixture(scope="module")
-def cluster(zookeeper: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    base: Path = tmp_path_factory.mktemp("metrics")
-    c = Cluster(zookeeper, base, size=3, first_id=1, overrides={
+def cluster(make_cluster: MakeCluster) -> Cluster:
+    c = make_cluster("metrics", size=3, first_id=1, start=False, overrides={
         "replica.lag.time.max.ms": str(LAG_MS),
         "default.replication.factor": "3",
         "offsets.topic.replication.factor": "3",
     })
     for b in c.brokers:
         b.overrides = {**b.overrides, "prometheus.listener": f"127.0.0.1:{free_port()}"}
-    with c:
-        admin = AdminClient({"bootstrap.servers": c.bootstrap})
-        for f in admin.create_topics([NewTopic(TOPIC, PARTITIONS, 3)]).values():
-            f.result(30)
-        wait_until(lambda: _in_sync(c), 30, "every partition with a full ISR")
-        yield c
+    c.start()
+    admin = AdminClient({"bootstrap.servers": c.bootstrap})
+    for f in admin.create_topics([NewTopic(TOPIC, PARTITIONS, 3)]).values():
+        f.result(30)
+    wait_until(lambda: _in_sync(c), 30, "every partition with a full ISR")
+    return c
 
 
 def _port(b: BrokerProcess) -> int:

@@ -25,12 +25,11 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.integration.cluster import REPO, Cluster
+from tests.integration.cluster import REPO, Cluster, MakeCluster
 from tests.integration.multi import wait_until
 from tools import consumer_perf, delete_records, get_offsets, log_dirs, producer_perf, \
     verifiable_producer
@@ -43,17 +42,12 @@ BASE_TS = 1_700_000_000_000
 
 
 @pytest.fixture(scope="module")
-def cluster(zookeeper: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    c = Cluster(zookeeper, tmp_path_factory.mktemp("op-tools"), size=2,
-                overrides={"group.initial.rebalance.delay.ms": "1500",
-                           "transaction.state.log.replication.factor": "1",
-                           "transaction.state.log.min.isr": "1",
-                           "transaction.state.log.num.partitions": "2"})
-    c.start()
-    try:
-        yield c
-    finally:
-        c.stop()
+def cluster(make_cluster: MakeCluster) -> Cluster:
+    return make_cluster("op-tools", size=2,
+                        overrides={"group.initial.rebalance.delay.ms": "1500",
+                                   "transaction.state.log.replication.factor": "1",
+                                   "transaction.state.log.min.isr": "1",
+                                   "transaction.state.log.num.partitions": "2"})
 
 
 def call(tool: object, *argv: str) -> tuple[int, str, str]:

@@ -6,27 +6,20 @@ newest roll snapshot plus the tail); no record is lost or duplicated."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from storage import producer_snapshot
-from tests.integration.cluster import Cluster
+from tests.integration.cluster import Cluster, MakeCluster
 from tests.integration.multi import create_topic
 
 pytestmark = pytest.mark.integration
 
 
 @pytest.fixture(scope="module")
-def cluster(zookeeper: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    c = Cluster(zookeeper, tmp_path_factory.mktemp("snap"), size=1,
-                overrides={"log.segment.bytes": str(64 * 1024)})
-    c.start()
-    try:
-        yield c
-    finally:
-        c.stop()
+def cluster(make_cluster: MakeCluster) -> Cluster:
+    return make_cluster("snap", overrides={"log.segment.bytes": str(64 * 1024)})
 
 
 def produce(producer: object, topic: str, start: int, n: int) -> None:

@@ -19,7 +19,7 @@ from protocol.compression import Codec
 from protocol.records import (
     CRC_AT, HEADER, HEADER_SIZE, LOG_OVERHEAD, build_batch, compute_crc, iter_all_records,
 )
-from tests.integration.cluster import Cluster, WireClient
+from tests.integration.cluster import Cluster, MakeCluster, WireClient
 
 pytestmark = pytest.mark.integration
 
@@ -32,22 +32,18 @@ LEGACY = "rv-legacy-configs"
 
 
 @pytest.fixture(scope="module")
-def cluster(zookeeper: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    c = Cluster(zookeeper, tmp_path_factory.mktemp("record-validation"), size=1, overrides={
+def cluster(make_cluster: MakeCluster) -> Cluster:
+    c = make_cluster("record-validation", overrides={
         "message.max.bytes": str(MESSAGE_MAX), "auto.create.topics.enable": "false"})
-    c.start()
-    try:
-        with WireClient(c.brokers[0].port) as w:
-            assert w.create_topic(COMPACTED, 1, configs={"cleanup.policy": "compact"}) == 0
-            assert w.create_topic(BOUNDED, 1, configs={
-                "message.timestamp.before.max.ms": "60000",
-                "message.timestamp.after.max.ms": "60000"}) == 0
-            assert w.create_topic(PLAIN, 1) == 0
-        for topic in (COMPACTED, BOUNDED, PLAIN):
-            wait_leader(c.brokers[0].port, topic)
-        yield c
-    finally:
-        c.stop()
+    with WireClient(c.brokers[0].port) as w:
+        assert w.create_topic(COMPACTED, 1, configs={"cleanup.policy": "compact"}) == 0
+        assert w.create_topic(BOUNDED, 1, configs={
+            "message.timestamp.before.max.ms": "60000",
+            "message.timestamp.after.max.ms": "60000"}) == 0
+        assert w.create_topic(PLAIN, 1) == 0
+    for topic in (COMPACTED, BOUNDED, PLAIN):
+        wait_leader(c.brokers[0].port, topic)
+    return c
 
 
 def wait_leader(port: int, topic: str) -> None:

@@ -16,15 +16,13 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from protocol.errors import ErrorCode
 from protocol.records import build_batch
 
-from tests.integration.cluster import Cluster, WireClient
+from tests.integration.cluster import Cluster, MakeCluster, WireClient
 from tests.integration.multi import (controller_id, create_topic, log_bytes, partition_state,
                                      paused, produce, wait_until)
 
@@ -35,18 +33,16 @@ TOPIC = "replicated"
 
 
 @pytest.fixture(scope="module")
-def cluster(zookeeper: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    base: Path = tmp_path_factory.mktemp("replication")
-    c = Cluster(zookeeper, base, size=3, first_id=1, overrides={
+def cluster(make_cluster: MakeCluster) -> Cluster:
+    c = make_cluster("replication", size=3, first_id=1, overrides={
         "replica.lag.time.max.ms": str(LAG_MS),
         "min.insync.replicas": "2",
         "default.replication.factor": "3",
     })
-    with c:
-        port = c.brokers[0].port
-        assert create_topic(port, TOPIC, 1, 3) == ErrorCode.NONE
-        wait_until(lambda: _all_in_sync(c), 20, "a leader and a full ISR")
-        yield c
+    port = c.brokers[0].port
+    assert create_topic(port, TOPIC, 1, 3) == ErrorCode.NONE
+    wait_until(lambda: _all_in_sync(c), 20, "a leader and a full ISR")
+    return c
 
 
 def _all_in_sync(c: Cluster) -> bool:

@@ -25,12 +25,11 @@ import os
 import statistics
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.integration.cluster import Cluster
+from tests.integration.cluster import Cluster, MakeCluster
 from tests.integration.multi import wait_until
 
 ck = pytest.importorskip("confluent_kafka")
@@ -52,13 +51,11 @@ FOLLOWER_RATE = "follower.replication.throttled.rate"
 
 
 @pytest.fixture(scope="module")
-def cluster(zookeeper: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    base: Path = tmp_path_factory.mktemp("replication-quota")
-    c = Cluster(zookeeper, base, size=3, first_id=0,
-                overrides={"replica.lag.time.max.ms": "10000"})
-    with c:
-        asyncio.run(_create_topics(c.bootstrap))
-        yield c
+def cluster(make_cluster: MakeCluster) -> Cluster:
+    c = make_cluster("replication-quota", size=3, first_id=0,
+                     overrides={"replica.lag.time.max.ms": "10000"})
+    asyncio.run(_create_topics(c.bootstrap))
+    return c
 
 
 async def _create_topics(bootstrap: str) -> None:

@@ -20,14 +20,14 @@ from __future__ import annotations
 
 import signal
 import time
-from collections.abc import Iterator
 
 import pytest
 
 from protocol.api_keys import ApiKey
 from protocol.records import build_batch
 from protocol.spec import api
-from tests.integration.cluster import DEFAULT_OVERRIDES, BrokerProcess, Cluster, WireClient
+from tests.integration.cluster import (DEFAULT_OVERRIDES, BrokerProcess, Cluster, MakeCluster,
+                                      WireClient)
 from tests.integration.multi import metadata, until
 from tests.integration.zookeeper import free_port
 
@@ -53,25 +53,21 @@ def controller_id(c: Cluster) -> int | None:
 
 
 @pytest.fixture(scope="module")
-def cluster(zookeeper: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    c = Cluster(zookeeper, tmp_path_factory.mktemp("restart"), 3, overrides={
+def cluster(make_cluster: MakeCluster) -> Cluster:
+    c = make_cluster("restart", 3, overrides={
         "leader.imbalance.check.interval.seconds": "3600",
         "auto.create.topics.enable": "false"})
-    c.start()
-    try:
-        ctl = until(lambda: controller_id(c), 20, "a controller")
-        spec = api(ApiKey.CREATE_TOPICS).request
-        topic = spec.structs["CreatableTopic"].new(
-            name=TOPIC, num_partitions=-1, replication_factor=-1,
-            assignments=[spec.structs["CreatableReplicaAssignment"].new(
-                partition_index=p, broker_ids=[p, (p + 1) % 3, (p + 2) % 3]) for p in range(3)])
-        with WireClient(c.broker(ctl).port, timeout=20) as w:
-            resp = w.request(ApiKey.CREATE_TOPICS, 5, spec.new(topics=[topic], timeout_ms=15000))
-        assert resp.topics[0].error_code == 0, resp.topics[0]
-        assert_replicating(c, c.brokers[0])
-        yield c
-    finally:
-        c.stop()
+    ctl = until(lambda: controller_id(c), 20, "a controller")
+    spec = api(ApiKey.CREATE_TOPICS).request
+    topic = spec.structs["CreatableTopic"].new(
+        name=TOPIC, num_partitions=-1, replication_factor=-1,
+        assignments=[spec.structs["CreatableReplicaAssignment"].new(
+            partition_index=p, broker_ids=[p, (p + 1) % 3, (p + 2) % 3]) for p in range(3)])
+    with WireClient(c.broker(ctl).port, timeout=20) as w:
+        resp = w.request(ApiKey.CREATE_TOPICS, 5, spec.new(topics=[topic], timeout_ms=15000))
+    assert resp.topics[0].error_code == 0, resp.topics[0]
+    assert_replicating(c, c.brokers[0])
+    return c
 
 
 def assert_replicating(c: Cluster, asked: BrokerProcess) -> None:

@@ -22,7 +22,7 @@ import pytest
 
 from protocol.errors import ErrorCode
 from protocol.scram import credential_from_salted, parse_credential, salted_password
-from tests.integration.cluster import Cluster
+from tests.integration.cluster import Cluster, MakeCluster
 from tools import configs, topics
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -33,14 +33,8 @@ CREDENTIAL = re.compile(r"salt=[A-Za-z0-9+/]+=*,stored_key=[A-Za-z0-9+/]+=*,"
 
 
 @pytest.fixture(scope="module")
-def cluster(zookeeper: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    c = Cluster(zookeeper, tmp_path_factory.mktemp("scram"), size=2,
-                overrides={"auto.create.topics.enable": "false"})
-    c.start()
-    try:
-        yield c
-    finally:
-        c.stop()
+def cluster(make_cluster: MakeCluster) -> Cluster:
+    return make_cluster("scram", size=2, overrides={"auto.create.topics.enable": "false"})
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,6 @@ tested in test_transactions.py."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 
 import pytest
 
@@ -17,7 +16,7 @@ from client.groups import TRANSACTION_KEY, find_coordinator
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.spec import api
-from tests.integration.cluster import HOST, Cluster
+from tests.integration.cluster import HOST, Cluster, MakeCluster
 
 pytestmark = pytest.mark.integration
 
@@ -27,13 +26,8 @@ OVERRIDES = {"transaction.state.log.replication.factor": "1",
 
 
 @pytest.fixture(scope="module")
-def cluster(zookeeper: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    c = Cluster(zookeeper, tmp_path_factory.mktemp("txn-init"), size=1, overrides=OVERRIDES)
-    c.start()
-    try:
-        yield c
-    finally:
-        c.stop()
+def cluster(make_cluster: MakeCluster) -> Cluster:
+    return make_cluster("txn-init", overrides=OVERRIDES)
 
 
 async def init_producer_id(port: int, tid: str) -> tuple[int, int, int]:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import io
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -18,7 +17,7 @@ import pytest
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.records import build_batch
-from tests.integration.cluster import Cluster, WireClient
+from tests.integration.cluster import Cluster, MakeCluster, WireClient
 from tests.integration.multi import SINGLE_BROKER_TXN_OVERRIDES, create_topic
 
 pytestmark = pytest.mark.integration
@@ -28,13 +27,8 @@ OVERRIDES = {**SINGLE_BROKER_TXN_OVERRIDES, "transaction.partition.verification.
 
 
 @pytest.fixture(scope="module")
-def cluster(zookeeper: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    c = Cluster(zookeeper, tmp_path_factory.mktemp("inspect"), size=1, overrides=OVERRIDES)
-    c.start()
-    try:
-        yield c
-    finally:
-        c.stop()
+def cluster(make_cluster: MakeCluster) -> Cluster:
+    return make_cluster("inspect", overrides=OVERRIDES)
 
 
 def ask(cluster: Cluster, api_key: int, version: int, **fields: Any) -> Any:

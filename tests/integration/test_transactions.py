@@ -15,7 +15,6 @@ import subprocess
 import sys
 import textwrap
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +22,7 @@ import pytest
 
 from storage.txn_index import TxnIndex
 from tests.integration.clients.test_java_client import java_classpath  # noqa: F401
-from tests.integration.cluster import REPO, Cluster
+from tests.integration.cluster import REPO, Cluster, MakeCluster
 from tests.integration.multi import create_topic, wait_until
 
 pytestmark = pytest.mark.integration
@@ -40,13 +39,8 @@ OVERRIDES = {"transaction.state.log.replication.factor": "3",
 
 
 @pytest.fixture(scope="module")
-def cluster(zookeeper: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    c = Cluster(zookeeper, tmp_path_factory.mktemp("txn"), size=3, overrides=OVERRIDES)
-    c.start()
-    try:
-        yield c
-    finally:
-        c.stop()
+def cluster(make_cluster: MakeCluster) -> Cluster:
+    return make_cluster("txn", size=3, overrides=OVERRIDES)
 
 
 def topic(cluster: Cluster, name: str, partitions: int = 3) -> str:

@@ -22,12 +22,11 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from tests.integration.cluster import Cluster
+from tests.integration.cluster import Cluster, MakeCluster
 from tests.integration.multi import THREE_BROKER_TXN_OVERRIDES, create_topic
 
 pytestmark = pytest.mark.integration
@@ -45,14 +44,8 @@ WALL_S = 90.0           # the whole loop, a bound (20-26 s on a 2-core machine)
 
 
 @pytest.fixture(scope="module")
-def cluster(zookeeper: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    c = Cluster(zookeeper, tmp_path_factory.mktemp("txn-race"), size=3,
-                overrides=THREE_BROKER_TXN_OVERRIDES)
-    c.start()
-    try:
-        yield c
-    finally:
-        c.stop()
+def cluster(make_cluster: MakeCluster) -> Cluster:
+    return make_cluster("txn-race", size=3, overrides=THREE_BROKER_TXN_OVERRIDES)
 
 
 def test_commit_then_abort_at_once_is_never_fatal(cluster: Cluster) -> None:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterator
 
 import pytest
 
@@ -18,7 +17,7 @@ from client.transactional import TransactionalProducer
 from client.verbs import produce
 from protocol.errors import ErrorCode
 from protocol.records import build_batch
-from tests.integration.cluster import Cluster
+from tests.integration.cluster import Cluster, MakeCluster
 from tests.integration.multi import SINGLE_BROKER_TXN_OVERRIDES, create_topic
 
 pytestmark = pytest.mark.integration
@@ -26,20 +25,14 @@ pytestmark = pytest.mark.integration
 OVERRIDES = SINGLE_BROKER_TXN_OVERRIDES
 
 
-def start(zookeeper: str, tmp: object, verify: bool) -> Cluster:
-    c = Cluster(zookeeper, tmp, size=1, overrides={
+def start(make_cluster: MakeCluster, name: str, verify: bool) -> Cluster:
+    return make_cluster(name, overrides={
         **OVERRIDES, "transaction.partition.verification.enable": str(verify).lower()})
-    c.start()
-    return c
 
 
 @pytest.fixture(scope="module")
-def verifying(zookeeper: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    c = start(zookeeper, tmp_path_factory.mktemp("verify-on"), True)
-    try:
-        yield c
-    finally:
-        c.stop()
+def verifying(make_cluster: MakeCluster) -> Cluster:
+    return start(make_cluster, "verify-on", True)
 
 
 async def unadded_write(boot: str, topic: str) -> tuple[int, int, int]:
@@ -92,9 +85,8 @@ def test_an_unknown_producer_cannot_open_a_transaction(verifying: Cluster) -> No
                                   ErrorCode.INVALID_TXN_STATE)
 
 
-def test_without_verification_the_write_hangs_the_partition(
-        zookeeper: str, tmp_path_factory: pytest.TempPathFactory) -> None:
-    c = start(zookeeper, tmp_path_factory.mktemp("verify-off"), False)
+def test_without_verification_the_write_hangs_the_partition(make_cluster: MakeCluster) -> None:
+    c = start(make_cluster, "verify-off", False)
     try:
         assert create_topic(c.brokers[0].port, "unverified", 2, 1) == 0
         error, hw, lso = asyncio.run(unadded_write(c.bootstrap, "unverified"))

@@ -25,8 +25,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 import pytest
@@ -37,7 +36,7 @@ from client.why_model import EXPAND, SHRINK, GroupWhy, PartitionWhy
 from protocol.api_keys import PybrokerApiKey
 from protocol.errors import ErrorCode, KafkaError
 
-from tests.integration.cluster import Cluster, WireClient
+from tests.integration.cluster import Cluster, MakeCluster, WireClient
 from tests.integration.multi import controller_id, create_topic, partition_state, wait_until
 
 pytestmark = pytest.mark.integration
@@ -49,16 +48,13 @@ T = TypeVar("T")
 
 
 @pytest.fixture(scope="module")
-def cluster(zookeeper: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    base: Path = tmp_path_factory.mktemp("why")
-    c = Cluster(zookeeper, base, size=3, first_id=1, overrides={
+def cluster(make_cluster: MakeCluster) -> Cluster:
+    return make_cluster("why", size=3, first_id=1, overrides={
         "replica.lag.time.max.ms": str(LAG_MS),
         # a paused follower must leave the ISR (after 3-4.5 s) well before its session expires
         "zookeeper.session.timeout.ms": "10000",
         "group.min.session.timeout.ms": str(SESSION_MS),
     })
-    with c:
-        yield c
 
 
 def ask(c: Cluster, fn: Callable[..., Any], *args: Any, avoid: int | None = None) -> Any:

@@ -40,7 +40,7 @@ from typing import Any
 import pytest
 
 from protocol.errors import ErrorCode
-from tests.integration.cluster import REPO, Cluster
+from tests.integration.cluster import REPO, Cluster, MakeCluster
 from tests.integration.multi import create_topic, wait_until
 from tests.integration.zookeeper import free_port
 from tools import consumer_groups as cg
@@ -61,20 +61,20 @@ GCM = "kafka_server_group_coordinator_metrics_"
 # -- the broker, the data and the groups --------------------------------------------------------
 
 @pytest.fixture(scope="module")
-def cluster(zookeeper: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    c = Cluster(zookeeper, tmp_path_factory.mktemp("cg-tooling"), size=1)
+def cluster(make_cluster: MakeCluster) -> Cluster:
+    c = make_cluster("cg-tooling", start=False)
     c.brokers[0].overrides = {**c.brokers[0].overrides,
                               "prometheus.listener": f"127.0.0.1:{free_port()}"}
-    with c:
-        for topic, n in ((NEW_TOPIC, NEW_PARTITIONS), (OLD_TOPIC, OLD_PARTITIONS)):
-            assert create_topic(c.brokers[0].port, topic, n, 1) == ErrorCode.NONE
-        producer = confluent_kafka.Producer({"bootstrap.servers": c.bootstrap})
-        for topic, n in ((NEW_TOPIC, NEW_PARTITIONS), (OLD_TOPIC, OLD_PARTITIONS)):
-            for p in range(n):
-                for i in range(PER_PARTITION):
-                    producer.produce(topic, value=b"%d" % i, partition=p)
-        assert producer.flush(30) == 0
-        yield c
+    c.start()
+    for topic, n in ((NEW_TOPIC, NEW_PARTITIONS), (OLD_TOPIC, OLD_PARTITIONS)):
+        assert create_topic(c.brokers[0].port, topic, n, 1) == ErrorCode.NONE
+    producer = confluent_kafka.Producer({"bootstrap.servers": c.bootstrap})
+    for topic, n in ((NEW_TOPIC, NEW_PARTITIONS), (OLD_TOPIC, OLD_PARTITIONS)):
+        for p in range(n):
+            for i in range(PER_PARTITION):
+                producer.produce(topic, value=b"%d" % i, partition=p)
+    assert producer.flush(30) == 0
+    return c
 
 
 class Polled:

@@ -20,13 +20,12 @@ from __future__ import annotations
 
 import threading
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from protocol.api_keys import ApiKey
-from tests.integration.cluster import Cluster, WireClient
+from tests.integration.cluster import Cluster, MakeCluster, WireClient
 from tests.integration.multi import create_topic, wait_until
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
@@ -47,10 +46,8 @@ OVERRIDES = {
 
 
 @pytest.fixture(scope="module")
-def cluster(zookeeper: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    with Cluster(zookeeper, tmp_path_factory.mktemp("consumer-protocol"), size=3,
-                 overrides=OVERRIDES) as c:
-        yield c
+def cluster(make_cluster: MakeCluster) -> Cluster:
+    return make_cluster("consumer-protocol", size=3, overrides=OVERRIDES)
 
 
 class Member:

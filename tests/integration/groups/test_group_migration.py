@@ -39,7 +39,6 @@ import threading
 import time
 import uuid
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -49,7 +48,7 @@ from client.consumer_protocol import encode_subscription
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.spec import api
-from tests.integration.cluster import Cluster, WireClient
+from tests.integration.cluster import Cluster, MakeCluster, WireClient
 from tests.integration.multi import create_topic, wait_until
 
 pytestmark = pytest.mark.integration
@@ -261,13 +260,8 @@ def describe(members: list[Member]) -> str:
 # -- tests ---------------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
-def cluster(zookeeper: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    c = Cluster(zookeeper, tmp_path_factory.mktemp("migration"), size=1, overrides=OVERRIDES)
-    c.start()
-    try:
-        yield c
-    finally:
-        c.stop()
+def cluster(make_cluster: MakeCluster) -> Cluster:
+    return make_cluster("migration", overrides=OVERRIDES)
 
 
 def wait_covered(live: list[Member], timeout: float = 90.0) -> None:

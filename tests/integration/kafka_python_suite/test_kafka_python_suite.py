@@ -24,12 +24,11 @@ import subprocess
 import sys
 import tarfile
 import xml.etree.ElementTree as ET
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.integration.cluster import REPO, Cluster
+from tests.integration.cluster import REPO, Cluster, MakeCluster
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -105,14 +104,14 @@ def ensure_suite() -> Path:
 
 
 @pytest.fixture(scope="module")
-def cluster(zookeeper: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+def cluster(make_cluster: MakeCluster) -> Cluster:
     # As the suite's own broker template (kafka-python's servers/resources/default/
     # kafka.properties): 4 partitions, auto-creation on, Kafka's ZooKeeper-mode ACL
     # authorizer with allow.everyone.if.no.acl.found=true (test_create_describe_delete_acls
     # needs it), and its group settings: a 1 s minimum session timeout (test_group's
     # members ask for 3 s), no initial rebalance delay, 2 offsets partitions, and a
     # one-replica __transaction_state (as Kafka's stock server.properties).
-    c = Cluster(zookeeper, tmp_path_factory.mktemp("kp-suite"), size=1, overrides={
+    return make_cluster("kp-suite", overrides={
         "auto.create.topics.enable": "true", "num.partitions": "4",
         "delete.topic.enable": "true",
         "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
@@ -121,11 +120,6 @@ def cluster(zookeeper: str, tmp_path_factory: pytest.TempPathFactory) -> Iterato
         "offsets.topic.num.partitions": "2", "offsets.topic.replication.factor": "1",
         "offsets.commit.timeout.ms": "500",
         "transaction.state.log.replication.factor": "1", "transaction.state.log.min.isr": "1"})
-    c.start()
-    try:
-        yield c
-    finally:
-        c.stop()
 
 
 def parse_junit(path: Path) -> dict[str, tuple[str, str]]:

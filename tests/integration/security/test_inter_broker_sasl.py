@@ -13,7 +13,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.integration.cluster import Cluster, WireClient
+from tests.integration.cluster import Cluster, MakeCluster, WireClient
 from tests.integration.security.scram_users import store_scram_credentials
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -23,9 +23,9 @@ JAAS = ('org.apache.kafka.common.security.scram.ScramLoginModule required '
 
 
 @pytest.fixture(scope="module")
-def cluster(zookeeper: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    c = Cluster(zookeeper, tmp_path_factory.mktemp("ibsasl"), size=2, listeners=("INTERNAL",),
-                overrides={
+def cluster(make_cluster: MakeCluster) -> Cluster:
+    c = make_cluster("ibsasl", size=2, listeners=("INTERNAL",), start=False,
+                     overrides={
                     "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,INTERNAL:SASL_PLAINTEXT",
                     "inter.broker.listener.name": "INTERNAL",
                     "sasl.mechanism.inter.broker.protocol": "SCRAM-SHA-256",
@@ -35,11 +35,7 @@ def cluster(zookeeper: str, tmp_path_factory: pytest.TempPathFactory) -> Iterato
                     "allow.everyone.if.no.acl.found": "true",
                     "super.users": "User:broker"})
     store_scram_credentials(c.zk_connect, {"broker": "broker-secret"}, ["SCRAM-SHA-256"])
-    c.start(timeout=60)
-    try:
-        yield c
-    finally:
-        c.stop()
+    return c.start(timeout=60)
 
 
 def test_replication_and_the_controller_run_over_sasl(cluster: Cluster) -> None:

@@ -35,7 +35,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.cluster import HOST, Cluster, WireClient
+from tests.integration.cluster import HOST, Cluster, MakeCluster, WireClient
 from tests.integration.security.certs import Pki, make_pki
 from tests.integration.security.scram_users import store_scram_credentials
 
@@ -82,17 +82,12 @@ def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
 
 
 @pytest.fixture(scope="module")
-def cluster(zookeeper: str, pki: Pki, tmp_path_factory: pytest.TempPathFactory
-            ) -> Iterator[Cluster]:
-    c = Cluster(zookeeper, tmp_path_factory.mktemp("secure"), size=3,
-                listeners=("INTERNAL", "SASL_SSL", "SASL_PLAINTEXT", "REAUTH"),
-                overrides=overrides(pki))
+def cluster(make_cluster: MakeCluster, pki: Pki) -> Cluster:
+    c = make_cluster("secure", size=3, start=False,
+                     listeners=("INTERNAL", "SASL_SSL", "SASL_PLAINTEXT", "REAUTH"),
+                     overrides=overrides(pki))
     store_scram_credentials(c.zk_connect, PASSWORDS)
-    c.start(timeout=60)
-    try:
-        yield c
-    finally:
-        c.stop()
+    return c.start(timeout=60)
 
 
 def rdkafka_conf(cluster: Cluster, pki: Pki, listener: str, user: str,

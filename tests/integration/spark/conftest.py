@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.cluster import Cluster
+from tests.integration.cluster import Cluster, MakeCluster
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -51,11 +51,5 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
 
 
 @pytest.fixture(scope="module")
-def broker(zookeeper: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    cluster = Cluster(zookeeper, tmp_path_factory.mktemp("brokers"), size=1,
-                      overrides={"log.level": "WARNING"})
-    cluster.start()
-    try:
-        yield cluster
-    finally:
-        cluster.stop()
+def broker(make_cluster: MakeCluster) -> Cluster:
+    return make_cluster("brokers", overrides={"log.level": "WARNING"})

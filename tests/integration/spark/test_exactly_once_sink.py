@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.cluster import Cluster
+from tests.integration.cluster import Cluster, MakeCluster
 from tests.integration.multi import SINGLE_BROKER_TXN_OVERRIDES, create_topic
 
 pytestmark = pytest.mark.integration
@@ -34,13 +34,8 @@ OVERRIDES = {**SINGLE_BROKER_TXN_OVERRIDES,
 
 
 @pytest.fixture(scope="module")
-def txn_broker(zookeeper: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    cluster = Cluster(zookeeper, tmp_path_factory.mktemp("eos"), size=1, overrides=OVERRIDES)
-    cluster.start()
-    try:
-        yield cluster
-    finally:
-        cluster.stop()
+def txn_broker(make_cluster: MakeCluster) -> Cluster:
+    return make_cluster("eos", overrides=OVERRIDES)
 
 
 def end_offsets(bootstrap: str, topic: str, partitions: int) -> int:

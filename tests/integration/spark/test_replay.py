@@ -17,7 +17,6 @@ from collections import Counter
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +28,7 @@ from spark_jobs import replay
 from storage import checkpoints, filenames
 from storage.config import LogConfig
 from storage.log import PartitionLog
-from tests.integration.cluster import REPO, Cluster
+from tests.integration.cluster import REPO, Cluster, MakeCluster
 
 ck = pytest.importorskip("confluent_kafka")
 from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
@@ -105,14 +104,8 @@ def _append_above_hw(log_dir: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def cluster(zookeeper: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    c = Cluster(zookeeper, tmp_path_factory.mktemp("replay"), size=1,
-                overrides={"auto.create.topics.enable": "false"})
-    c.start()
-    try:
-        yield c
-    finally:
-        c.stop()
+def cluster(make_cluster: MakeCluster) -> Cluster:
+    return make_cluster("replay", overrides={"auto.create.topics.enable": "false"})
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.cluster import Cluster
+from tests.integration.cluster import Cluster, MakeCluster
 from tests.integration.security.certs import Pki, make_pki
 from tests.integration.security.scram_users import store_scram_credentials
 
@@ -28,22 +28,17 @@ def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
 
 
 @pytest.fixture(scope="module")
-def secure(zookeeper: str, pki: Pki, tmp_path_factory: pytest.TempPathFactory
-           ) -> Iterator[Cluster]:
-    c = Cluster(zookeeper, tmp_path_factory.mktemp("brokers"), size=1, listeners=("SASL_SSL",),
-                overrides={"log.level": "WARNING",
-                           "ssl.keystore.type": "PEM",
-                           "ssl.keystore.location": pki.keystore("broker"),
-                           "listener.name.sasl_ssl.sasl.enabled.mechanisms": "SCRAM-SHA-512",
-                           "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
-                           "allow.everyone.if.no.acl.found": "false",
-                           "super.users": "User:spark;User:ANONYMOUS"})
+def secure(make_cluster: MakeCluster, pki: Pki) -> Cluster:
+    c = make_cluster("brokers", listeners=("SASL_SSL",), start=False,
+                     overrides={"log.level": "WARNING",
+                                "ssl.keystore.type": "PEM",
+                                "ssl.keystore.location": pki.keystore("broker"),
+                                "listener.name.sasl_ssl.sasl.enabled.mechanisms": "SCRAM-SHA-512",
+                                "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
+                                "allow.everyone.if.no.acl.found": "false",
+                                "super.users": "User:spark;User:ANONYMOUS"})
     store_scram_credentials(c.zk_connect, {"spark": "spark-secret"}, ["SCRAM-SHA-512"])
-    c.start()
-    try:
-        yield c
-    finally:
-        c.stop()
+    return c.start()
 
 
 def options(secure: Cluster, pki: Pki, password: str = "spark-secret") -> dict[str, str]:
