@@ -73,9 +73,13 @@ class ClientLog(logging.Handler):
     def __init__(self, name: str, keep: int = 300) -> None:
         super().__init__()
         self.lines: deque[str] = deque(maxlen=keep)
-        self.logger = logging.getLogger(f"tests.fault.rdkafka.{name}.{uuid.uuid4().hex[:6]}")
+        # one logger per client process name, reused by the next client of that name
+        # (logging keeps every logger for ever): a client's lines only reach its own log
+        self.logger = logging.getLogger(f"tests.fault.rdkafka.{name}")
         self.logger.propagate = False
         self.logger.setLevel(logging.DEBUG)
+        for old in list(self.logger.handlers):
+            self.logger.removeHandler(old)
         self.logger.addHandler(self)
 
     def emit(self, record: logging.LogRecord) -> None:

@@ -9,7 +9,6 @@ allow.everyone.if.no.acl.found=true for its anonymous probe)."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 
 import pytest
 

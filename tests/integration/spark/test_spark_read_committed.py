@@ -6,7 +6,6 @@ transaction commits, read_committed reads it and what waited behind it."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest

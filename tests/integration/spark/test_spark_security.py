@@ -7,7 +7,6 @@ authentication error."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
