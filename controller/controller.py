@@ -296,13 +296,21 @@ class Controller:
         ctx = self.ctx
         for b in await self.store.live_brokers():
             ctx.live[b.id] = b
-            self.channel.add_broker(b)
-        broker_modifications.watch(self, ctx.live)
         topics = await self.store.read_topics()
         self._load_topics(topics)
         changed_at: dict[TopicPartition, int] = {}
         ctx.states.update(await self.store.partition_states(ctx.all_partitions(), changed_at))
+        # A restarted leader is handled as Kafka handles a bounce: dead first, then
+        # new. It is left out of the live set until the failover's full batch has gone
+        # (its partitions get leaders elsewhere, it leaves their ISRs), then joins
+        # through the BrokerChange below; so no broker is ever told it leads at the
+        # leader epoch of its previous process, not even for the moment before the move.
         restarted = restarted_leaders(ctx, changed_at)
+        for restarted_id in restarted:
+            del ctx.live[restarted_id]
+        for info in ctx.live.values():
+            self.channel.add_broker(info)
+        broker_modifications.watch(self, ctx.live)
         # pending log dir events are moot: every broker gets the full LeaderAndIsr below
         await self.store.delete_log_dir_events(await self.store.log_dir_events(),
                                                ctx.epoch_zk_version)
@@ -320,7 +328,7 @@ class Controller:
             log.info("controller %d: brokers %s lead partitions whose state predates their "
                      "registration: restarted while no controller saw it; handled as restarts",
                      self.broker_id, sorted(restarted))
-            await self._broker_change(restarted)
+            await self._broker_change()
         await self._topic_deletion()
         await reassignment.resume(self)
         self._schedule_rebalance()
@@ -451,14 +459,12 @@ class Controller:
 
     # -- brokers -------------------------------------------------------------------------
 
-    async def _broker_change(self, restarted: Iterable[int] = ()) -> None:
+    async def _broker_change(self) -> None:
         """BrokerChange: brokers gone, new, or bounced (registered again: a new broker
-        epoch); ``restarted``: live brokers to handle as bounced although their epoch
-        is the one we know (``restarted_leaders``)."""
+        epoch)."""
         ctx = self.ctx
         current = {b.id: b for b in await self.store.live_brokers()}
         bounced = {i for i, b in current.items() if i in ctx.live and ctx.live[i].epoch != b.epoch}
-        bounced |= {i for i in restarted if i in current and i in ctx.live}
         dead = (set(ctx.live) - set(current)) | bounced
         new = (set(current) - set(ctx.live)) | bounced
         if not dead and not new:

@@ -69,10 +69,17 @@ def ask(c: Cluster, fn: Callable[..., Any], *args: Any, avoid: int | None = None
 
 
 def topic_in_sync(c: Cluster, topic: str) -> None:
+    """Creates ``topic`` (1 partition, 3 replicas) and waits until its leader has had
+    a Fetch from both followers. The ISR is full from the creation on, before any
+    follower has fetched; a follower paused before its first fetch would leave the
+    ISR having never fetched (no lag in messages to name)."""
     port = c.brokers[0].port
     assert create_topic(port, topic, 1, 3) == ErrorCode.NONE
     wait_until(lambda: (st := partition_state(port, topic, 0)) is not None and st.leader >= 0
                and len(st.isr) == 3, 20, f"{topic}: a leader and a full ISR")
+    until_why(c, topic, lambda w: all(r.last_fetch_ms > 0 for r in w.replicas
+                                      if r.broker_id != w.leader), 20,
+              f"{topic}: both followers have fetched from the leader")
 
 
 def pick_follower(c: Cluster, topic: str) -> tuple[int, int]:

@@ -38,6 +38,11 @@ class RecordingTransport:
         return [b for (bid, k, b, _v) in self.sent if k == api_key and broker in (None, bid)]
 
 
+def partition_states(req: Struct) -> list[Any]:
+    """The partition states a LeaderAndIsr or UpdateMetadata request carries."""
+    return [p for t in req.topic_states for p in t.partition_states]
+
+
 class Node:
     """One broker's ZooKeeper session, cluster store and controller; ``transport``
     records (and answers) what the controller sends."""
@@ -190,6 +195,7 @@ async def test_a_leader_restarted_between_controllers_is_handled_as_restarted() 
     await asyncio.sleep(0.05)
     assert server.nodes[zd.broker_path(1)].czxid > server.nodes[
         zd.partition_state_path("t", 0)].mzxid
+    nodes[2].transport.sent.clear()               # what the next controller sends, only
     nodes[2].controller = Controller(2, nodes[2].store, nodes[2].transport)
     await nodes[2].controller.start()
     await settle(nodes[2])
@@ -197,6 +203,11 @@ async def test_a_leader_restarted_between_controllers_is_handled_as_restarted() 
     after = state_json(server, "t", 0)
     assert after["leader"] != 1 and after["leader_epoch"] > before["leader_epoch"]
     assert 1 not in after["isr"]                  # it catches up as a follower first
+    # handled as Kafka handles a bounce, dead first: nothing the new controller sent
+    # (not even its first full batch) names broker 1 leader at the old epoch
+    named = [(p.leader, p.leader_epoch) for key in (4, 6) for req in nodes[2].transport.of(key)
+             for p in partition_states(req)]
+    assert named and (1, before["leader_epoch"]) not in named, named
     await nodes[2].controller.stop()
 
 
