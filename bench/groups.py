@@ -35,7 +35,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from bench._env import Figures, command_line, zookeeper  # noqa: E402
-from broker.coordinator import partition_for_group  # noqa: E402
+from coordinator.group.classic import partition_for_group  # noqa: E402
 from client import KafkaAdmin, KafkaConnection  # noqa: E402
 from client.groups import (find_coordinator, heartbeat, join_group, offset_commit,  # noqa: E402
                            offset_fetch, sync_group)

@@ -30,8 +30,8 @@ The services the handlers use:
                         leader endpoint, AlterPartition manager, producer state
     log_dirs/           failed log dirs (KIP-112): the failure channel, taking a dir's
                         partitions offline, telling the controller, halting when none is left
-    coordinator/        the group coordinator and __consumer_offsets
-    transaction/        the transaction coordinator and __transaction_state
+    coordination/       the coordinators (top-level coordinator/) built over this broker:
+                        their log seam, markers, KIP-890 verification, group settings
     quotas/             client quotas (KIP-13/KIP-124/KIP-219): rates, precedence,
                         throttling around dispatch, ZooKeeper storage
     dynamic_broker_configs.py   /config/brokers/<id> and <default>: the entry points
@@ -43,16 +43,17 @@ The services the handlers use:
     acl/                the ZooKeeper-mode ACL authorizer and the handlers' shared checks
     security/           listeners' protocols, TLS, SASL, principals, SCRAM credentials
     metadata_cache.py   what the controller told us of the cluster
-    config.py, topic_config.py, topic_names.py, listeners.py   configuration and names
+    config.py, topic_config.py, listeners.py   configuration (topic names: protocol/)
     producer_ids.py     InitProducerId's id blocks
     tasks.py            stopping asyncio tasks for certain (cancel, then wait, bounded)
-    consumer_group/     KIP-848 consumer groups: heartbeats, assignors, classic migration
-    why/                the facts kept to explain ISR, HW and rebalances (DescribeWhy)
+    why/                the facts kept to explain ISR and HW, and DescribeWhy's broker
+                        status (the groups' facts: coordinator/group/why/)
     main.py, __main__.py, cli.py, local_run.py, zookeeper_runner.py   processes and the
                         ``pybroker`` front door (tools live in ``tools/``)
 
 Where things go: a new API is a handler module under ``handlers/`` (opening with its
 versions and behaviour notes) plus its service in a room of its own (a subpackage
-beside ``coordinator/``: transactions, security, metrics); a new outgoing request is a
+like ``security/`` or ``metrics/``, or a top-level package like ``coordinator/``
+when it needs nothing of the broker); a new outgoing request is a
 verb in ``client/``, never a request built here.
 """

@@ -32,7 +32,11 @@ import socket
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from broker import coordinator, topic_config, transaction
+from broker import topic_config
+from broker.coordination import groups, transactions
+from coordinator.group.classic import GroupCoordinator
+from coordinator.transaction import TransactionCoordinator
+from protocol.topic_names import GROUP_METADATA_TOPIC, TRANSACTION_STATE_TOPIC
 from broker.acl.authorizer import AclAuthorizer, build_authorizer
 from client import BrokerPool
 from client.inter_broker import controlled_shutdown
@@ -122,8 +126,8 @@ class Broker:
         self.producer_ids: ProducerIdManager | None = None
         self.controller: Controller | None = None
         self.cleaner: LogCleaner | None = None
-        self.group_coordinator: coordinator.GroupCoordinator | None = None
-        self.transaction_coordinator: transaction.TransactionCoordinator | None = None
+        self.group_coordinator: GroupCoordinator | None = None
+        self.transaction_coordinator: TransactionCoordinator | None = None
         self.pool = BrokerPool(client_id="pybroker-controller",
                                timeout=config.request_timeout_ms / 1000,
                                security=self.inter_broker_security)
@@ -216,11 +220,11 @@ class Broker:
         self.replicas.fence.quiet_ms = max(1000, self.config.zookeeper_session_timeout_ms // 6)
         self.cluster.add_connection_listener(self._on_zk_connection)
         self.cluster.add_session_listener(self._on_zk_session)
-        self.group_coordinator = coordinator.build(self)
+        self.group_coordinator = groups.build(self)
         self.group_coordinator.start()
-        self.transaction_coordinator = transaction.build(self)
+        self.transaction_coordinator = transactions.build(self)
         if self.config.transaction_partition_verification_enable:
-            self.replicas.verifier = transaction.verifier(self)
+            self.replicas.verifier = transactions.verifier(self)
         # ---- Prometheus metrics (broker/metrics/): hooks in, endpoint up, before clients
         self.metrics = BrokerMetrics.from_config(self)
         if self.metrics is not None:
@@ -423,9 +427,9 @@ class Broker:
 
     def _coordinator_of(self, topic: str) -> Any:
         """The coordinator whose state lives in ``topic`` (None for other topics)."""
-        if topic == coordinator.OFFSETS_TOPIC:
+        if topic == GROUP_METADATA_TOPIC:
             return self.group_coordinator
-        if topic == transaction.TRANSACTION_STATE_TOPIC and self.transaction_coordinator:
+        if topic == TRANSACTION_STATE_TOPIC and self.transaction_coordinator:
             return self.transaction_coordinator.state
         return None
 

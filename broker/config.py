@@ -156,7 +156,7 @@ class BrokerConfig:
     offsets_retention_check_interval_ms: int = field(default=600_000, metadata=_valid(_positive))
     offset_metadata_max_bytes: int = field(default=4096, metadata=_valid(_non_negative))
     offsets_commit_timeout_ms: int = field(default=5000, metadata=_valid(_positive))
-    # ---- consumer groups of the KIP-848 protocol (broker/consumer_group/; issue 19):
+    # ---- consumer groups of the KIP-848 protocol (coordinator/group/consumer/; issue 19):
     # Kafka 4.0's group.consumer.* keys and defaults; the session timeout and heartbeat
     # interval are the broker's (the client sends neither). Cross-key rules (min <= value
     # <= max, heartbeat < session) are checked by check_consumer_group_bounds.
@@ -228,7 +228,7 @@ class BrokerConfig:
     transaction_partition_verification_enable: bool = True   # KIP-890 part 1
     # ours, not Kafka's: EndTxn is answered once the markers are written and the
     # transaction is CompleteCommit / CompleteAbort (commit = visible); false answers once
-    # PrepareCommit / PrepareAbort is durable, as Kafka (broker/transaction/coordinator.py)
+    # PrepareCommit / PrepareAbort is durable, as Kafka (coordinator/transaction/coordinator.py)
     transaction_end_await_markers: bool = True
     # ---- operations
     controlled_shutdown_enable: bool = True

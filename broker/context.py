@@ -2,7 +2,7 @@
 
 ``BrokerServices`` and ``ConnectionInfo`` list exactly what handlers (and the
 helpers they call: ``broker.handler_support``, ``broker.topic_creation``,
-``broker.coordinator.coordinator_of``) use. ``broker.broker.Broker`` and
+``coordinator.group.classic.coordinator_of``) use. ``broker.broker.Broker`` and
 ``broker.network.connection.Connection`` provide them; unit tests pass small fakes with
 the same attributes. An attribute that may legitimately be absent is declared
 ``... | None`` rather than probed with ``getattr``.
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from broker.acl.authorizer import AclAuthorizer
     from broker.config import BrokerConfig
     from broker.metrics.broker_metrics import BrokerMetrics
-    from broker.coordinator import GroupCoordinator
+    from coordinator.group.classic import GroupCoordinator
     from broker.metadata_cache import MetadataCache
     from broker.producer_ids import ProducerIdManager
     from broker.quotas.client_quotas import ClientQuotas
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from broker.replication.replica_manager import ReplicaManager
     from broker.security.sasl_server import SaslAuthenticator
     from broker.security.scram_credentials import ScramCredentialStore
-    from broker.transaction import TransactionCoordinator
+    from coordinator.transaction import TransactionCoordinator
     from broker.why.broker_status import ZkSessionWatch
     from controller import ClusterStore, Controller
     from storage.log_manager import LogManager

@@ -32,7 +32,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from broker import topic_config, topic_names
+from broker import topic_config
+from protocol import topic_names
 from controller import InvalidPartitions, InvalidReplicationFactor, TopicAlreadyExists, \
     assign_replicas
 from protocol.errors import ErrorCode

@@ -47,7 +47,6 @@ Map (what lives where):
                     range and roundrobin assignors
     group_consumer.py GroupConsumer: a classic group member (join/sync, heartbeat,
                     commit, eager rebalance) reading its partitions with Consumer
-    why_model.py    the DescribeWhy dataclasses: PartitionWhy, GroupWhy, BrokerStatus
     why_admin.py    DescribeWhy (pybroker's own API): why a partition's ISR/HW, why a
                     group rebalanced, a broker's ZooKeeper session (the console's "why")
 

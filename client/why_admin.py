@@ -1,5 +1,5 @@
 """The DescribeWhy verbs: why a partition's ISR / HW are what they are, why a group
-rebalanced, and a broker's own status, decoded into ``client.why_model``.
+rebalanced, and a broker's own status, decoded into ``protocol.why_model``.
 
 DescribeWhy (API key 10000, version 0) is pybroker's own API
 (protocol/spec/pybroker/describe_why.py, broker/why/): brokers serve it but never
@@ -33,7 +33,7 @@ from client.admin import KafkaAdmin
 from client.connection import KafkaConnection
 from client.errors import KafkaConnectionError
 from client.groups import find_coordinator
-from client.why_model import (BrokerStatus, GroupWhy, IsrChange, PartitionWhy, RebalanceEvent,
+from protocol.why_model import (BrokerStatus, GroupWhy, IsrChange, PartitionWhy, RebalanceEvent,
                               ReplicaProgress)
 from protocol.api_keys import PybrokerApiKey
 from protocol.errors import ErrorCode, KafkaError

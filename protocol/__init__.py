@@ -21,6 +21,8 @@ Map:
     compression.py      gzip, snappy, lz4, zstd framed as Kafka frames them
     fetch_session.py    KIP-227 session ids and epochs (shared by broker and client)
     internal_topics.py  the record schemas of __consumer_offsets and __transaction_state
+    topic_names.py      Kafka's topic name rules and the internal topics' names
+    why_model.py        the DescribeWhy dataclasses: PartitionWhy, GroupWhy, BrokerStatus
                         (broker writes them, dump-log decodes them)
     record_validation.py, recompress.py  the leader's record checks (LogValidator) and
                         recompression to a topic's compression.type

@@ -1,5 +1,5 @@
 """The on-disk record schemas of Kafka's internal topics, declared once: the broker
-writes and reads them (broker/coordinator/offsets_topic.py, broker/transaction/
+writes and reads them (coordinator/group/classic/offsets_topic.py, coordinator/transaction/
 txn_log.py), ``pybroker dump-log`` decodes them (tools/dump_log_decoders.py).
 
 Every record's key and value is an int16 schema version followed by the struct of
@@ -14,7 +14,7 @@ that version (Kafka's ``group-coordinator`` and ``transaction-coordinator``
                           ...PartitionMetadata, ...MemberMetadata,
                           ...TargetAssignmentMetadata, ...TargetAssignmentMember,
                           ...CurrentMemberAssignment, ...RegularExpression
-                          (broker/consumer_group/record_codec.py)
+                          (coordinator/group/consumer/record_codec.py)
     __transaction_state   TransactionLogKey v0 / TransactionLogValue v0-1 (v1
                           flexible, with tagged fields)
     group members' bytes  ConsumerProtocolSubscription v0-3 and
@@ -172,7 +172,7 @@ CONSUMER_GROUP_REGULAR_EXPRESSION_VALUE = message(
     field("Timestamp", "int64", "0+"),
 ])
 
-# key version -> (key, value) layouts of the consumer group records (broker/consumer_group/
+# key version -> (key, value) layouts of the consumer group records (coordinator/group/consumer/
 # record_codec.py writes and reads them; dump-log decodes them)
 CONSUMER_GROUP_RECORDS: dict[int, tuple[MessageSpec, MessageSpec]] = {
     3: (CONSUMER_GROUP_METADATA_KEY, CONSUMER_GROUP_METADATA_VALUE),

@@ -15,8 +15,8 @@ from broker.acl.acl_model import AclOperation, ResourceType
 from broker.acl.authorizer import allowed
 from broker.context import RequestContext
 from broker.dispatch import handler
-from broker.topic_names import GROUP_METADATA_TOPIC
-from broker.transaction.coordinator import error_for_version
+from protocol.topic_names import GROUP_METADATA_TOPIC
+from coordinator.transaction.coordinator import error_for_version
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.schema import Struct

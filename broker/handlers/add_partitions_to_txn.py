@@ -9,7 +9,7 @@ topic needs WRITE (TOPIC_AUTHORIZATION_FAILED) and must exist
 (TOPIC_AUTHORIZATION_FAILED, authorizer or not, as Kafka: its offsets partition
 comes through AddOffsetsToTxn); when any partition fails so, the others are answered
 OPERATION_NOT_ATTEMPTED and nothing is added. Otherwise the coordinator's answer
-(broker/transaction/coordinator.py) is every partition's: NONE, NOT_COORDINATOR,
+(coordinator/transaction/coordinator.py) is every partition's: NONE, NOT_COORDINATOR,
 COORDINATOR_LOAD_IN_PROGRESS, CONCURRENT_TRANSACTIONS, INVALID_PRODUCER_ID_MAPPING,
 PRODUCER_FENCED (INVALID_PRODUCER_EPOCH below v2).
 
@@ -28,8 +28,8 @@ from broker.acl.checks import authorized_names, cluster_action_denied
 from broker.context import RequestContext
 from broker.dispatch import handler
 from broker.handler_support import partition_exists
-from broker.topic_names import is_internal
-from broker.transaction.coordinator import error_for_version
+from protocol.topic_names import is_internal
+from coordinator.transaction.coordinator import error_for_version
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.schema import Struct

@@ -12,7 +12,7 @@ Without "consumer" in group.coordinator.rebalance.protocols the KIP-848 APIs
 
 from __future__ import annotations
 
-from broker.consumer_group.settings import protocol_enabled
+from broker.coordination.group_settings import protocol_enabled
 from broker.context import RequestContext
 from broker.dispatch import api_versions_body, handler
 from protocol.api_keys import ApiKey

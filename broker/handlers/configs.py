@@ -53,7 +53,8 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from broker import topic_config, topic_names
+from broker import topic_config
+from protocol import topic_names
 from broker.dynamic_config import alter, describe, live, loggers
 from broker.dynamic_config.layers import DynamicLayers
 from broker.acl.acl_model import AclOperation, ResourceType

@@ -23,10 +23,10 @@ import uuid
 
 from broker.acl.acl_model import AclOperation, ResourceType
 from broker.acl.authorizer import allowed, authorized_operations
-from broker.consumer_group.group_logic import state_of
-from broker.consumer_group.model import Assignment, ConsumerGroup
+from coordinator.group.consumer.group_logic import state_of
+from coordinator.group.consumer.model import Assignment, ConsumerGroup
 from broker.context import RequestContext
-from broker.coordinator import coordinator_of
+from broker.coordination.groups import coordinator_of
 from broker.dispatch import handler
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode

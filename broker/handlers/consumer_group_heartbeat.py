@@ -1,8 +1,8 @@
 """ConsumerGroupHeartbeat (API key 68), versions 0-1: the KIP-848 consumer group
 protocol's one request (join with epoch 0, heartbeat, leave with -1 / -2).
 
-The group state machine is broker/consumer_group/group_logic.py; the coordinator
-glue (writes, timers, ownership) is broker/consumer_group/coordinator.py. Here:
+The group state machine is coordinator/group/consumer/group_logic.py; the coordinator
+glue (writes, timers, ownership) is coordinator/group/consumer/coordinator.py. Here:
 * group.coordinator.rebalance.protocols without "consumer": UNSUPPORTED_VERSION
   (Kafka answers so when the protocol is off);
 * ACLs (broker/acl): READ on the group, else GROUP_AUTHORIZATION_FAILED; a
@@ -19,10 +19,10 @@ from __future__ import annotations
 from broker.acl.acl_model import AclOperation, ResourceType
 from broker.acl.authorizer import allowed
 from broker.acl.checks import authorized_names
-from broker.consumer_group.group_logic import Heartbeat, HeartbeatResult
-from broker.consumer_group.model import Assignment
+from coordinator.group.consumer.group_logic import Heartbeat, HeartbeatResult
+from coordinator.group.consumer.model import Assignment
 from broker.context import RequestContext
-from broker.coordinator import coordinator_of
+from broker.coordination.groups import coordinator_of
 from broker.dispatch import handler
 from broker.handlers.join_group import client_host
 from protocol.api_keys import ApiKey

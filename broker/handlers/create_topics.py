@@ -35,7 +35,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from broker import topic_config, topic_names
+from broker import topic_config
+from protocol import topic_names
 from broker.acl.acl_model import AclOperation, ResourceType
 from broker.acl.authorizer import allowed_cluster
 from broker.acl.checks import authorized_names

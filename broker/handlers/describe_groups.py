@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from broker.acl.acl_model import AclOperation, ResourceType
 from broker.acl.authorizer import allowed, authorized_operations
 from broker.context import RequestContext
-from broker.coordinator import coordinator_of
+from broker.coordination.groups import coordinator_of
 from broker.dispatch import handler
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
@@ -26,7 +26,7 @@ from protocol.schema import Struct
 from protocol.spec import api
 
 if TYPE_CHECKING:
-    from broker.coordinator.group_metadata import MemberMetadata
+    from coordinator.group.classic.group_metadata import MemberMetadata
 
 SPEC = api(ApiKey.DESCRIBE_GROUPS).response
 GROUP = SPEC.structs["DescribedGroup"]

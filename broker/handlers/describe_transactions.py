@@ -1,7 +1,7 @@
 """DescribeTransactions (API key 65), version 0: transactional ids' states on their
 coordinator (KIP-664; ``pybroker transactions describe``).
 
-Per id (``broker/transaction/inspection.py``): TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+Per id (``coordinator/transaction/inspection.py``): TRANSACTIONAL_ID_AUTHORIZATION_FAILED
 without DESCRIBE on it; NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS when another
 broker coordinates it or its partition is loading; TRANSACTIONAL_ID_NOT_FOUND when
 unknown; else the state's name, timeout, start time (-1: no transaction), producer id
@@ -15,7 +15,7 @@ from broker.acl.acl_model import AclOperation, ResourceType
 from broker.acl.authorizer import allowed
 from broker.context import RequestContext
 from broker.dispatch import handler
-from broker.transaction.inspection import describe
+from coordinator.transaction.inspection import describe
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.schema import Struct

@@ -30,13 +30,13 @@ from __future__ import annotations
 from broker.acl.acl_model import AclOperation, ResourceType
 from broker.acl.authorizer import allowed, allowed_cluster
 from broker.context import RequestContext
-from broker.coordinator import coordinator_of
+from broker.coordination.groups import coordinator_of
 from broker.dispatch import handler
 from broker.handler_support import refine_unknown
 from broker.why.broker_status import broker_status
-from broker.why.group_facts import group_why
+from coordinator.group.why.group_facts import group_why
 from broker.why.isr_facts import partition_why
-from client.why_model import BrokerStatus, GroupWhy, PartitionWhy
+from protocol.why_model import BrokerStatus, GroupWhy, PartitionWhy
 from protocol.api_keys import PybrokerApiKey
 from protocol.errors import ErrorCode
 from protocol.schema import Struct

@@ -4,7 +4,7 @@
 
 The coordinator answers once PrepareCommit / PrepareAbort is written to
 ``__transaction_state``; the markers then go out and the transaction completes in
-the background (broker/transaction/coordinator.py, where the answers by state are
+the background (coordinator/transaction/coordinator.py, where the answers by state are
 listed). PRODUCER_FENCED is INVALID_PRODUCER_EPOCH below v2.
 """
 
@@ -14,7 +14,7 @@ from broker.acl.acl_model import AclOperation, ResourceType
 from broker.acl.authorizer import allowed
 from broker.context import RequestContext
 from broker.dispatch import handler
-from broker.transaction.coordinator import error_for_version
+from coordinator.transaction.coordinator import error_for_version
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.schema import Struct

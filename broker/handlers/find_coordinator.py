@@ -41,9 +41,10 @@ from typing import Any
 from broker.acl.acl_model import AclOperation, ResourceType
 from broker.acl.authorizer import allowed, allowed_cluster
 from broker.context import RequestContext
-from broker.coordinator import OFFSETS_TOPIC, coordinator_of
+from coordinator.group.classic import OFFSETS_TOPIC
+from broker.coordination.groups import coordinator_of
 from broker.dispatch import handler
-from broker.topic_names import TRANSACTION_STATE_TOPIC
+from protocol.topic_names import TRANSACTION_STATE_TOPIC
 from broker.topic_creation import auto_create_request, create_topic
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode

@@ -8,7 +8,7 @@ cluster or WRITE on at least one topic (KIP-679; broker/acl/checks.py), else
 CLUSTER_AUTHORIZATION_FAILED.
 
 A transactional id goes to the transaction coordinator
-(broker/transaction/coordinator.py: fencing by epoch bump, KIP-360's expected
+(coordinator/transaction/coordinator.py: fencing by epoch bump, KIP-360's expected
 producer id and epoch from v3, the state written to __transaction_state before
 the answer); it needs WRITE on the TransactionalId resource when an authorizer
 is configured (TRANSACTIONAL_ID_AUTHORIZATION_FAILED otherwise; an empty id is
@@ -25,7 +25,7 @@ from broker.acl.authorizer import allowed
 from broker.acl.checks import idempotent_producer_allowed
 from broker.context import RequestContext
 from broker.dispatch import handler
-from broker.transaction.coordinator import error_for_version
+from coordinator.transaction.coordinator import error_for_version
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.schema import Struct

@@ -2,7 +2,7 @@
 coordinates (KIP-664; an admin client asks every broker and merges; ``pybroker
 transactions list``).
 
-Filters (``broker/transaction/inspection.py``): state names (unknown ones are echoed
+Filters (``coordinator/transaction/inspection.py``): state names (unknown ones are echoed
 in UnknownStateFilters and match nothing), producer ids, and from v1 DurationFilter:
 transactions open longer than that many ms (KIP-994). Only ids the caller may
 DESCRIBE are listed.
@@ -14,7 +14,7 @@ from broker.acl.acl_model import AclOperation, ResourceType
 from broker.acl.authorizer import allowed
 from broker.context import RequestContext
 from broker.dispatch import handler
-from broker.transaction.inspection import list_states
+from coordinator.transaction.inspection import list_states
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.schema import Struct

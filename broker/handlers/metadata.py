@@ -31,7 +31,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from broker import topic_names
+from protocol import topic_names
 from broker.acl.acl_model import AclOperation, ResourceType
 from broker.acl.authorizer import allowed, allowed_cluster, authorized_operations
 from broker.acl.checks import authorized_names, cluster_operations

@@ -9,7 +9,7 @@
 * v6+ committed leader epoch; v7+ group.instance.id.
 * A KIP-848 consumer group validates member epochs instead (v9 carries them):
   UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH, UNSUPPORTED_VERSION below v9 for its
-  consumer-protocol members (broker/consumer_group/admin_ops.py).
+  consumer-protocol members (coordinator/group/consumer/admin_ops.py).
 * ACLs (broker/acl): READ on the group, else every partition
   GROUP_AUTHORIZATION_FAILED; READ on each topic, else its partitions
   TOPIC_AUTHORIZATION_FAILED (checked before the topic's existence).
@@ -24,9 +24,10 @@ from collections.abc import Callable
 from broker.acl.acl_model import AclOperation, ResourceType
 from broker.acl.authorizer import allowed
 from broker.acl.checks import authorized_names
-from broker.consumer_group import admin_ops
+from coordinator.group.consumer import admin_ops
 from broker.context import RequestContext
-from broker.coordinator import OffsetAndMetadata, coordinator_of
+from coordinator.group.classic import OffsetAndMetadata
+from broker.coordination.groups import coordinator_of
 from broker.dispatch import handler
 from broker.handler_support import partition_exists
 from protocol.api_keys import ApiKey

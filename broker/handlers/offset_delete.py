@@ -4,7 +4,7 @@ An Empty group loses them all as asked; a live consumer group only those of
 topics none of its members subscribes to (the others ->
 GROUP_SUBSCRIBED_TO_TOPIC); a live group of another protocol -> NON_EMPTY_GROUP;
 unknown group -> GROUP_ID_NOT_FOUND. A KIP-848 consumer group: as a live
-consumer group (broker/consumer_group/admin_ops.py). Unknown topics ->
+consumer group (coordinator/group/consumer/admin_ops.py). Unknown topics ->
 UNKNOWN_TOPIC_OR_PARTITION per partition (KafkaApis).
 
 ACLs (broker/acl): DELETE on the group, else a top-level
@@ -17,9 +17,9 @@ from __future__ import annotations
 from broker.acl.acl_model import AclOperation, ResourceType
 from broker.acl.authorizer import allowed
 from broker.acl.checks import authorized_names
-from broker.consumer_group import admin_ops
+from coordinator.group.consumer import admin_ops
 from broker.context import RequestContext
-from broker.coordinator import coordinator_of
+from broker.coordination.groups import coordinator_of
 from broker.dispatch import handler
 from broker.handler_support import partition_exists
 from protocol.api_keys import ApiKey

@@ -6,7 +6,7 @@
   at the top level with no partitions; v8+ per group (Kafka's getErrorResponse).
 * v9 MemberId/MemberEpoch: for a KIP-848 consumer group the member must exist
   and the epoch match (UNKNOWN_MEMBER_ID / STALE_MEMBER_EPOCH, per group); a null
-  member id with epoch -1 (admin) reads freely (broker/consumer_group/admin_ops.py).
+  member id with epoch -1 (admin) reads freely (coordinator/group/consumer/admin_ops.py).
 * v5+ return the committed leader epoch; v7+ RequireStable (honoured: only
   pending transactional commits make it wait, and there are none yet).
 * Partitions without a commit: offset -1, metadata "", no error.
@@ -19,9 +19,9 @@ from __future__ import annotations
 from broker.acl.acl_model import AclOperation, ResourceType
 from broker.acl.authorizer import allowed
 from broker.acl.checks import authorized_names
-from broker.consumer_group import admin_ops
+from coordinator.group.consumer import admin_ops
 from broker.context import RequestContext
-from broker.coordinator import coordinator_of
+from broker.coordination.groups import coordinator_of
 from broker.dispatch import handler
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode

@@ -22,7 +22,7 @@
   LSO stops there until the coordinator's marker); the partition must have been
   added with AddPartitionsToTxn first: with transaction.partition.verification.enable
   (KIP-890, default true) the leader asks the coordinator before the first batch
-  (``broker.transaction.verification``, through ReplicaManager.append_records).
+  (``coordinator.transaction.verification``, through ReplicaManager.append_records).
 * Record-level validation (issue 17, protocol/record_validation.py, run by the
   leader's Partition): every record of every batch is parsed (compressed batches
   inflated, bounded by 64 x max.message.bytes); rule breaks (a null key on a

@@ -12,7 +12,7 @@ from __future__ import annotations
 from broker.acl.acl_model import AclOperation, ResourceType
 from broker.acl.authorizer import allowed
 from broker.context import RequestContext
-from broker.coordinator import coordinator_of
+from broker.coordination.groups import coordinator_of
 from broker.dispatch import handler
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode

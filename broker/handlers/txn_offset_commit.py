@@ -9,7 +9,7 @@ With an authorizer: WRITE on the transactional id
 (TOPIC_AUTHORIZATION_FAILED for its partitions). Unknown partitions are
 UNKNOWN_TOPIC_OR_PARTITION; a negative producer id or epoch (no producer)
 INVALID_PRODUCER_ID_MAPPING for every partition. The rest goes to the group coordinator
-(broker/coordinator/txn_offset_ops.py): written as part of the transaction,
+(coordinator/group/classic/txn_offset_ops.py): written as part of the transaction,
 visible only once its COMMIT marker lands. v3+ carry the member id, generation
 and instance id for KIP-447's fencing.
 """
@@ -19,7 +19,8 @@ from __future__ import annotations
 from broker.acl.acl_model import AclOperation, ResourceType
 from broker.acl.authorizer import allowed
 from broker.context import RequestContext
-from broker.coordinator import OffsetAndMetadata, coordinator_of
+from coordinator.group.classic import OffsetAndMetadata
+from broker.coordination.groups import coordinator_of
 from broker.dispatch import handler
 from broker.handler_support import partition_exists
 from protocol.api_keys import ApiKey

@@ -31,7 +31,7 @@ from broker.acl.authorizer import allowed_cluster
 from broker.acl.checks import cluster_action_denied
 from broker.context import RequestContext
 from broker.dispatch import handler
-from broker.transaction.local_markers import write_markers
+from broker.coordination.local_markers import write_markers
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.schema import Struct

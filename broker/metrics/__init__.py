@@ -15,8 +15,9 @@ Map:
                        raises into the broker; prometheus.listener parsing
     topic_stats.py     per-topic produce/fetch counters (BrokerTopicMetrics), plain ints
                        on the hot path
-    request_timing.py  per-API request stages (RequestMetrics) and the RequestClock the
-                       purgatory adds remote time to
+    request_timing.py  per-API request stages (RequestMetrics); remote time is what the
+                       purgatory (coordinator/runtime/purgatory.py) adds to the
+                       request's RequestClock
     loop_busy.py       event-loop utilisation (NetworkProcessorAvgIdlePercent)
     kafka_families.py  the collectors: Kafka's families from the broker's state
     group_metrics.py   the group coordinator's families for classic and KIP-848 consumer
@@ -27,8 +28,8 @@ Map:
                        before each scrape, for consumer-group lag
     broker_metrics.py  BrokerMetrics: hooks into the broker, collectors, the endpoint
 
-This package's __init__ imports nothing: broker.replication.purgatory imports
-``request_timing`` and must not pull in the rest.
+This package's __init__ imports nothing: importing one collector must not pull in
+the rest.
 
 Instrumented elsewhere (small blocks, each saying "metrics"): the connection
 (request timing), the purgatory (remote time, NumDelayedOperations), the leader

@@ -1,6 +1,6 @@
 """The group coordinator's families for both kinds of group: classic groups
-(JoinGroup/SyncGroup, broker/coordinator/) and KIP-848 consumer groups
-(broker/consumer_group/), and where each kind's committed offsets are, for the
+(JoinGroup/SyncGroup, coordinator/group/classic/) and KIP-848 consumer groups
+(coordinator/group/consumer/), and where each kind's committed offsets are, for the
 lag families (kafka_families.group_families) and the remote high watermarks
 (remote_offsets.py).
 
@@ -38,7 +38,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from broker.consumer_group.group_logic import state_of
+from coordinator.group.consumer.group_logic import state_of
 from broker.metrics.registry import GAUGE, MetricFamily
 
 _GCM = "kafka_server_group_coordinator_metrics_"

@@ -11,8 +11,8 @@ Stages, on the connection's clock (``time.perf_counter``), as Kafka splits them:
 * remotetimems: time parked in a purgatory (acks=all produce waiting for the HW, a
   fetch waiting for min_bytes, a join waiting for the group): each DelayedOperation
   adds the time from being watched to completing to the ``RequestClock`` of the
-  request that made it, found through a context variable (``CURRENT``) the
-  connection sets around the handler call;
+  request that made it, found through a context variable (``CURRENT``, both in
+  coordinator/runtime/purgatory.py) the connection sets around the handler call;
 * responsequeuetimems: waiting for the responses before it (responses go in order);
 * responsesendtimems: writing the response (until the transport took it);
 * totaltimems: received to written.
@@ -25,8 +25,6 @@ one ``record`` (seven bisects and adds), on the event loop thread only.
 from __future__ import annotations
 
 import bisect
-import contextvars
-import time
 
 from protocol.spec import wire_apis
 
@@ -35,21 +33,6 @@ LATENCY_BUCKETS_MS = (0.5, 1.0, 2.5, 5.0, 10.0, 25.0, 50.0, 100.0, 250.0, 500.0,
                       2500.0, 5000.0, 10000.0, 30000.0)
 STAGES = ("totaltimems", "requestqueuetimems", "localtimems", "remotetimems",
           "responsequeuetimems", "responsesendtimems")
-
-perf_counter = time.perf_counter
-
-
-class RequestClock:
-    """The remote time of the request being handled (added to by the purgatory)."""
-
-    __slots__ = ("remote",)
-
-    def __init__(self) -> None:
-        self.remote = 0.0
-
-
-CURRENT: contextvars.ContextVar[RequestClock | None] = contextvars.ContextVar(
-    "pybroker_request_clock", default=None)
 
 
 class StageHistograms:

@@ -86,8 +86,9 @@ from broker.security.listeners import PLAINTEXT_LISTENER, ListenerSecurity
 from broker.security.principal import ANONYMOUS
 from broker.security.sasl_server import AuthenticationFailed, SaslAuthenticator
 from broker.dispatch import Outcome, dispatch, supported, unsupported_version_body
-from broker.metrics.request_timing import CURRENT as REQUEST_CLOCK
-from broker.metrics.request_timing import RequestClock, RequestMetrics, perf_counter
+from coordinator.runtime.purgatory import CURRENT as REQUEST_CLOCK
+from broker.metrics.request_timing import RequestMetrics
+from coordinator.runtime.purgatory import RequestClock, perf_counter
 from protocol.api_keys import ApiKey
 from protocol.codec import decode_from
 from protocol.framing import (FrameBuffer, FrameReceiver, FrameTooLarge, InvalidFrameSize,

@@ -14,7 +14,7 @@ Map (Kafka's layers: LogSegment -> UnifiedLog (storage/) -> Partition -> Replica
     partition_isr.py          ISR expand/shrink, proposals to the controller
     partition_state.py        the LeaderAndIsr state a partition holds
     producer_state.py         idempotent/transactional producer state per partition
-    purgatory.py              delayed operations (DelayedProduce, DelayedFetch) and the timer
+    purgatory.py              DelayedProduce, DelayedFetch (on coordinator/runtime/purgatory.py)
     fetcher.py                follower fetchers, one per source broker
     throttle.py               replication quotas (KIP-73): the windowed rate and
                               which replicas are throttled, leader and follower side

@@ -25,7 +25,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from broker.replication.partition import Partition, RecordErrorsError
-from broker.replication.purgatory import DelayedProduce, Purgatory
+from broker.replication.purgatory import DelayedProduce
+from coordinator.runtime.purgatory import Purgatory
 from broker.replication.record_checks import check_and_recompress
 from broker.replication.txn_verify import Verifier, unverified
 from protocol.errors import ErrorCode, KafkaError

@@ -51,7 +51,8 @@ from broker.replication.leader_appends import ProduceResult as ProduceResult  # 
 from broker.replication.partition import Partition
 from broker.replication.partition_isr import PendingIsrChange
 from broker.replication.partition_state import NO_TOPIC_ID, PartitionState
-from broker.replication.purgatory import DelayedFetch, Purgatory, Timer
+from broker.replication.purgatory import DelayedFetch
+from coordinator.runtime.purgatory import Purgatory, Timer
 from broker.replication.throttle import ReplicationQuota, leader_throttle
 from broker.replication.txn_verify import Verifier
 from protocol.errors import ErrorCode, KafkaError
@@ -121,7 +122,7 @@ class ReplicaManager(LeaderAppends):
                  replica_lag_time_max_ms: int = 30_000) -> None:
         self.broker_id = broker_id
         self.fetchers: FetcherSeam = fetchers or NoFetchers()
-        self.verifier: Verifier | None = None    # KIP-890 (broker.transaction.verification)
+        self.verifier: Verifier | None = None    # KIP-890 (coordinator.transaction.verification)
         self.alter_partitions = alter_partitions   # None: the ISR never changes (RF 1)
         self.replica_lag_time_max_ms = replica_lag_time_max_ms
         self.logs = logs

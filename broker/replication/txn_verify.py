@@ -1,5 +1,5 @@
 """Which produce entries need KIP-890 verification before the leader appends them,
-and the guard around the wait (``broker.transaction.verification`` asks the
+and the guard around the wait (``coordinator.transaction.verification`` asks the
 coordinator; ``ReplicaManager.append_records`` calls ``unverified``).
 
 A partition's entry needs verification when its (first) batch is transactional data

@@ -25,28 +25,27 @@ Map:
     isr_history.py    IsrHistory: a partition's ISR changes (propose -> commit)
     isr_facts.py      the replication hooks (shrink/expand proposed, committed,
                       LeaderAndIsr) and the PartitionWhy view (hw_held_by, replicas)
-    group_history.py  GroupHistory / GroupHistories: rebalance events per group
-    group_facts.py    the coordinator hooks and the GroupWhy view
-    consumer_group_facts.py  consumer groups (KIP-848): each group epoch bump
-                      and its cause, read from the records the coordinator
-                      applies (member joined / left / fenced, subscription or
-                      topic metadata changed); their GroupWhy
     broker_status.py  ZkSessionWatch and BrokerStatus
-    reasons.py        the reason texts
+    reasons.py        the ISR reasons' texts
+
+The groups' facts live with the group coordinator, in coordinator/group/why/
+(group_history.py: rebalance events per group; group_facts.py: the coordinator
+hooks and the GroupWhy view; consumer_group_facts.py: each KIP-848 group epoch
+bump and its cause, read from the records the coordinator applies).
 
 Hook points (small calls, the logic is here): broker/replication/partition_isr.py
 (maybe_shrink_isr, maybe_expand_isr, on_alter_partition_answer),
 broker/replication/partition.py (make_leader: a LeaderAndIsr that changes the
-ISR of a partition we keep leading), broker/coordinator/group_coordinator.py
+ISR of a partition we keep leading), coordinator/group/classic/group_coordinator.py
 (joins, rejoins, static replacement, leave, session expiry, rebalance and sync
-timeouts, a new generation), broker/coordinator/offset_ops.py (DeleteGroups),
-broker/consumer_group/coordinator.py (consumer_group_facts.epoch_bumped before
+timeouts, a new generation), coordinator/group/classic/offset_ops.py (DeleteGroups),
+coordinator/group/consumer/coordinator.py (consumer_group_facts.epoch_bumped before
 each batch of records is replayed),
 broker/broker.py (the ZooKeeper session watch).
 
 The DescribeWhy API (pybroker's own; schema protocol/spec/pybroker/describe_why.py,
 handler broker/handlers/describe_why.py, client client/why_admin.py, the
-dataclasses client/why_model.py):
+dataclasses protocol/why_model.py):
 
     API key 10000 (outside Kafka's range), version 0, flexible; never listed in
     ApiVersions (stock clients never see it; our client sends it at v0 knowing

@@ -20,7 +20,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
-from client.why_model import BrokerStatus
+from protocol.why_model import BrokerStatus
 
 if TYPE_CHECKING:
     from broker.context import BrokerServices

@@ -38,7 +38,7 @@ from typing import Any
 
 from broker.why import reasons
 from broker.why.isr_history import ProposalNote
-from client.why_model import EXPAND, SHRINK, PartitionWhy, ReplicaProgress
+from protocol.why_model import EXPAND, SHRINK, PartitionWhy, ReplicaProgress
 
 NEVER = 0   # FollowerState's "not yet" for last_caught_up_ms / last_fetch_ms
 

@@ -25,7 +25,7 @@ from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from client.why_model import EXPAND, SHRINK, IsrChange
+from protocol.why_model import EXPAND, SHRINK, IsrChange
 
 DEFAULT_CAPACITY = 32
 

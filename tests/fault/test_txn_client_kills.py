@@ -336,7 +336,7 @@ class Run:
         new leader. The loop's client meets NOT_COORDINATOR from a live broker and finds
         the new coordinator, as at any coordinator move."""
         from client.admin import KafkaAdmin
-        from broker.coordinator.coordinator_types import partition_for_group
+        from coordinator.runtime.partitions import partition_for_group
 
         live = next(b for b in self.cluster.brokers if b.running)
         offsets = partitions(live, ["__consumer_offsets"])

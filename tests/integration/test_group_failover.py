@@ -18,7 +18,7 @@ import uuid
 
 import pytest
 
-from broker.coordinator import partition_for_group
+from coordinator.group.classic import partition_for_group
 from protocol.api_keys import ApiKey
 from tests.integration.cluster import Cluster, MakeCluster, WireClient
 from tests.integration.multi import create_topic, partition_state, wait_until

@@ -32,7 +32,7 @@ import pytest
 
 from client.admin import KafkaAdmin
 from client.why_admin import describe_broker_status, describe_group_why, describe_partition_why
-from client.why_model import EXPAND, SHRINK, GroupWhy, PartitionWhy
+from protocol.why_model import EXPAND, SHRINK, GroupWhy, PartitionWhy
 from protocol.api_keys import PybrokerApiKey
 from protocol.errors import ErrorCode, KafkaError
 

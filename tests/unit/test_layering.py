@@ -4,7 +4,9 @@
     storage     sync file I/O: of ours, only protocol.records and protocol.compression (and storage)
     client      our Kafka client: of ours, only protocol (``python -c "import client"`` loads
                 nothing of broker, controller, storage, tools, spark_jobs or pyspark)
-    broker      uses protocol, storage and client; of controller, only what
+    coordinator the group and transaction coordinators: of ours, only protocol and storage
+                (the broker builds them over its services in broker/coordination/)
+    broker      uses protocol, storage, client and coordinator; of controller, only what
                 controller/__init__.py exports (ClusterStore, Controller, ...), never a submodule
     controller  uses protocol and client; at most one module of it imports kazoo, nothing else does
     tools       uses client (and protocol: error codes, record batches), nothing else of ours;
@@ -33,12 +35,14 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-PACKAGES = ("protocol", "storage", "client", "broker", "controller", "tools", "spark_jobs", "bench")
+PACKAGES = ("protocol", "storage", "client", "coordinator", "broker", "controller", "tools",
+            "spark_jobs", "bench")
 # package -> the packages of ours it may import (besides itself); None: anything
 MAY_IMPORT: dict[str, tuple[str, ...] | None] = {
     "protocol": (),
     "client": ("protocol",),
-    "broker": ("protocol", "storage", "client", "controller"),
+    "coordinator": ("protocol", "storage"),
+    "broker": ("protocol", "storage", "client", "coordinator", "controller"),
     "controller": ("protocol", "client"),
     "tools": ("client", "protocol"),
     "spark_jobs": ("client", "storage", "protocol"),
@@ -251,7 +255,8 @@ def test_importing_the_client_loads_nothing_else_of_ours() -> None:
                          text=True, check=True, env={**os.environ, "PYTHONPATH": str(REPO)})
     loaded = out.stdout.split()
     assert "client.verbs" in loaded
-    forbidden = ("broker", "controller", "storage", "tools", "spark_jobs", "pyspark", "kazoo")
+    forbidden = ("broker", "coordinator", "controller", "storage", "tools", "spark_jobs",
+                 "pyspark", "kazoo")
     assert [m for m in loaded if within(m, forbidden)] == []
 
 

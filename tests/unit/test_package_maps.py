@@ -25,8 +25,8 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-ROOTS = ("protocol", "storage", "client", "broker", "controller", "tools", "spark_jobs",
-         "bench")    # bench/ only counts once it has an __init__.py
+ROOTS = ("protocol", "storage", "client", "coordinator", "broker", "controller", "tools",
+         "spark_jobs", "bench")    # bench/ only counts once it has an __init__.py
 
 _NAME = r"[A-Za-z_]\w*(?:/[A-Za-z_]\w*)*(?:\.py|/)"
 ENTRY_LINE = re.compile(rf"^\s+(?P<names>{_NAME}(?:,\s*{_NAME})*)(?=\s|$)")

@@ -40,7 +40,7 @@ from client.operator_admin import LogDirInfo, describe_log_dirs
 from client.security import ClientSecurity
 from client.verbs import (EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, TP, FetchPosition, fetch,
                           list_offsets)
-from client.why_model import PartitionWhy
+from protocol.why_model import PartitionWhy
 from protocol.errors import ErrorCode, KafkaError
 from tools.console.model import (BrokerRow, BrowseQuery, BrowseView, GroupSummary, GroupView,
                                  MemberRow, Message, OffsetRow, Overview, PartitionRow,

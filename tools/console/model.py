@@ -3,7 +3,7 @@ them from the cluster, the pages_* modules render them (so page rendering is
 tested with hand-made values, no cluster).
 
 Offsets are -1 where unknown; ``*_why`` fields are ``WhyAnswer``s (a
-``client.why_model`` value or the reason it is unavailable).
+``protocol.why_model`` value or the reason it is unavailable).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from client.operator_admin import LogDirInfo
-from client.why_model import BrokerStatus, GroupWhy, PartitionWhy
+from protocol.why_model import BrokerStatus, GroupWhy, PartitionWhy
 from tools.console.why_source import WhyAnswer
 
 

@@ -18,7 +18,7 @@ each), the latest one spelled out ("member X (client c, host h) timed out:
 
 from __future__ import annotations
 
-from client.why_model import GroupWhy
+from protocol.why_model import GroupWhy
 from tools.console.html import Markup, ago, definition_list, esc, link, ms_time, page, table, url
 from tools.console.model import GroupSummary, GroupView, MemberRow
 

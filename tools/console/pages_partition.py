@@ -20,7 +20,7 @@ shows what Metadata and ListOffsets tell.
 
 from __future__ import annotations
 
-from client.why_model import SHRINK, IsrChange, PartitionWhy
+from protocol.why_model import SHRINK, IsrChange, PartitionWhy
 from tools.console.html import (Markup, ago, definition_list, esc, ids, link, ms_time, page,
                                 size, table, url)
 from tools.console.model import PartitionView

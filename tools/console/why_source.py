@@ -1,6 +1,6 @@
 """Where the console gets the broker's *why* facts: one adapter over
 ``client/why_admin.py`` (the DescribeWhy admin API), so that pages depend on
-the dataclasses of ``client/why_model.py`` only and tests can hand in fakes.
+the dataclasses of ``protocol/why_model.py`` only and tests can hand in fakes.
 
 ``WhySource`` is the seam: three coroutines answering a ``WhyAnswer`` — the
 dataclass, or None with the reason it is unavailable (the module missing, the
@@ -21,7 +21,7 @@ from types import ModuleType
 from typing import Any, Generic, Protocol, TypeVar
 
 from client.admin import KafkaAdmin
-from client.why_model import BrokerStatus, GroupWhy, PartitionWhy
+from protocol.why_model import BrokerStatus, GroupWhy, PartitionWhy
 
 T = TypeVar("T")
 WHY_MODULE = "client.why_admin"

@@ -15,7 +15,7 @@ success, exactly one of the three nullable structs filled in (the others null):
   NOT_COORDINATOR (COORDINATOR_LOAD_IN_PROGRESS while loading).
 
 Times are epoch milliseconds, -1 unknown; lists of events are oldest first.
-The dataclasses the client decodes into are client/why_model.py; field for
+The dataclasses the client decodes into are protocol/why_model.py; field for
 field the same names (snake_case of the CamelCase here).
 """
 

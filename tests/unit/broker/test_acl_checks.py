@@ -80,7 +80,7 @@ class FakeGroups:
         self.offsets = offsets or {}
         self.groups = groups
         self.asked: list[Any] = []
-        # no KIP-848 consumer groups here (broker/consumer_group/coordinator.py, issue 19)
+        # no KIP-848 consumer groups here (coordinator/group/consumer/coordinator.py, issue 19)
         self.consumer = SimpleNamespace(groups={}, enabled=True, has_group=lambda _g: False)
 
     def clock(self) -> int:

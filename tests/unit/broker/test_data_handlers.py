@@ -191,8 +191,8 @@ def test_init_producer_id(b: FakeBroker) -> None:
 
 
 def test_init_producer_id_with_a_transactional_id(b: FakeBroker) -> None:
-    from broker.transaction import TransactionCoordinator, TransactionStateManager
-    from tests.unit.broker.transaction.test_state_manager import MemoryLog
+    from coordinator.transaction import TransactionCoordinator, TransactionStateManager
+    from tests.unit.coordinator.transaction.test_state_manager import MemoryLog
     I = ApiKey.INIT_PRODUCER_ID
 
     async def body() -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from broker import topic_config as tc
-from broker import topic_names
+from protocol import topic_names
 from broker.config import BrokerConfig
 from storage.config import LogConfig
 

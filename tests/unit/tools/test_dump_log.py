@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from broker.coordinator import offsets_topic
-from broker.transaction import txn_log
-from broker.transaction.txn_state import TxnMetadata, TxnState
+from coordinator.group.classic import offsets_topic
+from coordinator.transaction import txn_log
+from coordinator.transaction.txn_state import TxnMetadata, TxnState
 from protocol import records
 from storage import producer_snapshot
 from storage.config import LogConfig
@@ -288,9 +288,9 @@ def test_offsets_decoder_on_the_brokers_records() -> None:
 def test_offsets_decoder_on_consumer_group_records() -> None:
     import uuid
 
-    from broker.consumer_group import record_codec
-    from broker.consumer_group.model import MemberState
-    from broker.consumer_group.records import CurrentAssignment, GroupEpoch
+    from coordinator.group.consumer import record_codec
+    from coordinator.group.consumer.model import MemberState
+    from coordinator.group.consumer.records import CurrentAssignment, GroupEpoch
 
     tid = uuid.UUID(int=5)
     key, value = record_codec.encode(CurrentAssignment(

@@ -10,15 +10,15 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any
 
-from broker.consumer_group.model import ConsumerGroup, Member, MemberState
-from broker.consumer_group.records import GroupEpoch, MemberSubscription
-from broker.coordinator.group_state import GroupState as ClassicState
+from coordinator.group.consumer.model import ConsumerGroup, Member, MemberState
+from coordinator.group.consumer.records import GroupEpoch, MemberSubscription
+from coordinator.group.classic.group_state import GroupState as ClassicState
 from broker.metrics import group_metrics as gm
 from broker.metrics import kafka_families as kf
 from broker.metrics.exposition import render
 from broker.metrics.registry import MetricFamily
-from broker.why.consumer_group_facts import epoch_bumped
-from broker.why.group_history import GroupHistories
+from coordinator.group.why.consumer_group_facts import epoch_bumped
+from coordinator.group.why.group_history import GroupHistories
 from protocol.records import build_batch
 from tests.unit.broker.replication.fakes import FakeBroker
 from tests.unit.broker.test_data_handlers import produce

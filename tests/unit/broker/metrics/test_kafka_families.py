@@ -13,9 +13,11 @@ from typing import Any
 from broker.metrics import kafka_families as kf
 from broker.metrics.exposition import render
 from broker.metrics.registry import MetricFamily
-from broker.metrics.request_timing import CURRENT, RequestClock, RequestMetrics, request_name
+from broker.metrics.request_timing import RequestMetrics, request_name
+from coordinator.runtime.purgatory import CURRENT, RequestClock
 from broker.metrics.topic_stats import BrokerTopicStats
-from broker.replication.purgatory import DelayedProduce, Purgatory
+from broker.replication.purgatory import DelayedProduce
+from coordinator.runtime.purgatory import Purgatory
 from protocol.records import build_batch
 from storage.config import LogConfig
 from tests.unit.broker.test_data_handlers import fetch, produce

@@ -18,7 +18,7 @@ from protocol.api_keys import PybrokerApiKey
 from protocol.errors import ErrorCode
 from protocol.spec import api
 
-from tests.unit.broker.coordinator.test_group_coordinator import MemoryLog, loaded, make, \
+from tests.unit.coordinator.group.classic.test_group_coordinator import MemoryLog, loaded, make, \
     stable_group
 from tests.unit.broker.replication.fakes import FakeClock
 from tests.unit.broker.test_acl_log_dir_handlers import call

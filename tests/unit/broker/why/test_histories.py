@@ -6,10 +6,11 @@ from __future__ import annotations
 import pytest
 
 from broker.why import reasons
+from coordinator.group.why import reasons as group_reasons
 from broker.why.broker_status import ZkSessionWatch
-from broker.why.group_history import GroupHistories, GroupHistory, Trigger
+from coordinator.group.why.group_history import GroupHistories, GroupHistory, Trigger
 from broker.why.isr_history import IsrHistory, ProposalNote
-from client.why_model import EXPAND, SHRINK
+from protocol.why_model import EXPAND, SHRINK
 
 
 def test_isr_history_keeps_the_last_capacity_changes_oldest_first() -> None:
@@ -78,12 +79,12 @@ def test_reason_texts() -> None:
     assert "messages behind" not in slow
     assert "no fetch from it since this broker became leader" in reasons.shrink_reason(
         lag_ms=5, max_lag_ms=1, since_fetch_ms=-1, lag_messages=-1)
-    assert reasons.leave_reason("the consumer is being closed") == (
+    assert group_reasons.leave_reason("the consumer is being closed") == (
         "left the group: the consumer is being closed")
-    assert reasons.leave_reason(None) == "left the group (no reason given)"
-    assert reasons.timeout_reason(6000) == "no heartbeat within session.timeout.ms=6,000"
-    assert reasons.join_reason(None, first=True) == "first member of a new group"
-    assert reasons.join_reason("rebalance", first=False) == "a new member joined (client: rebalance)"
+    assert group_reasons.leave_reason(None) == "left the group (no reason given)"
+    assert group_reasons.timeout_reason(6000) == "no heartbeat within session.timeout.ms=6,000"
+    assert group_reasons.join_reason(None, first=True) == "first member of a new group"
+    assert group_reasons.join_reason("rebalance", first=False) == "a new member joined (client: rebalance)"
 
 
 def test_zk_session_watch_follows_the_store() -> None:

@@ -9,7 +9,7 @@ import asyncio
 from pathlib import Path
 
 from broker.why import isr_facts
-from client.why_model import EXPAND, SHRINK
+from protocol.why_model import EXPAND, SHRINK
 from protocol.records import build_batch
 
 from tests.unit.broker.replication.fakes import FakeClock

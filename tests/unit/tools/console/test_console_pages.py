@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from client.operator_admin import LogDirInfo, ReplicaInfo
-from client.why_model import (EXPAND, SHRINK, BrokerStatus, GroupWhy, IsrChange, PartitionWhy,
+from protocol.why_model import (EXPAND, SHRINK, BrokerStatus, GroupWhy, IsrChange, PartitionWhy,
                               RebalanceEvent, ReplicaProgress)
 from tools.console.decode import describe_bytes
 from tools.console.model import (BrokerRow, BrowseQuery, BrowseView, GroupSummary, GroupView,

@@ -8,7 +8,7 @@ import asyncio
 from typing import Any
 
 from client.errors import KafkaConnectionError
-from client.why_model import BrokerStatus
+from protocol.why_model import BrokerStatus
 from tools.console.data import NotFound
 from tools.console.model import BrokerRow, Overview
 from protocol.http_head import MAX_HEAD_BYTES

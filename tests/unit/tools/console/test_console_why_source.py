@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from client.why_model import BrokerStatus
+from protocol.why_model import BrokerStatus
 from tools.console import why_source
 from tools.console.why_source import ClientWhySource
 

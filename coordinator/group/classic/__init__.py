@@ -1,0 +1,42 @@
+"""The classic group coordinator (consumer groups and committed offsets).
+
+Handlers reach it with ``broker.coordination.groups.coordinator_of(broker)``; the
+Broker builds it in ``start`` (``groups.build(broker)``, then ``start()``), routes
+__consumer_offsets leadership to ``on_become_leader`` / ``on_resign`` and awaits
+``shutdown()``.
+
+Map:
+
+    group_coordinator.py  GroupCoordinator: JoinGroup, rebalances, heartbeats, LeaveGroup
+    ownership.py          loading / unloading __consumer_offsets partitions (mixin)
+    sync_ops.py           SyncGroup and the group-metadata write (mixin)
+    offset_ops.py         OffsetCommit / OffsetFetch / OffsetDelete / DeleteGroups,
+                          offset expiry (mixin)
+    group_metadata.py     a group and its members (Kafka's GroupMetadata)
+    group_state.py        the group state machine
+    delayed.py            DelayedJoin / DelayedSync / DelayedHeartbeat (purgatory ops)
+    loader.py             replaying a __consumer_offsets partition (LoadedPartition)
+    offsets_topic.py      the __consumer_offsets key and value layouts
+    coordinator_types.py  settings, request dataclasses, the group -> partition hash
+    txn_offset_ops.py     TxnOffsetCommit: offsets pending in a transaction until its marker
+
+The handlers (broker/handlers/join_group.py, sync_group.py, heartbeat.py,
+offset_*.py, find_coordinator.py, ...) call the coordinator; it writes through
+the ``OffsetsLog`` seam (coordinator/runtime/log_seam.py) to the replica manager;
+partition ownership is coordinator/runtime/partitions.py, its delayed operations
+wait in coordinator/runtime/purgatory.py.
+"""
+
+from __future__ import annotations
+
+from coordinator.group.classic.group_coordinator import CoordinatorConfig, GroupCoordinator, \
+    JoinRequest, LeaveMember, java_string_hash, partition_for_group
+from coordinator.group.classic.group_metadata import JoinResult, SyncResult
+from coordinator.group.classic.group_state import GroupState
+from coordinator.group.classic.loader import OFFSETS_TOPIC
+from coordinator.group.classic.offsets_topic import OffsetAndMetadata
+
+__all__ = ["CoordinatorConfig", "GroupCoordinator", "JoinRequest", "LeaveMember", "JoinResult",
+           "SyncResult", "GroupState", "OffsetAndMetadata", "OFFSETS_TOPIC", "java_string_hash",
+           "partition_for_group"]
+

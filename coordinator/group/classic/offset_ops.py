@@ -1,0 +1,323 @@
+"""Committed offsets and group administration (mixed into GroupCoordinator):
+OffsetCommit, OffsetFetch, OffsetDelete, DescribeGroups, ListGroups,
+DeleteGroups and the periodic offset expiry (Kafka's GroupCoordinator +
+GroupMetadataManager.storeOffsets / getOffsets / cleanupGroupMetadata).
+
+Commit (numbered as Kafka's handleCommitOffsets):
+  1. group status (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS, ...);
+  2. unknown group: generation < 0 creates an Empty group (standalone commit),
+     otherwise ILLEGAL_GENERATION;
+  3. fencing: Dead -> COORDINATOR_NOT_AVAILABLE; generation -1 into an Empty
+     group is fine; a generation, member id or instance id must name the current
+     member (UNKNOWN_MEMBER_ID / FENCED_INSTANCE_ID) and generation
+     (ILLEGAL_GENERATION); anonymous commits into a live group -> UNKNOWN_MEMBER_ID;
+  4. CompletingRebalance -> REBALANCE_IN_PROGRESS; Stable/PreparingRebalance
+     count as a heartbeat;
+  5. metadata over offset.metadata.max.bytes -> OFFSET_METADATA_TOO_LARGE;
+     the rest is one batch written with acks=-1 and becomes visible only once
+     written. Deletions write tombstones (acks=1: a lost tombstone is rewritten
+     by the next expiry pass).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, cast
+
+from coordinator.group.consumer import admin_ops
+from coordinator.group.classic import offsets_topic as ot
+from coordinator.group.classic.group_metadata import GROUP_TYPE_CLASSIC, GroupMetadata, TopicPartition
+from coordinator.group.classic.group_state import GroupState, matches_filter
+from coordinator.group.why import group_facts
+from coordinator.group.why.group_history import GroupHistories
+from protocol.errors import ErrorCode
+
+if TYPE_CHECKING:
+    from coordinator.runtime.partitions import CoordinatorPartitions
+    from coordinator.group.classic.coordinator_types import CoordinatorConfig
+    from coordinator.group.classic.group_coordinator import GroupCoordinator
+    from coordinator.runtime.log_seam import OffsetsLog
+
+log = logging.getLogger(__name__)
+
+E, PR, CR, S, D = (GroupState.EMPTY, GroupState.PREPARING_REBALANCE,
+                   GroupState.COMPLETING_REBALANCE, GroupState.STABLE, GroupState.DEAD)
+
+# (offset, leader epoch, metadata, error) per partition, as OffsetFetch answers
+FetchedOffset = tuple[int, int, str, int]
+NO_OFFSET: FetchedOffset = (-1, -1, "", ErrorCode.NONE)
+
+
+def group_write_error(error: int) -> int:
+    """Kafka's storeGroup error mapping."""
+    if error == ErrorCode.NONE:
+        return ErrorCode.NONE
+    if error in (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.NOT_ENOUGH_REPLICAS,
+                 ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND):
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE
+    if error in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.KAFKA_STORAGE_ERROR):
+        return ErrorCode.NOT_COORDINATOR
+    if error == ErrorCode.REQUEST_TIMED_OUT:
+        return ErrorCode.REBALANCE_IN_PROGRESS
+    return ErrorCode.UNKNOWN_SERVER_ERROR
+
+
+def commit_write_error(error: int) -> int:
+    """Kafka's storeOffsets error mapping."""
+    if error in (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.NOT_ENOUGH_REPLICAS,
+                 ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND):
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE
+    if error in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.KAFKA_STORAGE_ERROR):
+        return ErrorCode.NOT_COORDINATOR
+    if error in (ErrorCode.MESSAGE_TOO_LARGE, ErrorCode.RECORD_LIST_TOO_LARGE,
+                 ErrorCode.INVALID_FETCH_SIZE):
+        return ErrorCode.INVALID_COMMIT_OFFSET_SIZE
+    return error
+
+
+class OffsetOps:
+    # provided by GroupCoordinator
+    config: CoordinatorConfig
+    log: OffsetsLog
+    clock: Callable[[], int]
+    groups: dict[str, GroupMetadata]
+    partitions: CoordinatorPartitions
+    status: Callable[..., int | None]
+    partition_for: Callable[[str], int]
+    validate_member: Callable[[GroupMetadata, str, str | None], int | None]
+    _heartbeat: Callable[..., None]
+    unstable_partitions: Callable[[GroupMetadata], set[TopicPartition]]
+    why: GroupHistories
+    consumer: Any                                # consumer_group.coordinator (issue 19)
+    _expiry_task: asyncio.Task[None] | None = None
+
+    # -- OffsetCommit --------------------------------------------------------------------
+
+    async def commit_offsets(self, group_id: str, member_id: str, instance_id: str | None,
+                             generation_id: int, offsets: dict[TopicPartition, ot.OffsetAndMetadata]
+                             ) -> dict[TopicPartition, int]:
+        error = self.status(group_id, allow_empty_id=True)
+        if error is not None:
+            return dict.fromkeys(offsets, error)
+        group = self.groups.get(group_id)
+        if group is None:
+            if generation_id >= 0:
+                return dict.fromkeys(offsets, ErrorCode.ILLEGAL_GENERATION)
+            group = self.groups[group_id] = GroupMetadata(group_id, E, self.clock())
+        error = self._validate_commit(group, generation_id, member_id, instance_id)
+        if error is None and group.is_(CR):
+            error = ErrorCode.REBALANCE_IN_PROGRESS
+        if error is not None:
+            return dict.fromkeys(offsets, error)
+        if group.state in (S, PR):
+            self._heartbeat(group, group.members[member_id])
+        return await self._store_offsets(group, offsets)
+
+    def _validate_commit(self, group: GroupMetadata, generation_id: int, member_id: str,
+                         instance_id: str | None) -> int | None:
+        if group.is_(D):
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        if generation_id < 0 and group.is_(E):
+            return None          # admin client or a consumer without group management
+        if generation_id >= 0 or member_id != "" or instance_id is not None:
+            error = self.validate_member(group, member_id, instance_id)
+            if error is not None:
+                return error
+            return ErrorCode.ILLEGAL_GENERATION if generation_id != group.generation_id else None
+        if not group.is_(E):
+            return ErrorCode.UNKNOWN_MEMBER_ID   # only members commit into a live group
+        return None
+
+    async def _store_offsets(self, group: GroupMetadata,
+                             offsets: dict[TopicPartition, ot.OffsetAndMetadata],
+                             producer: tuple[int, int] | None = None
+                             ) -> dict[TopicPartition, int]:
+        """Write ``offsets`` (one batch, acks=all); once written they are the group's
+        committed offsets, or, for a transactional ``producer`` (id, epoch), its
+        pending offsets until its marker (``txn_offset_ops``)."""
+        limit = self.config.offset_metadata_max_bytes
+        results: dict[TopicPartition, int] = {}
+        valid: dict[TopicPartition, ot.OffsetAndMetadata] = {}
+        for tp, o in offsets.items():
+            if len(o.metadata.encode("utf-8")) > limit:
+                results[tp] = ErrorCode.OFFSET_METADATA_TOO_LARGE
+            else:
+                valid[tp] = o
+        if not valid:
+            return results
+        records = [(ot.offset_commit_key(group.group_id, tp[0], tp[1]), ot.offset_commit_value(o))
+                   for tp, o in valid.items()]
+        group.pending_offset_commits.update(valid.keys())
+        try:
+            error = await self.log.append(self.partition_for(group.group_id), records, acks=-1,
+                                          timeout_ms=self.config.offsets_commit_timeout_ms,
+                                          timestamp=self.clock(), producer=producer)
+        except Exception:
+            log.exception("writing offsets of group %s failed", group.group_id)
+            error = ErrorCode.UNKNOWN_SERVER_ERROR
+        finally:
+            group.pending_offset_commits.subtract(valid.keys())
+            group.pending_offset_commits = +group.pending_offset_commits
+        error = commit_write_error(error)
+        if error == ErrorCode.NONE and not group.is_(D) and self.groups.get(group.group_id) is group:
+            if producer is None:
+                group.offsets.update(valid)
+            else:
+                group.pending_txn_offsets.setdefault(producer[0], {}).update(valid)
+        results.update(dict.fromkeys(valid, error))
+        return results
+
+    # -- OffsetFetch ---------------------------------------------------------------------
+
+    def fetch_offsets(self, group_id: str, partitions: list[TopicPartition] | None,
+                      require_stable: bool = False) -> tuple[int, dict[TopicPartition, FetchedOffset]]:
+        """-> (group error, partition -> (offset, leader epoch, metadata, error));
+        ``partitions`` None = every committed partition. Answered whatever the
+        group's state (a group may use Kafka only to store offsets).
+        ``require_stable``: a partition with offsets in an open transaction answers
+        UNSTABLE_OFFSET_COMMIT (the client retries once the transaction ended)."""
+        error = self.status(group_id, allow_empty_id=True)
+        if error is not None:
+            return error, {}
+        group = self.groups.get(group_id)
+        if group is None or group.is_(D):
+            return ErrorCode.NONE, {tp: NO_OFFSET for tp in partitions or ()}
+        out: dict[TopicPartition, FetchedOffset] = {}
+        unstable = self.unstable_partitions(group) if require_stable else set()
+        for tp in (partitions if partitions is not None else list(group.offsets)):
+            o = group.offsets.get(tp)
+            if tp in unstable:
+                out[tp] = (-1, -1, "", ErrorCode.UNSTABLE_OFFSET_COMMIT)
+            else:
+                out[tp] = NO_OFFSET if o is None else (o.offset, o.leader_epoch, o.metadata,
+                                                       ErrorCode.NONE)
+        return ErrorCode.NONE, out
+
+    # -- OffsetDelete --------------------------------------------------------------------
+
+    async def delete_offsets(self, group_id: str, partitions: list[TopicPartition]
+                             ) -> tuple[int, dict[TopicPartition, int]]:
+        error = self.status(group_id)
+        if error is not None:
+            return error, {}
+        group = self.groups.get(group_id)
+        if group is None or group.is_(D):
+            return ErrorCode.GROUP_ID_NOT_FOUND, {}
+        errors: dict[TopicPartition, int] = {}
+        if group.is_(E):
+            eligible = list(partitions)
+        elif group.protocol_type == "consumer":
+            eligible = [tp for tp in partitions if not group.is_subscribed_to(tp[0])]
+            errors = {tp: ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC for tp in partitions
+                      if group.is_subscribed_to(tp[0])}
+        else:
+            return ErrorCode.NON_EMPTY_GROUP, {}
+        if eligible:
+            await self._cleanup(group, lambda g: g.remove_offsets(eligible))
+            errors.update(dict.fromkeys(eligible, ErrorCode.NONE))
+        return ErrorCode.NONE, errors
+
+    # -- DeleteGroups --------------------------------------------------------------------
+
+    async def delete_groups(self, group_ids: list[str]) -> dict[str, int]:
+        errors: dict[str, int] = {}
+        doomed: list[GroupMetadata] = []
+        for group_id in group_ids:
+            error = self.status(group_id, allow_empty_id=True)
+            group = self.groups.get(group_id)
+            if error is not None:
+                errors[group_id] = error
+            elif group is None or group.is_(D):
+                errors[group_id] = ErrorCode.GROUP_ID_NOT_FOUND
+            elif group.is_(E):
+                group_facts.group_deleted(self, group)   # broker/why
+                group.transition_to(D, self.clock())
+                doomed.append(group)
+            else:
+                errors[group_id] = ErrorCode.NON_EMPTY_GROUP
+        for group in doomed:
+            await self._cleanup(group, lambda g: g.remove_offsets(list(g.offsets)))
+            errors[group.group_id] = ErrorCode.NONE
+        return errors
+
+    # -- DescribeGroups / ListGroups -----------------------------------------------------
+
+    def describe_group(self, group_id: str) -> tuple[int, GroupMetadata | None]:
+        """-> (error, the group or None = Dead/unknown)."""
+        error = self.status(group_id, allow_empty_id=True)
+        if error is not None:
+            return error, None
+        return ErrorCode.NONE, self.groups.get(group_id)
+
+    def list_groups(self, states: set[str], types: set[str]
+                    ) -> tuple[int, list[tuple[str, str, str, str]]]:
+        """-> (error, [(group id, protocol type, state, group type)]) of loaded groups."""
+        loading = bool(self.partitions.loading)
+        error = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS if loading else ErrorCode.NONE
+        if types and GROUP_TYPE_CLASSIC not in {t.lower() for t in types}:
+            return error, []
+        out = [(g.group_id, g.protocol_type or "", str(g.state), GROUP_TYPE_CLASSIC)
+               for g in self.groups.values()
+               if not g.is_(D) and self.partition_for(g.group_id) in self.partitions.owned
+               and matches_filter(g.state, states)]
+        return error, out
+
+    # -- expiry and tombstones -----------------------------------------------------------
+
+    async def expire_offsets(self) -> int:
+        """One pass of offsets.retention.minutes expiry; -> offsets removed."""
+        now, retention = self.clock(), self.config.offsets_retention_ms
+        removed = 0
+        for group in list(self.groups.values()):
+            if self.partition_for(group.group_id) not in self.partitions.owned:
+                continue
+            consumer_group = self.consumer.groups.get(group.group_id)
+            if consumer_group is not None:   # KIP-848 (issue 19): subscribed topics' stay
+                keep = admin_ops.subscribed_topics(consumer_group)
+                removed += await self._cleanup(group, lambda g: g.remove_offsets(
+                    [tp for tp in g.expired_offsets(now, retention) if tp[0] not in keep]))
+                continue
+            removed += await self._cleanup(
+                group, lambda g: g.remove_offsets(g.expired_offsets(now, retention)))
+        if removed:
+            log.info("removed %d expired offsets", removed)
+        # OffsetOps is a part of GroupCoordinator (its base class): self is one
+        for group_id in await admin_ops.delete_expired_groups(cast("GroupCoordinator", self)):
+            log.info("deleted consumer group %s: no members, no offsets", group_id)
+        return removed
+
+    async def _cleanup(self, group: GroupMetadata,
+                       selector: Callable[[GroupMetadata], dict[TopicPartition, Any]]) -> int:
+        """Remove offsets chosen by ``selector``; an Empty group left without
+        offsets dies; write the tombstones (the group's own only if it ever had a
+        generation: offset-only groups never wrote metadata)."""
+        removed = selector(group)
+        if group.is_(E) and not group.has_offsets():
+            group.transition_to(D, self.clock())
+        tombstones: list[tuple[bytes, bytes | None]] = [
+            (ot.offset_commit_key(group.group_id, tp[0], tp[1]), None) for tp in removed]
+        if group.is_(D) and self.groups.get(group.group_id) is group:
+            del self.groups[group.group_id]
+            if group.generation_id > 0:
+                tombstones.append((ot.group_metadata_key(group.group_id), None))
+        if tombstones:
+            try:
+                await self.log.append(self.partition_for(group.group_id), tombstones, acks=1,
+                                      timeout_ms=self.config.offsets_commit_timeout_ms,
+                                      timestamp=self.clock())
+            except Exception:
+                log.exception("writing tombstones for group %s failed", group.group_id)
+        return len(removed)
+
+    def start(self) -> None:
+        """Run offset expiry every offsets.retention.check.interval.ms (on the loop)."""
+        async def loop() -> None:
+            while True:
+                await asyncio.sleep(self.config.offsets_retention_check_interval_ms / 1000)
+                try:
+                    await self.expire_offsets()
+                except Exception:
+                    log.exception("offset expiry failed")
+        self._expiry_task = asyncio.get_running_loop().create_task(loop())

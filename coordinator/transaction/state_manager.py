@@ -1,0 +1,205 @@
+"""TransactionStateManager: which transactional ids this broker coordinates, and
+their state, kept in and loaded from ``__transaction_state`` (Kafka's
+TransactionStateManager).
+
+Theory of operation:
+
+1. A transactional id lives in partition ``partition_for(id)`` =
+   abs(javaHashCode(id)) % partitions (the group coordinator's formula); this
+   broker coordinates it while it leads that partition.
+2. ``on_become_leader(p, epoch)`` loads the partition in a task: every record
+   is replayed (the newest value per id wins, a tombstone removes it), then
+   ``on_loaded`` gets the ids (the coordinator finishes those left in
+   PrepareCommit / PrepareAbort). Until the load is installed, ``status`` answers COORDINATOR_LOAD_IN_PROGRESS for its
+   ids; NOT_COORDINATOR when we do not lead it. ``on_resign`` drops the
+   partition's ids. Epochs fence: a notification older than the newest seen is
+   ignored, and a write that finishes after the partition moved is not installed.
+3. ``put(meta)`` writes the id's new state (acks=all) and installs it only once
+   written, so the cache never holds what the log might not. Log errors map to
+   what the client should do, as Kafka's appendTransactionToLog does.
+4. ``timed_out`` lists Ongoing transactions past their timeout (the coordinator
+   aborts them); ``expirable`` the finished ids idle past
+   ``transactional.id.expiration.ms`` (the coordinator writes their tombstones).
+
+It reads and writes through the same seam as the group coordinator
+(``coordinator.runtime.log_seam.OffsetsLog``: append a batch, read a partition in
+chunks, our leader epoch), so tests drive it with an in-memory log.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Coroutine, Iterable
+from typing import Any
+
+from coordinator.runtime.partitions import CoordinatorPartitions
+from coordinator.runtime.partitions import partition_for_group
+from coordinator.runtime.log_seam import OffsetsLog, TxnEnd, TxnRecord
+from coordinator.transaction.txn_log import read_key, read_value, transaction_key, \
+    transaction_value
+from protocol.topic_names import TRANSACTION_STATE_TOPIC
+from coordinator.transaction.txn_state import TxnMetadata, TxnState
+from protocol.errors import ErrorCode
+from protocol.primitives import DecodeError
+
+log = logging.getLogger(__name__)
+
+# appendTransactionToLog: the partition's error -> what the client is told
+_WRITE_ERRORS = {
+    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.NOT_ENOUGH_REPLICAS: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.REQUEST_TIMED_OUT: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.NOT_LEADER_OR_FOLLOWER: ErrorCode.NOT_COORDINATOR,
+    ErrorCode.KAFKA_STORAGE_ERROR: ErrorCode.NOT_COORDINATOR,
+    ErrorCode.MESSAGE_TOO_LARGE: ErrorCode.UNKNOWN_SERVER_ERROR,
+    ErrorCode.RECORD_LIST_TOO_LARGE: ErrorCode.UNKNOWN_SERVER_ERROR,
+    ErrorCode.INVALID_FETCH_SIZE: ErrorCode.UNKNOWN_SERVER_ERROR,
+}
+
+
+def write_error(code: int) -> int:
+    """The error a transactional client gets for a failed ``__transaction_state`` write."""
+    if code == ErrorCode.NONE:
+        return ErrorCode.NONE
+    return _WRITE_ERRORS.get(ErrorCode.from_code(code), ErrorCode.UNKNOWN_SERVER_ERROR)
+
+
+class TransactionStateManager:
+    def __init__(self, txn_log: OffsetsLog, num_partitions: Callable[[], int], *,
+                 clock: Callable[[], int], write_timeout_ms: int = 5000) -> None:
+        self.log = txn_log
+        self.clock = clock
+        self.write_timeout_ms = write_timeout_ms
+        self._num_partitions = num_partitions
+        self.partitions = CoordinatorPartitions(TRANSACTION_STATE_TOPIC)
+        self.ids: dict[int, dict[str, TxnMetadata]] = {}   # partition -> id -> state
+        # called with a partition's ids once loaded (the coordinator finishes Prepare*)
+        self.on_loaded: Callable[[Iterable[TxnMetadata]], None] | None = None
+        self._tasks: set[asyncio.Task[Any]] = set()
+
+    # -- ownership --------------------------------------------------------------------
+
+    def partition_for(self, transactional_id: str) -> int:
+        return partition_for_group(transactional_id, max(1, self._num_partitions()))
+
+    def status(self, transactional_id: str) -> int | None:
+        """COORDINATOR_LOAD_IN_PROGRESS, NOT_COORDINATOR, or None when we serve the id."""
+        return self.partitions.status(self.partition_for(transactional_id))
+
+    def on_become_leader(self, partition: int, leader_epoch: int) -> None:
+        if self.partitions.become_leader(partition, leader_epoch):
+            self.spawn(self._load(partition, leader_epoch))
+
+    def on_resign(self, partition: int, leader_epoch: int | None) -> None:
+        if not self.partitions.resign(partition, leader_epoch):
+            return
+        dropped = self.ids.pop(partition, {})
+        if dropped:
+            log.info("resigned as transaction coordinator of %s-%d: %d transactional ids",
+                     TRANSACTION_STATE_TOPIC, partition, len(dropped))
+
+    async def _load(self, partition: int, epoch: int) -> None:
+        loaded: dict[str, TxnMetadata] = {}
+        try:
+            for chunk in self.log.read_chunks(partition) or ():
+                for entry in chunk:
+                    if isinstance(entry, (TxnRecord, TxnEnd)):
+                        continue             # transactional entries: none are written here
+                    key, value = entry
+                    try:
+                        tid = read_key(key)
+                        meta = read_value(tid, value)
+                    except DecodeError as e:
+                        log.warning("%s-%d: unreadable record skipped: %s",
+                                    TRANSACTION_STATE_TOPIC, partition, e)
+                        continue
+                    if meta is None:
+                        loaded.pop(tid, None)
+                    else:
+                        loaded[tid] = meta
+                await asyncio.sleep(0)           # stay responsive during a long load
+                if partition not in self.partitions.loading:
+                    return                       # resigned meanwhile
+        except Exception:
+            log.exception("error loading %s-%d", TRANSACTION_STATE_TOPIC, partition)
+            self.partitions.resign(partition, None)
+            return
+        if not self.partitions.loaded(partition, epoch):
+            return
+        self.ids[partition] = loaded
+        log.info("loaded %s-%d (epoch %d): %d transactional ids", TRANSACTION_STATE_TOPIC,
+                 partition, epoch, len(loaded))
+        if self.on_loaded is not None:
+            self.on_loaded(list(loaded.values()))
+
+    # -- state ----------------------------------------------------------------------
+
+    def get(self, transactional_id: str) -> TxnMetadata | None:
+        """The id's state (None: unknown here; check ``status`` first)."""
+        return self.ids.get(self.partition_for(transactional_id), {}).get(transactional_id)
+
+    async def put(self, meta: TxnMetadata, *, acks: int = -1) -> int:
+        """Write ``meta`` as the id's state; installed once written. -> the error the
+        client gets (NONE, NOT_COORDINATOR when the partition moved meanwhile, or
+        ``write_error`` of the log's answer).
+
+        ``acks=1`` (CompleteCommit / CompleteAbort only) installs it once in our log,
+        before the followers have it: losing it loses nothing, since a coordinator
+        that loads the Prepare* state before it sends the (idempotent) markers again
+        and completes; and the id's next state, written acks=all, comes after it in
+        the log, so that write's success means this one is replicated too."""
+        return await self._write(meta.transactional_id,
+                                 None if meta.state is TxnState.DEAD else transaction_value(meta),
+                                 meta, acks)
+
+    async def _write(self, tid: str, value: bytes | None, meta: TxnMetadata,
+                     acks: int = -1) -> int:
+        p = self.partition_for(tid)
+        status = self.status(tid)
+        if status is not None:
+            return status
+        epoch = self.partitions.owned[p]
+        code = await self.log.append(p, [(transaction_key(tid), value)], acks=acks,
+                                     timeout_ms=self.write_timeout_ms, timestamp=self.clock())
+        if code != ErrorCode.NONE:
+            return write_error(code)
+        if self.partitions.owned.get(p) != epoch:   # resigned or re-elected while writing
+            return ErrorCode.NOT_COORDINATOR
+        if value is None:
+            self.ids[p].pop(tid, None)
+        else:
+            self.ids[p][tid] = meta
+        return ErrorCode.NONE
+
+    def timed_out(self, now_ms: int) -> list[TxnMetadata]:
+        """Ongoing transactions past their timeout, on partitions we serve."""
+        return [m for p in self.partitions.owned for m in self.ids.get(p, {}).values()
+                if m.has_timed_out(now_ms)]
+
+    def expirable(self, now_ms: int, expiration_ms: int) -> list[TxnMetadata]:
+        """Finished ids not touched for ``expiration_ms`` (Kafka: Empty, CompleteCommit
+        or CompleteAbort, by the last update time)."""
+        return [m for p in self.partitions.owned for m in self.ids.get(p, {}).values()
+                if m.state.is_complete and now_ms - m.txn_last_update_timestamp >= expiration_ms]
+
+    # -- tasks ----------------------------------------------------------------------
+
+    def spawn(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
+        """Run ``coro`` as a task of the coordinator (loads, and the coordinator's
+        marker sending); ``shutdown`` cancels them."""
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    async def shutdown(self) -> None:
+        for p in self.partitions.all():
+            self.on_resign(p, None)
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+
+
+__all__ = ["TRANSACTION_STATE_TOPIC", "TransactionStateManager", "write_error"]
