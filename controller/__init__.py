@@ -8,6 +8,7 @@ backs with ``client.BrokerPool``), and only ``kazoo_zk.py`` imports kazoo.
 Map:
 
     controller.py               Controller: active while it holds /controller
+    controller_ops.py           ControllerOps: what the duty modules below use of it
     election.py                 the ephemeral /controller znode and /controller_epoch
     event_manager.py, events.py one queue, one consumer: the only writer of ControllerContext
     context.py                  ControllerContext: the active controller's picture
@@ -30,7 +31,8 @@ Map:
     stats.py                    ControllerStats: election counts the broker's metrics read
 
 Where things go: a new controller duty is a module of its own driven by an event in
-``events.py``; a new znode is declared in ``zkdata.py``.
+``events.py``, taking the controller as ``ControllerOps``; a new znode is declared in
+``zkdata.py``.
 """
 
 from client.assignment import assign_replicas

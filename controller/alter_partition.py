@@ -40,7 +40,7 @@ from protocol.schema import Struct
 from protocol.spec import api
 
 if TYPE_CHECKING:
-    from controller.controller import Controller
+    from controller.controller_ops import ControllerOps
 
 log = logging.getLogger("pybroker.controller")
 
@@ -88,7 +88,7 @@ def check(current: LeaderIsr | None, p: Proposal, live: set[int],
     return None
 
 
-async def process(c: Controller, request: Struct, version: int) -> Struct:
+async def process(c: ControllerOps, request: Struct, version: int) -> Struct:
     """Validate, write, answer; then UpdateMetadata and reassignment progress."""
     spec = api(ALTER_PARTITION).response
     ctx = c.ctx
@@ -128,7 +128,7 @@ async def process(c: Controller, request: Struct, version: int) -> Struct:
     if written or failed:
         log.info("AlterPartition from broker %d: %d ISR changes written, %d lost a race",
                  request.broker_id, len(written), len(failed))
-    batch = c._batch()
+    batch = c.new_batch()
     batch.add_update_metadata(ctx.live, [tp for tp in results if tp in ctx.states])
     batch.send(c.channel)
     for tp in written:

@@ -21,33 +21,41 @@ leader election turned on at run time (``on_unclean_enabled``).
 from __future__ import annotations
 
 import logging
-from typing import Any
+from functools import partial
+from typing import TYPE_CHECKING, Any
 
 from controller import events as ev
 from controller import zkdata as zd
 
+if TYPE_CHECKING:
+    from controller.controller_ops import ControllerOps
+
 log = logging.getLogger(__name__)
 
 
-def watch(controller: Any, broker_ids: Any) -> None:
+def watch(controller: ControllerOps, broker_ids: Any) -> None:
     """Data watches on /brokers/ids/<id> for ids not watched yet."""
-    watches = controller._broker_watches
+    watches = controller.broker_watches
     for broker_id in broker_ids:
         if broker_id in watches:
             continue
         watches[broker_id] = controller.store.watch_data(
-            zd.broker_path(broker_id),
-            lambda d, b=broker_id: None if d is None
-            else controller.events.put(ev.BrokerModification(b)))
+            zd.broker_path(broker_id), partial(_changed, controller, broker_id))
 
 
-def cancel_all(controller: Any) -> None:
-    for cancel in controller._broker_watches.values():
+def _changed(controller: ControllerOps, broker_id: int, data: bytes | None) -> None:
+    """The registration's data changed (None: it went; BrokerChange handles that)."""
+    if data is not None:
+        controller.events.put(ev.BrokerModification(broker_id))
+
+
+def cancel_all(controller: ControllerOps) -> None:
+    for cancel in controller.broker_watches.values():
         cancel()
-    controller._broker_watches.clear()
+    controller.broker_watches.clear()
 
 
-async def on_modification(controller: Any, broker_id: int) -> None:
+async def on_modification(controller: ControllerOps, broker_id: int) -> None:
     ctx = controller.ctx
     known = ctx.live.get(broker_id)
     if known is None:
@@ -63,16 +71,16 @@ async def on_modification(controller: Any, broker_id: int) -> None:
              ",".join(e.connection_string() for e in now.endpoints))
     ctx.live[broker_id] = now
     controller.channel.add_broker(now)
-    batch = controller._batch()
+    batch = controller.new_batch()
     batch.add_update_metadata(ctx.live, [])
     batch.send(controller.channel)
 
 
-async def on_unclean_enabled(controller: Any) -> None:
+async def on_unclean_enabled(controller: ControllerOps) -> None:
     """UncleanLeaderElectionEnable (Kafka's: triggerOnlinePartitionStateChange): the
     partitions without a leader get an offline election now, which may now pick an
     out-of-sync replica (a topic's own unclean.leader.election.enable=false still
-    wins: Controller._unclean_topics)."""
+    wins: Controller.unclean_topics)."""
     ctx = controller.ctx
     offline = [tp for tp in ctx.all_partitions()
                if tp in ctx.states and ctx.states[tp].leader == zd.NO_LEADER
@@ -81,6 +89,6 @@ async def on_unclean_enabled(controller: Any) -> None:
         return
     log.info("controller %d: unclean leader election enabled; electing %d offline "
              "partitions", controller.broker_id, len(offline))
-    batch = controller._batch()
-    await controller._bring_partitions_online(offline, batch)
+    batch = controller.new_batch()
+    await controller.bring_partitions_online(offline, batch)
     batch.send(controller.channel)

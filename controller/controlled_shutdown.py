@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any
+from typing import TYPE_CHECKING
 
 from controller import events as ev
 from controller.context import TopicPartition
@@ -23,10 +23,13 @@ from controller.errors import NotControllerError, StaleBrokerEpochError
 from controller.partition_state_machine import controlled_shutdown_leader
 from controller.zkdata import LeaderIsr
 
+if TYPE_CHECKING:
+    from controller.controller_ops import ControllerOps
+
 log = logging.getLogger("pybroker.controller")
 
 
-async def handle(controller: Any, e: ev.ControlledShutdown) -> None:
+async def handle(controller: ControllerOps, e: ev.ControlledShutdown) -> None:
     if not controller.is_active:
         e.result.set_exception(NotControllerError())
         return
@@ -55,7 +58,7 @@ async def handle(controller: Any, e: ev.ControlledShutdown) -> None:
                 moves[tp] = s.new_leader(*chosen)
         else:
             followers.append(tp)
-    batch = controller._batch()
+    batch = controller.new_batch()
     updated, _ = await controller.store.update_partition_states(moves, ctx.epoch,
                                                           ctx.epoch_zk_version)
     for tp, s in updated.items():
@@ -65,7 +68,7 @@ async def handle(controller: Any, e: ev.ControlledShutdown) -> None:
     controller.stats.record_elections(len(updated), 0, (time.monotonic() - started) * 1000)
     for tp in followers:
         batch.add_stop_replica(e.broker_id, tp, delete=False)
-    await controller._remove_from_isr(followers, {e.broker_id}, batch)
+    await controller.remove_from_isr(followers, {e.broker_id}, batch)
     batch.send(controller.channel)
     remaining = [tp for tp in ctx.partitions_on(e.broker_id)
                  if len(ctx.replicas(tp)) > 1 and tp in ctx.states

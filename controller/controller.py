@@ -86,7 +86,7 @@ class Controller:
         self._active = False
         self._topic_watches: dict[str, Callable[[], None]] = {}
         self._cancel: list[Callable[[], None]] = []
-        self._broker_watches: dict[int, Callable[[], None]] = {}   # broker_modifications
+        self.broker_watches: dict[int, Callable[[], None]] = {}   # broker_modifications
         self.stats = ControllerStats()          # read by the broker's metrics
 
     # -- facade --------------------------------------------------------------------------
@@ -286,7 +286,7 @@ class Controller:
         self.replica_states.clear()
         self.ctx = ControllerContext()
 
-    def _batch(self) -> RequestBatch:
+    def new_batch(self) -> RequestBatch:
         batch = RequestBatch(self.ctx, self.broker_id, self.channel.listener)
         batch.on_leader_and_isr_response = log_dir_events.response_sink(self)
         return batch
@@ -314,15 +314,15 @@ class Controller:
         # pending log dir events are moot: every broker gets the full LeaderAndIsr below
         await self.store.delete_log_dir_events(await self.store.log_dir_events(),
                                                ctx.epoch_zk_version)
-        batch = self._batch()
+        batch = self.new_batch()
         batch.full = True
         batch.add_update_metadata(ctx.live, ctx.all_partitions())
-        await self._bring_partitions_online(ctx.all_partitions(), batch, resend_all=True)
+        await self.bring_partitions_online(ctx.all_partitions(), batch, resend_all=True)
         # replicas on brokers that died while nobody was controller go Offline: out of
         # the ISRs (Kafka's replicaStateMachine.startup)
         gone = {b for s in ctx.states.values() for b in s.isr} - set(ctx.live)
         if gone:
-            await self._remove_from_isr(ctx.all_partitions(), gone, batch)
+            await self.remove_from_isr(ctx.all_partitions(), gone, batch)
         batch.send(self.channel)
         if restarted:
             log.info("controller %d: brokers %s lead partitions whose state predates their "
@@ -370,7 +370,7 @@ class Controller:
 
     # -- partitions online ---------------------------------------------------------------
 
-    async def _bring_partitions_online(self, parts: list[TopicPartition], batch: RequestBatch,
+    async def bring_partitions_online(self, parts: list[TopicPartition], batch: RequestBatch,
                                        resend_all: bool = False) -> None:
         """Give every partition in ``parts`` a state znode and a live leader where
         possible: New -> initialise; leaderless or dead leader -> offline election.
@@ -382,7 +382,7 @@ class Controller:
         to_update: dict[TopicPartition, LeaderIsr] = {}
         started = time.monotonic()                # metrics: ControllerStats
         unclean_elected: set[TopicPartition] = set()
-        unclean = await self._unclean_topics(parts)
+        unclean = await self.unclean_topics(parts)
         for tp in parts:
             if tp[0] in ctx.topics_to_delete:
                 continue
@@ -392,7 +392,7 @@ class Controller:
                 init = initial_leader(replicas, live)
                 if init is None:
                     log.error("partition %s-%d has no live replica; left offline", *tp)
-                    self._set_partition_state(tp, _P.NEW)
+                    self.set_partition_state(tp, _P.NEW)
                     continue
                 to_create[tp] = LeaderIsr(init[0], 0, tuple(init[1]), ctx.epoch)
             elif not ctx.is_replica_online(s.leader, tp) or s.leader in ctx.shutting_down:
@@ -400,7 +400,7 @@ class Controller:
                                         ctx.online_brokers(tp) - ctx.shutting_down,
                                         tp[0] in unclean)
                 if chosen is None:
-                    self._set_partition_state(tp, _P.OFFLINE)
+                    self.set_partition_state(tp, _P.OFFLINE)
                     if s.leader != NO_LEADER:
                         leader, isr = without_replicas(s.leader, s.isr, {s.leader})
                         to_update[tp] = s.new_leader(leader, isr)
@@ -409,7 +409,7 @@ class Controller:
                 if chosen[0] not in s.isr:
                     unclean_elected.add(tp)
             elif resend_all:
-                self._set_partition_state(tp, _P.ONLINE)
+                self.set_partition_state(tp, _P.ONLINE)
                 for b in replicas:
                     self.replica_states.online_or_offline((tp[0], tp[1], b), b in live)
                 batch.add_leader_and_isr(replicas, tp)
@@ -424,14 +424,14 @@ class Controller:
             len(unclean_elected & updated.keys()), (time.monotonic() - started) * 1000)
         for tp, s in {**created, **updated}.items():
             ctx.states[tp] = s
-            self._set_partition_state(tp, _P.ONLINE if s.leader != NO_LEADER else _P.OFFLINE)
+            self.set_partition_state(tp, _P.ONLINE if s.leader != NO_LEADER else _P.OFFLINE)
             for b in ctx.replicas(tp):
                 self.replica_states.online_or_offline((tp[0], tp[1], b), b in ctx.live)
             batch.add_leader_and_isr(ctx.replicas(tp), tp, is_new=tp in created)
         if created:
             log.info("controller %d: initialised %d new partitions", self.broker_id, len(created))
 
-    async def _unclean_topics(self, parts: list[TopicPartition]) -> set[str]:
+    async def unclean_topics(self, parts: list[TopicPartition]) -> set[str]:
         """Topics among ``parts`` that may elect a leader from outside the ISR: only
         asked of topics with a partition that needs a new leader and has no live ISR
         member (Kafka reads the topic config only then); the topic's
@@ -450,7 +450,7 @@ class Controller:
                 out.add(t)
         return out
 
-    def _set_partition_state(self, tp: TopicPartition, target: PartitionState) -> None:
+    def set_partition_state(self, tp: TopicPartition, target: PartitionState) -> None:
         if target is _P.NEW and self.partition_states.get(tp) is _P.NEW:
             return
         if self.partition_states.get(tp) is _P.NON_EXISTENT and target is not _P.NEW:
@@ -474,20 +474,20 @@ class Controller:
         # Kafka's order: bounced brokers count as dead first, then as new.
         affected = [tp for tp in ctx.all_partitions() if set(ctx.replicas(tp)) & (dead | new)]
         log_dir_events.forget_brokers(self, dead | new)
-        batch = self._batch()
+        batch = self.new_batch()
         for b in dead:
             ctx.live.pop(b, None)
             ctx.shutting_down.discard(b)
             self.channel.remove_broker(b)
         if dead:
-            await self._bring_partitions_online(affected, batch)   # leaders off dead brokers
-            await self._remove_from_isr(affected, dead, batch)
+            await self.bring_partitions_online(affected, batch)   # leaders off dead brokers
+            await self.remove_from_isr(affected, dead, batch)
         for b in new:
             ctx.live[b] = current[b]
             self.channel.add_broker(current[b])
         broker_modifications.watch(self, new)
         if new:
-            await self._bring_partitions_online(affected, batch)   # leaderless ones may recover
+            await self.bring_partitions_online(affected, batch)   # leaderless ones may recover
         for tp in affected:  # the new brokers learn their replicas
             news = [b for b in ctx.replicas(tp) if b in new]
             if news and tp in ctx.states and tp[0] not in ctx.topics_to_delete:
@@ -500,7 +500,7 @@ class Controller:
         if new and ctx.topics_to_delete:
             await self._resume_deletion(new)
 
-    async def _remove_from_isr(self, parts: list[TopicPartition], gone: set[int],
+    async def remove_from_isr(self, parts: list[TopicPartition], gone: set[int],
                                batch: RequestBatch) -> None:
         """OfflineReplica: drop ``gone`` brokers from the ISR of partitions whose
         leader survives (leaders were re-elected first)."""
@@ -527,7 +527,7 @@ class Controller:
         new = names - set(ctx.assignments)
         for t in set(ctx.assignments) - names:  # deleted behind our back
             ctx.remove_topic(t)
-            self._drop_topic_watch(t)
+            self.drop_topic_watch(t)
         if not new:
             return
         topics = await self.store.read_topics(sorted(new))
@@ -549,15 +549,15 @@ class Controller:
         await self._new_partitions([(topic, p) for p in added])
 
     async def _new_partitions(self, parts: list[TopicPartition]) -> None:
-        batch = self._batch()
+        batch = self.new_batch()
         for tp in parts:
             self.partition_states.move(tp, _P.NEW)
             for b in self.ctx.replicas(tp):
                 self.replica_states.move((tp[0], tp[1], b), ReplicaState.NEW)
-        await self._bring_partitions_online(parts, batch)
+        await self.bring_partitions_online(parts, batch)
         batch.send(self.channel)
 
-    def _drop_topic_watch(self, topic: str) -> None:
+    def drop_topic_watch(self, topic: str) -> None:
         cancel = self._topic_watches.pop(topic, None)
         if cancel:
             cancel()

@@ -23,13 +23,13 @@ from controller.partition_state_machine import PartitionState
 from controller.replica_state_machine import ReplicaState
 
 if TYPE_CHECKING:
-    from controller.controller import Controller
+    from controller.controller_ops import ControllerOps
 
 log = logging.getLogger("pybroker.controller")
 _R = ReplicaState
 
 
-async def start_deletion(c: Controller) -> None:
+async def start_deletion(c: ControllerOps) -> None:
     ctx = c.ctx
     names = await c.store.topics_to_delete()
     for t in names:
@@ -38,14 +38,14 @@ async def start_deletion(c: Controller) -> None:
     fresh = sorted(t for t in names if t in ctx.assignments and t not in ctx.topics_to_delete)
     if not fresh:
         return
-    batch = c._batch()
+    batch = c.new_batch()
     for t in fresh:
         ctx.topics_to_delete.add(t)
         pending = ctx.deletion_pending.setdefault(t, set())
         parts = ctx.partitions_of([t])
         batch.add_update_metadata(ctx.live, parts, deleting=True)
         for tp in parts:
-            c._set_partition_state(tp, PartitionState.OFFLINE)
+            c.set_partition_state(tp, PartitionState.OFFLINE)
             for b in ctx.replicas(tp):
                 pending.add((tp[1], b))
                 _move(c, (t, tp[1], b), _R.OFFLINE)
@@ -61,10 +61,10 @@ async def start_deletion(c: Controller) -> None:
             await _complete(c, t)
 
 
-def resume_deletion(c: Controller, brokers: set[int]) -> None:
+def resume_deletion(c: ControllerOps, brokers: set[int]) -> None:
     """Retry StopReplica(delete) for replicas on brokers that came back."""
     ctx = c.ctx
-    batch = c._batch()
+    batch = c.new_batch()
     for t in sorted(ctx.topics_to_delete):
         for p, b in sorted(ctx.deletion_pending.get(t, ())):
             if b in brokers:
@@ -76,7 +76,7 @@ def resume_deletion(c: Controller, brokers: set[int]) -> None:
     batch.send(c.channel)
 
 
-async def stop_replica_result(c: Controller, e: ev.StopReplicaResult) -> None:
+async def stop_replica_result(c: ControllerOps, e: ev.StopReplicaResult) -> None:
     ctx = c.ctx
     pending = ctx.deletion_pending.get(e.topic)
     if pending is None or (e.partition, e.broker_id) not in pending:
@@ -95,28 +95,28 @@ async def stop_replica_result(c: Controller, e: ev.StopReplicaResult) -> None:
         await _complete(c, e.topic)
 
 
-async def _complete(c: Controller, topic: str) -> None:
+async def _complete(c: ControllerOps, topic: str) -> None:
     ctx = c.ctx
     await c.store.delete_topic_znodes(topic, ctx.epoch_zk_version)
     for tp in ctx.partitions_of([topic]):
-        c._set_partition_state(tp, PartitionState.OFFLINE)
+        c.set_partition_state(tp, PartitionState.OFFLINE)
         c.partition_states.move(tp, PartitionState.NON_EXISTENT)
         for b in ctx.replicas(tp):
             r = (topic, tp[1], b)
             if c.replica_states.get(r) is _R.DELETION_SUCCESSFUL:
                 c.replica_states.move(r, _R.NON_EXISTENT)
     ctx.remove_topic(topic)
-    c._drop_topic_watch(topic)
+    c.drop_topic_watch(topic)
     log.info("controller %d: topic %s deleted", c.broker_id, topic)
 
 
-def _move(c: Controller, r: tuple[str, int, int], target: ReplicaState) -> None:
+def _move(c: ControllerOps, r: tuple[str, int, int], target: ReplicaState) -> None:
     if c.replica_states.get(r) is _R.NON_EXISTENT and target is _R.OFFLINE:
         c.replica_states.move(r, _R.NEW)
     c.replica_states.move(r, target)
 
 
-def _result_callback(c: Controller, topic: str, partition: int, broker: int) -> Any:
+def _result_callback(c: ControllerOps, topic: str, partition: int, broker: int) -> Any:
     def done(result: Any) -> None:
         code = -1 if result is None else int(result.error_code)
         c.events.put(ev.StopReplicaResult(topic, partition, broker, code))

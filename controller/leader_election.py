@@ -33,7 +33,7 @@ from controller.zkdata import NO_LEADER, LeaderIsr
 from protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
-    from controller.controller import Controller
+    from controller.controller_ops import ControllerOps
 
 log = logging.getLogger("pybroker.controller")
 
@@ -47,7 +47,7 @@ def preferred_leader(replicas: list[int], isr: tuple[int, ...], live: set[int]) 
     return None
 
 
-async def elect(c: Controller, parts: list[TopicPartition] | None, election_type: int
+async def elect(c: ControllerOps, parts: list[TopicPartition] | None, election_type: int
                 ) -> dict[TopicPartition, ErrorResult]:
     ctx = c.ctx
     wanted = ctx.all_partitions() if parts is None else parts
@@ -92,17 +92,17 @@ async def elect(c: Controller, parts: list[TopicPartition] | None, election_type
     return out
 
 
-async def write_leaders(c: Controller, changes: dict[TopicPartition, LeaderIsr],
+async def write_leaders(c: ControllerOps, changes: dict[TopicPartition, LeaderIsr],
                         out: dict[TopicPartition, ErrorResult]) -> None:
     """Write new leaders (one pipelined batch); LeaderAndIsr to the live replicas,
     UpdateMetadata to every live broker."""
     ctx = c.ctx
     updated, failed = await c.store.update_partition_states(changes, ctx.epoch,
                                                            ctx.epoch_zk_version)
-    batch = c._batch()
+    batch = c.new_batch()
     for tp, s in updated.items():
         ctx.states[tp] = s
-        c._set_partition_state(tp, PartitionState.ONLINE)
+        c.set_partition_state(tp, PartitionState.ONLINE)
         batch.add_leader_and_isr(ctx.replicas(tp), tp)
         out[tp] = 0, None
     for tp in failed:
@@ -112,7 +112,7 @@ async def write_leaders(c: Controller, changes: dict[TopicPartition, LeaderIsr],
         log.info("controller %d: %d leaders elected", c.broker_id, len(updated))
 
 
-def imbalanced(c: Controller, percentage: int) -> list[TopicPartition]:
+def imbalanced(c: ControllerOps, percentage: int) -> list[TopicPartition]:
     """The partitions a leader-imbalance check would move back to their preferred
     replica."""
     ctx = c.ctx
@@ -132,7 +132,7 @@ def imbalanced(c: Controller, percentage: int) -> list[TopicPartition]:
     return out
 
 
-async def auto_rebalance(c: Controller, percentage: int) -> None:
+async def auto_rebalance(c: ControllerOps, percentage: int) -> None:
     parts = imbalanced(c, percentage)
     if parts:
         log.info("controller %d: leader imbalance; preferred election for %d partitions",

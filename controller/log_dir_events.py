@@ -32,7 +32,7 @@ What Kafka's ZooKeeper controller does, and what this module does the same way:
    broker brings the same answers.
 
 Where the rest of the controller honours the record: elections of
-``_bring_partitions_online`` and ``_unclean_topics`` (ctx.is_replica_online /
+``bring_partitions_online`` and ``unclean_topics`` (ctx.is_replica_online /
 online_brokers), preferred elections (leader_election), and UpdateMetadata's
 offline_replicas (ctx.offline_replicas). Kafka differs in being stricter in more
 places (e.g. AlterPartition refusing an offline replica in a new ISR); here a
@@ -50,7 +50,7 @@ from controller.partition_state_machine import PartitionState, offline_leader, w
 from controller.zkdata import NO_LEADER, LeaderIsr
 
 if TYPE_CHECKING:
-    from controller.controller import Controller
+    from controller.controller_ops import ControllerOps
 
 log = logging.getLogger("pybroker.controller")
 
@@ -60,7 +60,7 @@ KAFKA_STORAGE_ERROR = 56
 NONE = 0
 
 
-async def on_notification(c: Controller) -> None:
+async def on_notification(c: ControllerOps) -> None:
     """Step 1: LeaderAndIsr for every partition of each broker named."""
     ctx = c.ctx
     events = await c.store.log_dir_events()
@@ -71,7 +71,7 @@ async def on_notification(c: Controller) -> None:
         live = [b for b in brokers if b in ctx.live]
         log.info("controller %d: log dir failure reported by brokers %s (live: %s)",
                  c.broker_id, brokers, live)
-        batch = c._batch()
+        batch = c.new_batch()
         for b in live:
             for tp in ctx.partitions_on(b):
                 if tp in ctx.states and tp[0] not in ctx.topics_to_delete:
@@ -81,7 +81,7 @@ async def on_notification(c: Controller) -> None:
         await c.store.delete_log_dir_events(events, ctx.epoch_zk_version)
 
 
-def response_sink(c: Controller) -> LeaderAndIsrSink:
+def response_sink(c: ControllerOps) -> LeaderAndIsrSink:
     """The RequestBatch hook: a LeaderAndIsr answer worth looking at becomes an event
     (called from the channel's sender task; it only reads the context)."""
     def received(broker_id: int, broker_epoch: int, errors: dict[TopicPartition, int]) -> None:
@@ -92,7 +92,7 @@ def response_sink(c: Controller) -> LeaderAndIsrSink:
     return received
 
 
-async def on_leader_and_isr_response(c: Controller, e: ev.LeaderAndIsrResponseReceived) -> None:
+async def on_leader_and_isr_response(c: ControllerOps, e: ev.LeaderAndIsrResponseReceived) -> None:
     """Step 2: update the broker's offline replicas; step 3 for the new ones."""
     ctx = c.ctx
     info = ctx.live.get(e.broker_id)
@@ -114,12 +114,12 @@ async def on_leader_and_isr_response(c: Controller, e: ev.LeaderAndIsrResponseRe
         await replicas_offline(c, e.broker_id, new)
 
 
-async def replicas_offline(c: Controller, broker_id: int, parts: list[TopicPartition]) -> None:
+async def replicas_offline(c: ControllerOps, broker_id: int, parts: list[TopicPartition]) -> None:
     """Step 3: the replicas of ``broker_id`` in ``parts`` are offline (already in
     ``ctx.replicas_on_offline_dirs``): new leaders where it led, out of every ISR."""
     ctx = c.ctx
     parts = [tp for tp in parts if tp in ctx.states and tp[0] not in ctx.topics_to_delete]
-    unclean = await c._unclean_topics(parts)
+    unclean = await c.unclean_topics(parts)
     changes: dict[TopicPartition, LeaderIsr] = {}
     led = {tp for tp in parts if ctx.states[tp].leader == broker_id}
     for tp in parts:
@@ -142,10 +142,10 @@ async def replicas_offline(c: Controller, broker_id: int, parts: list[TopicParti
                                                            ctx.epoch_zk_version)
     for tp in failed:
         log.warning("partition state of %s-%d changed under the controller", *tp)
-    batch = c._batch()
+    batch = c.new_batch()
     for tp, s in updated.items():
         ctx.states[tp] = s
-        c._set_partition_state(tp, PartitionState.ONLINE if s.leader != NO_LEADER
+        c.set_partition_state(tp, PartitionState.ONLINE if s.leader != NO_LEADER
                                else PartitionState.OFFLINE)
         batch.add_leader_and_isr([r for r in ctx.replicas(tp) if r != broker_id], tp)
     batch.add_update_metadata(ctx.live, parts)    # offline_replicas now name the broker
@@ -157,7 +157,7 @@ async def replicas_offline(c: Controller, broker_id: int, parts: list[TopicParti
              len(updated))
 
 
-def forget_brokers(c: Controller, brokers: set[int]) -> None:
+def forget_brokers(c: ControllerOps, brokers: set[int]) -> None:
     """Step 4: brokers restarted (or gone): their offline replicas are unknown again."""
     for b in brokers:
         if c.ctx.replicas_on_offline_dirs.pop(b, None):

@@ -36,7 +36,7 @@ from protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
     from controller.channel import RequestBatch
-    from controller.controller import Controller
+    from controller.controller_ops import ControllerOps
 
 log = logging.getLogger("pybroker.controller")
 _R = ReplicaState
@@ -52,7 +52,7 @@ def reassign_to(replicas: list[int], adding: list[int], target: list[int]
     return rs, [r for r in target if r not in origin], [r for r in origin if r not in target]
 
 
-def validate_target(c: Controller, tp: TopicPartition, target: list[int]) -> ErrorResult:
+def validate_target(c: ControllerOps, tp: TopicPartition, target: list[int]) -> ErrorResult:
     """Kafka's validateReplicas: non-empty, no duplicates, no negative ids, every
     replica to be added live."""
     ctx = c.ctx
@@ -74,13 +74,13 @@ def validate_target(c: Controller, tp: TopicPartition, target: list[int]) -> Err
     return OK
 
 
-def _exists(c: Controller, tp: TopicPartition) -> ErrorResult | None:
+def _exists(c: ControllerOps, tp: TopicPartition) -> ErrorResult | None:
     if tp[0] in c.ctx.topics_to_delete or not c.ctx.replicas(tp):
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "The partition does not exist."
     return None
 
 
-async def api_reassign(c: Controller, targets: dict[TopicPartition, list[int] | None]
+async def api_reassign(c: ControllerOps, targets: dict[TopicPartition, list[int] | None]
                        ) -> dict[TopicPartition, ErrorResult]:
     """AlterPartitionReassignments: start (or, target None, cancel) each one."""
     ctx = c.ctx
@@ -110,7 +110,7 @@ async def api_reassign(c: Controller, targets: dict[TopicPartition, list[int] | 
     return out
 
 
-async def zk_reassign(c: Controller) -> None:
+async def zk_reassign(c: ControllerOps) -> None:
     """/admin/reassign_partitions changed: start what it lists that is not running
     yet; entries that cannot start are removed from the znode."""
     ctx = c.ctx
@@ -134,7 +134,7 @@ async def zk_reassign(c: Controller) -> None:
         await c.store.remove_from_reassignment(failed | done, ctx.epoch_zk_version)
 
 
-async def start(c: Controller, tp: TopicPartition, target: list[int]) -> ErrorResult:
+async def start(c: ControllerOps, tp: TopicPartition, target: list[int]) -> ErrorResult:
     ctx = c.ctx
     old_rs = list(ctx.replicas(tp))
     adding_before = ctx.reassigning.get(tp, ([], []))[0]
@@ -149,7 +149,7 @@ async def start(c: Controller, tp: TopicPartition, target: list[int]) -> ErrorRe
         ctx.reassigning.pop(tp, None)
     log.info("reassignment of %s-%d: replicas %s -> %s (adding %s, removing %s)",
              tp[0], tp[1], old_rs, target, adding, removing)
-    batch = c._batch()
+    batch = c.new_batch()
     for r in dropped:
         _remove_replica(c, tp, r, batch)
     s = ctx.states.get(tp)
@@ -170,17 +170,17 @@ async def start(c: Controller, tp: TopicPartition, target: list[int]) -> ErrorRe
     return OK
 
 
-async def maybe_complete(c: Controller, tp: TopicPartition) -> None:
+async def maybe_complete(c: ControllerOps, tp: TopicPartition) -> None:
     """After an ISR change: finish the partition's reassignment if TRS is in the ISR."""
     s = c.ctx.states.get(tp)
     if tp in c.ctx.reassigning and s is not None and \
             set(c.ctx.target_replicas(tp)) <= set(s.isr):
-        batch = c._batch()
+        batch = c.new_batch()
         await complete(c, tp, batch)
         batch.send(c.channel)
 
 
-async def complete(c: Controller, tp: TopicPartition, batch: RequestBatch) -> None:
+async def complete(c: ControllerOps, tp: TopicPartition, batch: RequestBatch) -> None:
     ctx = c.ctx
     target = ctx.target_replicas(tp)
     removing = [r for r in ctx.replicas(tp) if r not in target]
@@ -215,7 +215,7 @@ async def complete(c: Controller, tp: TopicPartition, batch: RequestBatch) -> No
              leader)
 
 
-def _remove_replica(c: Controller, tp: TopicPartition, broker: int, batch: RequestBatch) -> None:
+def _remove_replica(c: ControllerOps, tp: TopicPartition, broker: int, batch: RequestBatch) -> None:
     """A replica leaves the partition: StopReplica(delete) if its broker is live;
     its replica state walks Offline -> ... -> NonExistent."""
     r = (tp[0], tp[1], broker)
@@ -228,7 +228,7 @@ def _remove_replica(c: Controller, tp: TopicPartition, broker: int, batch: Reque
         batch.add_stop_replica(broker, tp, True)
 
 
-def ongoing(c: Controller, parts: list[TopicPartition] | None
+def ongoing(c: ControllerOps, parts: list[TopicPartition] | None
             ) -> dict[TopicPartition, tuple[list[int], list[int], list[int]]]:
     """ListPartitionReassignments: tp -> (replicas, adding, removing)."""
     ctx = c.ctx
@@ -238,12 +238,12 @@ def ongoing(c: Controller, parts: list[TopicPartition] | None
                  list(ctx.reassigning[tp][1])) for tp in chosen}
 
 
-async def resume(c: Controller) -> None:
+async def resume(c: ControllerOps) -> None:
     """After a controller failover: finish reassignments whose target is already in
     the ISR, re-send the rest (Kafka's initializePartitionReassignments), and pick
     up /admin/reassign_partitions."""
     ctx = c.ctx
-    batch = c._batch()
+    batch = c.new_batch()
     for tp in sorted(ctx.reassigning):
         s = ctx.states.get(tp)
         if s is not None and set(ctx.target_replicas(tp)) <= set(s.isr):

@@ -74,7 +74,9 @@ def _answer(ctx: RequestContext, res: Struct) -> Struct:
         if name not in ("", str(ctx.broker.broker_id)):
             return _fail(out, ErrorCode.INVALID_REQUEST,
                          f"this is broker {ctx.broker.broker_id}, not {name!r}")
-        out.broker_status = _broker_struct(broker_status(ctx.broker))
+        b = ctx.broker
+        out.broker_status = _broker_struct(broker_status(
+            b.broker_id, b.zk_session, b.controller, b.metadata.controller_id))
     elif kind == PARTITION:
         if not allowed(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, name):
             return _fail(out, ErrorCode.TOPIC_AUTHORIZATION_FAILED)

@@ -22,14 +22,13 @@ from typing import TYPE_CHECKING, Any
 
 from broker.quotas.client_quota_manager import ClientQuotaManager, QuotaEntity, QuotaType
 from broker.quotas.quota_store import QuotaStore, parse_entity_path, quota_values
-from broker.quotas.throttle import Handler, throttled_call
+from broker.quotas.throttle import Ctx, Handler, throttled_call
 from broker.security.scram_credentials import ConfigZk
 from protocol.headers import RequestHeader
 from protocol.schema import Struct
 
 if TYPE_CHECKING:
     from broker.config import BrokerConfig
-    from broker.context import RequestContext
 
 log = logging.getLogger("pybroker.quotas")
 
@@ -94,8 +93,8 @@ class ClientQuotas:
             self.apply(entity, values)
             log.info("applied client quota change for %s: %s", entity.path, values or "none")
 
-    async def call(self, ctx: RequestContext, header: RequestHeader, body: Struct,
-                   fn: Handler) -> Any:
+    async def call(self, ctx: Ctx, header: RequestHeader, body: Struct,
+                   fn: Handler[Ctx]) -> Any:
         if not self.enabled:
             return await fn(ctx, body)
         return await throttled_call(self, ctx, header, body, fn)

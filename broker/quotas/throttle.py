@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Generator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from broker.quotas.client_quota_manager import handler_time_as_percentage
 from protocol.api_keys import ApiKey
@@ -50,7 +50,6 @@ from protocol.headers import RequestHeader
 from protocol.schema import Struct
 
 if TYPE_CHECKING:
-    from broker.context import RequestContext
     from broker.quotas.client_quotas import ClientQuotas
 
 EXEMPT = frozenset({
@@ -60,7 +59,22 @@ EXEMPT = frozenset({
     ApiKey.SASL_AUTHENTICATE,
 })
 
-Handler = Callable[["RequestContext", Struct], Awaitable[Any]]
+class Principal(Protocol):
+    principal: str | None          # User:...; None before SASL completes
+
+
+class Throttled(Protocol):
+    """A request's context as the quota layer sees it (the handlers'
+    ``broker.context.RequestContext``): who sent it, and where its throttle goes."""
+
+    @property
+    def connection(self) -> Principal: ...
+
+    throttle_ms: int
+
+
+Ctx = TypeVar("Ctx", bound=Throttled)
+Handler = Callable[[Ctx, Struct], Awaitable[Any]]
 
 
 class LoopTime:
@@ -120,8 +134,8 @@ def throttled_fetch(response: Struct, request: Struct, version: int, throttle_ms
     return response
 
 
-async def throttled_call(quotas: ClientQuotas, ctx: RequestContext, header: RequestHeader,
-                         body: Struct, fn: Handler) -> Any:
+async def throttled_call(quotas: ClientQuotas, ctx: Ctx, header: RequestHeader,
+                         body: Struct, fn: Handler[Ctx]) -> Any:
     """Run ``fn`` under the client's quotas (the module docstring's steps)."""
     key, version = header.api_key, header.api_version
     if key in EXEMPT or (key == ApiKey.FETCH and replica_id(body, version) >= 0):

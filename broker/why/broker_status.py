@@ -18,12 +18,18 @@ clock from the watch's creation (at broker start).
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from protocol.why_model import BrokerStatus
 
-if TYPE_CHECKING:
-    from broker.context import BrokerServices
+
+class ControllerView(Protocol):
+    """What the status reads of this broker's Controller."""
+
+    @property
+    def is_active(self) -> bool: ...
+
+    active_controller_id: int | None
 
 CONNECTED, SUSPENDED, LOST, CLOSED, NOT_STARTED = (
     "CONNECTED", "SUSPENDED", "LOST", "CLOSED", "NOT_STARTED")
@@ -60,17 +66,17 @@ class ZkSessionWatch:
         return int((self._monotonic() - self.started) * 1000)
 
 
-def broker_status(broker: BrokerServices) -> BrokerStatus:
+def broker_status(broker_id: int, watch: ZkSessionWatch, controller: ControllerView | None,
+                  cached_controller_id: int | None) -> BrokerStatus:
     """This broker's status: the controller facts from its Controller (the active
-    id it last read from /controller), else from the metadata cache."""
-    watch = broker.zk_session
-    controller = broker.controller
+    id it last read from /controller), else ``cached_controller_id`` (the metadata
+    cache's)."""
     is_controller = bool(controller is not None and controller.is_active)
     controller_id = controller.active_controller_id if controller is not None else None
     if controller_id is None:
-        controller_id = broker.metadata.controller_id
+        controller_id = cached_controller_id
     return BrokerStatus(
-        broker_id=broker.broker_id,
+        broker_id=broker_id,
         zk_session_state=watch.state,
         is_controller=is_controller,
         controller_id=-1 if controller_id is None else int(controller_id),

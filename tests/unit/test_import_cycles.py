@@ -11,6 +11,11 @@ a cycle hidden that way is a cycle) or under ``try``. Not edges:
 
 ``from a.b import name`` where ``name`` is not a module is an edge to ``a.b``.
 A cycle is a strongly connected component of two or more modules (Tarjan).
+
+Two rules: no cycle of run-time edges at all; and counting the type hints' imports
+too (``if TYPE_CHECKING:``, ``typing_too``), no circle of more than three modules --
+collaborators meet through Protocols in leaf modules (coordinator/group/classic/
+port.py, controller/controller_ops.py), not by each importing the other's class.
 """
 
 from __future__ import annotations
@@ -23,14 +28,15 @@ from tests.unit.test_layering import PACKAGES, REPO, _resolve_relative, module_n
 Graph = dict[str, set[str]]
 
 
-def _runtime_nodes(tree: ast.AST) -> Iterator[ast.AST]:
+def _runtime_nodes(tree: ast.AST, typing_too: bool = False) -> Iterator[ast.AST]:
     """Every node of ``tree`` except those under ``if TYPE_CHECKING:`` (or
-    ``if typing.TYPE_CHECKING:``); their ``else`` branches are kept."""
+    ``if typing.TYPE_CHECKING:``), unless ``typing_too``; their ``else`` branches are
+    kept."""
     stack = [tree]
     while stack:
         node = stack.pop()
         yield node
-        if isinstance(node, ast.If) and _is_type_checking(node.test):
+        if not typing_too and isinstance(node, ast.If) and _is_type_checking(node.test):
             stack.extend(node.orelse)
             continue
         stack.extend(ast.iter_child_nodes(node))
@@ -42,8 +48,10 @@ def _is_type_checking(test: ast.expr) -> bool:
     return isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
 
 
-def runtime_imports(source: str, module: str, is_package: bool, known: set[str]) -> set[str]:
-    """The modules in ``known`` that ``source`` (module ``module``) imports at run time."""
+def runtime_imports(source: str, module: str, is_package: bool, known: set[str],
+                    typing_too: bool = False) -> set[str]:
+    """The modules in ``known`` that ``source`` (module ``module``) imports at run time
+    (and for type hints only, with ``typing_too``)."""
     out: set[str] = set()
 
     def add(name: str) -> None:
@@ -55,7 +63,7 @@ def runtime_imports(source: str, module: str, is_package: bool, known: set[str])
                 out.add(candidate)
                 return
 
-    for node in _runtime_nodes(ast.parse(source)):
+    for node in _runtime_nodes(ast.parse(source), typing_too):
         if isinstance(node, ast.Import):
             for alias in node.names:
                 add(alias.name)
@@ -70,12 +78,12 @@ def runtime_imports(source: str, module: str, is_package: bool, known: set[str])
     return out
 
 
-def project_graph() -> Graph:
+def project_graph(typing_too: bool = False) -> Graph:
     paths = [p for package in PACKAGES for p in sorted((REPO / package).rglob("*.py"))
              if "__pycache__" not in p.parts]
     known = {module_name(p) for p in paths}
     return {module_name(p): runtime_imports(p.read_text(encoding="utf-8"), module_name(p),
-                                            p.name == "__init__.py", known)
+                                            p.name == "__init__.py", known, typing_too)
             for p in paths}
 
 
@@ -133,6 +141,14 @@ def test_no_import_cycles_among_the_projects_modules() -> None:
     assert cycles(project_graph()) == []
 
 
+MAX_CIRCLE_WITH_TYPE_HINTS = 3
+
+
+def test_no_circle_of_more_than_three_modules_counting_type_hints() -> None:
+    big = [c for c in cycles(project_graph(typing_too=True)) if len(c) > MAX_CIRCLE_WITH_TYPE_HINTS]
+    assert big == []
+
+
 # --- the checker itself ------------------------------------------------------------------
 
 
@@ -157,6 +173,10 @@ def test_edges_runtime_only_and_submodules_not_their_package() -> None:
         "    from . import c\n"            # function-local: an edge to pkg.c
     )
     assert runtime_imports(src, "pkg.d", False, known) == {"pkg.a", "pkg.b", "pkg.c", "other"}
+    # counting type hints, the TYPE_CHECKING import is an edge too (pkg.c already is one)
+    hint_only = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg.b import Hint\n"
+    assert runtime_imports(hint_only, "pkg.d", False, known) == set()
+    assert runtime_imports(hint_only, "pkg.d", False, known, typing_too=True) == {"pkg.b"}
     assert runtime_imports("from pkg import name_not_module\n", "x", False, known) == {"pkg"}
 
 

@@ -15,9 +15,13 @@ Map:
     group_metadata.py     a group and its members (Kafka's GroupMetadata)
     group_state.py        the group state machine
     delayed.py            DelayedJoin / DelayedSync / DelayedHeartbeat (purgatory ops)
+                          over DelayedCallbacks
     loader.py             replaying a __consumer_offsets partition (LoadedPartition)
     offsets_topic.py      the __consumer_offsets key and value layouts
-    coordinator_types.py  settings, request dataclasses, the group -> partition hash
+    coordinator_types.py  settings, request dataclasses, purgatory keys, the write-error
+                          mapping (and, re-exported, the group -> partition hash)
+    port.py               ClassicGroups: what the consumer-group side uses of this
+                          coordinator (a Protocol, so consumer/ never imports it)
     txn_offset_ops.py     TxnOffsetCommit: offsets pending in a transaction until its marker
 
 The handlers (broker/handlers/join_group.py, sync_group.py, heartbeat.py,

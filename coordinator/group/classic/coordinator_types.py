@@ -6,6 +6,7 @@ partition hash. No state and no event loop here; the coordinator itself is in
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -14,6 +15,33 @@ from coordinator.runtime.partitions import java_string_hash, partition_for_group
 from protocol.errors import ErrorCode
 
 INT32_MAX = 2**31 - 1
+
+
+# purgatory keys: a group's rebalance, its pending-sync deadline, a member's session
+def join_key(group_id: str) -> Hashable:
+    return ("join", group_id)
+
+
+def sync_key(group_id: str) -> Hashable:
+    return ("sync", group_id)
+
+
+def member_key(group_id: str, member_id: str) -> Hashable:
+    return ("member", group_id, member_id)
+
+
+def group_write_error(error: int) -> int:
+    """Kafka's storeGroup error mapping."""
+    if error == ErrorCode.NONE:
+        return ErrorCode.NONE
+    if error in (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.NOT_ENOUGH_REPLICAS,
+                 ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND):
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE
+    if error in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.KAFKA_STORAGE_ERROR):
+        return ErrorCode.NOT_COORDINATOR
+    if error == ErrorCode.REQUEST_TIMED_OUT:
+        return ErrorCode.REBALANCE_IN_PROGRESS
+    return ErrorCode.UNKNOWN_SERVER_ERROR
 
 @dataclass(frozen=True)
 class CoordinatorConfig:
@@ -65,5 +93,5 @@ class LeaveMember:
     error: int = field(default=ErrorCode.NONE)
 
 
-__all__ = ["CoordinatorConfig", "JoinRequest", "LeaveMember", "java_string_hash",
-           "partition_for_group"]
+__all__ = ["CoordinatorConfig", "JoinRequest", "LeaveMember", "group_write_error",
+           "java_string_hash", "join_key", "member_key", "partition_for_group", "sync_key"]

@@ -1,40 +1,48 @@
 """The coordinator's delayed operations (Kafka's DelayedJoin, InitialDelayedJoin,
-DelayedSync, DelayedHeartbeat), on broker/replication/purgatory's verbs.
+DelayedSync, DelayedHeartbeat), on coordinator/runtime/purgatory's verbs.
 
 Each op only asks the coordinator (``try_complete``) and tells it (``on_complete`` /
-``on_expiration``); the group logic stays in ``group_coordinator``. Keys:
-``("join", group)`` for the rebalance, ``("sync", group)`` for the pending-sync
-deadline, ``("member", group, member_id)`` for a member's session.
+``on_expiration``) through ``DelayedCallbacks``; the group logic stays in
+``group_coordinator``. Keys (coordinator_types: ``join_key``, ``sync_key``,
+``member_key``): ``("join", group)`` for the rebalance, ``("sync", group)`` for the
+pending-sync deadline, ``("member", group, member_id)`` for a member's session.
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Protocol
 
+from coordinator.group.classic.coordinator_types import join_key, member_key, sync_key
 from coordinator.runtime.purgatory import DelayedOperation, Purgatory
 
 if TYPE_CHECKING:
-    from coordinator.group.classic.group_coordinator import GroupCoordinator
     from coordinator.group.classic.group_metadata import GroupMetadata
 
 
-def join_key(group_id: str) -> Hashable:
-    return ("join", group_id)
+class DelayedCallbacks(Protocol):
+    """What the delayed operations ask and tell the group coordinator."""
 
+    def try_complete_join(self, group: GroupMetadata, force: Callable[[], bool]) -> bool: ...
 
-def sync_key(group_id: str) -> Hashable:
-    return ("sync", group_id)
+    def on_complete_join(self, group: GroupMetadata) -> None: ...
 
+    def try_complete_pending_sync(self, group: GroupMetadata, generation: int,
+                                  force: Callable[[], bool]) -> bool: ...
 
-def member_key(group_id: str, member_id: str) -> Hashable:
-    return ("member", group_id, member_id)
+    def on_expire_pending_sync(self, group: GroupMetadata, generation: int) -> None: ...
+
+    def try_complete_heartbeat(self, group: GroupMetadata, member_id: str, is_pending: bool,
+                               force: Callable[[], bool]) -> bool: ...
+
+    def on_expire_heartbeat(self, group: GroupMetadata, member_id: str,
+                            is_pending: bool) -> None: ...
 
 
 class DelayedJoin(DelayedOperation):
     """Completes when every member has rejoined, or at the rebalance timeout."""
 
-    def __init__(self, coordinator: GroupCoordinator, group: GroupMetadata, timeout_ms: int) -> None:
+    def __init__(self, coordinator: DelayedCallbacks, group: GroupMetadata, timeout_ms: int) -> None:
         super().__init__(timeout_ms)
         self.coordinator = coordinator
         self.group = group
@@ -50,7 +58,7 @@ class InitialDelayedJoin(DelayedJoin):
     """The first rebalance of an Empty group waits ``group.initial.rebalance.delay.ms``,
     and again (up to the rebalance timeout) while new members keep arriving."""
 
-    def __init__(self, coordinator: GroupCoordinator, purgatory: Purgatory, group: GroupMetadata,
+    def __init__(self, coordinator: DelayedCallbacks, purgatory: Purgatory, group: GroupMetadata,
                  configured_delay_ms: int, delay_ms: int, remaining_ms: int) -> None:
         super().__init__(coordinator, group, delay_ms)
         self.purgatory = purgatory
@@ -77,7 +85,7 @@ class DelayedSync(DelayedOperation):
     """After a join completes: every member must SyncGroup within the rebalance
     timeout, or the ones that did not are removed and the group rebalances."""
 
-    def __init__(self, coordinator: GroupCoordinator, group: GroupMetadata, generation: int,
+    def __init__(self, coordinator: DelayedCallbacks, group: GroupMetadata, generation: int,
                  timeout_ms: int) -> None:
         super().__init__(timeout_ms)
         self.coordinator = coordinator
@@ -98,7 +106,7 @@ class DelayedSync(DelayedOperation):
 class DelayedHeartbeat(DelayedOperation):
     """A member's session: expires unless a heartbeat (or a rebalance wait) satisfies it."""
 
-    def __init__(self, coordinator: GroupCoordinator, group: GroupMetadata, member_id: str,
+    def __init__(self, coordinator: DelayedCallbacks, group: GroupMetadata, member_id: str,
                  is_pending: bool, timeout_ms: int) -> None:
         super().__init__(timeout_ms)
         self.coordinator = coordinator

@@ -33,9 +33,9 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 from coordinator.group.classic.delayed import DelayedHeartbeat, DelayedJoin, DelayedSync, \
-    InitialDelayedJoin, join_key, member_key, sync_key
+    InitialDelayedJoin
 from coordinator.group.classic.coordinator_types import INT32_MAX, CoordinatorConfig, JoinRequest, \
-    LeaveMember, java_string_hash, partition_for_group
+    LeaveMember, java_string_hash, join_key, member_key, partition_for_group, sync_key
 from coordinator.group.classic.group_metadata import GroupMetadata, JoinCallback, JoinResult, \
     MemberMetadata
 from coordinator.group.classic.group_state import GroupState
@@ -249,15 +249,15 @@ class GroupCoordinator(OwnershipOps, SyncOps, OffsetOps, TxnOffsetOps):
         group_facts.member_joined(self, group, member_id, req)
         group.add(member, respond)
         # new members cannot heartbeat yet: they get the longer join timeout
-        self._heartbeat(group, member, NEW_MEMBER_JOIN_TIMEOUT_MS)
-        self._maybe_prepare_rebalance(group, f"adding new member {member_id}")
+        self.extend_session(group, member, NEW_MEMBER_JOIN_TIMEOUT_MS)
+        self.maybe_prepare_rebalance(group, f"adding new member {member_id}")
 
     def _update_member_and_rebalance(self, group: GroupMetadata, member: MemberMetadata,
                                      req: JoinRequest, respond: JoinCallback) -> None:
         group_facts.member_rejoined(self, group, member, req, group.can_rebalance)
         group.update_member(member, list(req.protocols), req.rebalance_timeout_ms,
                             req.session_timeout_ms, respond)
-        self._maybe_prepare_rebalance(group, f"member {member.member_id} rejoining")
+        self.maybe_prepare_rebalance(group, f"member {member.member_id} rejoining")
 
     def _update_static_member(self, group: GroupMetadata, old_id: str, new_id: str,
                               req: JoinRequest, respond: JoinCallback) -> None:
@@ -267,7 +267,7 @@ class GroupCoordinator(OwnershipOps, SyncOps, OffsetOps, TxnOffsetOps):
         instance = req.group_instance_id
         current_leader = group.leader_id
         member = group.replace_static_member(instance, old_id, new_id)
-        self._heartbeat(group, member)
+        self.extend_session(group, member)
         old = (list(member.protocols), member.rebalance_timeout_ms, member.session_timeout_ms)
         group.update_member(member, list(req.protocols), req.rebalance_timeout_ms,
                             req.session_timeout_ms, respond)
@@ -275,7 +275,7 @@ class GroupCoordinator(OwnershipOps, SyncOps, OffsetOps, TxnOffsetOps):
                                     or group.protocol_name != group.select_protocol())
         if group.is_(S):
             if group.protocol_name != group.select_protocol():
-                self._maybe_prepare_rebalance(group, f"static member {instance} changed protocols")
+                self.maybe_prepare_rebalance(group, f"static member {instance} changed protocols")
                 return
             assignment = {m.member_id: m.assignment for m in group.members.values()}
 
@@ -284,7 +284,7 @@ class GroupCoordinator(OwnershipOps, SyncOps, OffsetOps, TxnOffsetOps):
                     # undo: the old member id stays the group's
                     group.update_member(member, old[0], old[1], old[2], None)
                     back = group.replace_static_member(instance, new_id, old_id)
-                    self._heartbeat(group, back)
+                    self.extend_session(group, back)
                     respond(JoinResult(error, generation_id=group.generation_id,
                                        protocol_type=group.protocol_type,
                                        protocol_name=group.protocol_name,
@@ -303,7 +303,7 @@ class GroupCoordinator(OwnershipOps, SyncOps, OffsetOps, TxnOffsetOps):
 
     # -- rebalance -----------------------------------------------------------------------
 
-    def _maybe_prepare_rebalance(self, group: GroupMetadata, reason: str) -> None:
+    def maybe_prepare_rebalance(self, group: GroupMetadata, reason: str) -> None:
         if group.can_rebalance:
             self._prepare_rebalance(group, reason)
 
@@ -349,7 +349,7 @@ class GroupCoordinator(OwnershipOps, SyncOps, OffsetOps, TxnOffsetOps):
         for member in list(group.members.values()):
             group.maybe_invoke_join(member, self._join_result(
                 group, member, with_members=group.is_leader(member.member_id)))
-            self._heartbeat(group, member)
+            self.extend_session(group, member)
             member.is_new = False
             group.pending_sync_members.add(member.member_id)
         self.rebalances.try_complete_else_watch(
@@ -384,7 +384,7 @@ class GroupCoordinator(OwnershipOps, SyncOps, OffsetOps, TxnOffsetOps):
 
     # -- heartbeats and sessions ---------------------------------------------------------
 
-    def _heartbeat(self, group: GroupMetadata, member: MemberMetadata,
+    def extend_session(self, group: GroupMetadata, member: MemberMetadata,
                    timeout_ms: int | None = None) -> None:
         """Complete the member's current session deadline and schedule the next."""
         key = member_key(group.group_id, member.member_id)
@@ -426,7 +426,7 @@ class GroupCoordinator(OwnershipOps, SyncOps, OffsetOps, TxnOffsetOps):
         group.maybe_invoke_join(member, JoinResult(ErrorCode.UNKNOWN_MEMBER_ID))
         group.remove(member.member_id)
         if group.state in (S, CR):
-            self._maybe_prepare_rebalance(group, reason)
+            self.maybe_prepare_rebalance(group, reason)
         elif group.is_(PR):
             self.rebalances.check_and_complete(join_key(group.group_id))
 
@@ -441,8 +441,8 @@ class GroupCoordinator(OwnershipOps, SyncOps, OffsetOps, TxnOffsetOps):
         if error is not None:
             # a loading coordinator answers blindly (the group is not known yet)
             return ErrorCode.NONE if error == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS else error
-        answer = self.consumer.classic_request("heartbeat", group_id, member_id, instance_id,
-                                               generation_id)
+        answer = self.consumer.classic_heartbeat(group_id, member_id, instance_id,
+                                                 generation_id)
         if answer is not None:                   # a classic member of a consumer group
             return answer
         group = self.groups.get(group_id)
@@ -457,7 +457,7 @@ class GroupCoordinator(OwnershipOps, SyncOps, OffsetOps, TxnOffsetOps):
             return ErrorCode.ILLEGAL_GENERATION
         if group.is_(E):
             return ErrorCode.UNKNOWN_MEMBER_ID
-        self._heartbeat(group, group.members[member_id])
+        self.extend_session(group, group.members[member_id])
         return ErrorCode.REBALANCE_IN_PROGRESS if group.is_(PR) else ErrorCode.NONE
 
     # -- LeaveGroup ----------------------------------------------------------------------
@@ -467,7 +467,7 @@ class GroupCoordinator(OwnershipOps, SyncOps, OffsetOps, TxnOffsetOps):
         error = self.status(group_id)
         if error is not None:
             return error, []
-        answer = self.consumer.classic_request("leave_group", group_id, members)
+        answer = self.consumer.classic_leave(group_id, members)
         if answer is not None:                   # classic members of a consumer group
             return answer
         group = self.groups.get(group_id)

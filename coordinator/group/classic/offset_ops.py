@@ -37,7 +37,7 @@ from protocol.errors import ErrorCode
 if TYPE_CHECKING:
     from coordinator.runtime.partitions import CoordinatorPartitions
     from coordinator.group.classic.coordinator_types import CoordinatorConfig
-    from coordinator.group.classic.group_coordinator import GroupCoordinator
+    from coordinator.group.classic.port import ClassicGroups
     from coordinator.runtime.log_seam import OffsetsLog
 
 log = logging.getLogger(__name__)
@@ -48,20 +48,6 @@ E, PR, CR, S, D = (GroupState.EMPTY, GroupState.PREPARING_REBALANCE,
 # (offset, leader epoch, metadata, error) per partition, as OffsetFetch answers
 FetchedOffset = tuple[int, int, str, int]
 NO_OFFSET: FetchedOffset = (-1, -1, "", ErrorCode.NONE)
-
-
-def group_write_error(error: int) -> int:
-    """Kafka's storeGroup error mapping."""
-    if error == ErrorCode.NONE:
-        return ErrorCode.NONE
-    if error in (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.NOT_ENOUGH_REPLICAS,
-                 ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND):
-        return ErrorCode.COORDINATOR_NOT_AVAILABLE
-    if error in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.KAFKA_STORAGE_ERROR):
-        return ErrorCode.NOT_COORDINATOR
-    if error == ErrorCode.REQUEST_TIMED_OUT:
-        return ErrorCode.REBALANCE_IN_PROGRESS
-    return ErrorCode.UNKNOWN_SERVER_ERROR
 
 
 def commit_write_error(error: int) -> int:
@@ -87,7 +73,7 @@ class OffsetOps:
     status: Callable[..., int | None]
     partition_for: Callable[[str], int]
     validate_member: Callable[[GroupMetadata, str, str | None], int | None]
-    _heartbeat: Callable[..., None]
+    extend_session: Callable[..., None]
     unstable_partitions: Callable[[GroupMetadata], set[TopicPartition]]
     why: GroupHistories
     consumer: Any                                # consumer_group.coordinator (issue 19)
@@ -112,8 +98,8 @@ class OffsetOps:
         if error is not None:
             return dict.fromkeys(offsets, error)
         if group.state in (S, PR):
-            self._heartbeat(group, group.members[member_id])
-        return await self._store_offsets(group, offsets)
+            self.extend_session(group, group.members[member_id])
+        return await self.store_offsets(group, offsets)
 
     def _validate_commit(self, group: GroupMetadata, generation_id: int, member_id: str,
                          instance_id: str | None) -> int | None:
@@ -130,7 +116,7 @@ class OffsetOps:
             return ErrorCode.UNKNOWN_MEMBER_ID   # only members commit into a live group
         return None
 
-    async def _store_offsets(self, group: GroupMetadata,
+    async def store_offsets(self, group: GroupMetadata,
                              offsets: dict[TopicPartition, ot.OffsetAndMetadata],
                              producer: tuple[int, int] | None = None
                              ) -> dict[TopicPartition, int]:
@@ -284,7 +270,7 @@ class OffsetOps:
         if removed:
             log.info("removed %d expired offsets", removed)
         # OffsetOps is a part of GroupCoordinator (its base class): self is one
-        for group_id in await admin_ops.delete_expired_groups(cast("GroupCoordinator", self)):
+        for group_id in await admin_ops.delete_expired_groups(cast("ClassicGroups", self)):
             log.info("deleted consumer group %s: no members, no offsets", group_id)
         return removed
 

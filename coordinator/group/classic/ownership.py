@@ -20,7 +20,7 @@ from typing import Any
 
 from coordinator.runtime.partitions import CoordinatorPartitions
 from coordinator.runtime.partitions import partition_for_group
-from coordinator.group.classic.delayed import join_key, member_key
+from coordinator.group.classic.coordinator_types import join_key, member_key
 from coordinator.group.classic.group_metadata import GroupMetadata, JoinResult, SyncResult
 from coordinator.group.classic.group_state import GroupState
 from coordinator.group.classic.loader import OFFSETS_TOPIC, LoadedPartition
@@ -45,7 +45,7 @@ class OwnershipOps:
     rebalances: Purgatory
     _num_partitions: Callable[[], int]
     spawn: Callable[[Coroutine[Any, Any, Any]], asyncio.Task[Any]]
-    _heartbeat: Callable[..., None]              # (group, member[, timeout_ms])
+    extend_session: Callable[..., None]              # (group, member[, timeout_ms])
     _remove_sync_expiration: Callable[[GroupMetadata], None]
     install_pending_txn: Callable[..., None]     # txn_offset_ops
     consumer: Any                                # consumer_group.coordinator (issue 19)
@@ -126,7 +126,7 @@ class OwnershipOps:
             group.offsets = dict(loaded.offsets.get(group_id, {}))
             self.groups[group_id] = group
             for member in list(group.members.values()):
-                self._heartbeat(group, member)
+                self.extend_session(group, member)
 
     def _on_group_unloaded(self, group: GroupMetadata) -> None:
         previous = group.state

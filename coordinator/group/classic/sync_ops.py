@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from coordinator.group.classic import offsets_topic as ot
 from coordinator.group.classic.group_metadata import GroupMetadata, SyncCallback, SyncResult
 from coordinator.group.classic.group_state import GroupState
-from coordinator.group.classic.offset_ops import group_write_error
+from coordinator.group.classic.coordinator_types import group_write_error
 from protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
@@ -41,9 +41,9 @@ class SyncOps:
     partition_for: Callable[[str], int]
     validate_member: Callable[[GroupMetadata, str, str | None], int | None]
     spawn: Callable[[Coroutine[Any, Any, Any]], asyncio.Task[Any]]
-    _heartbeat: Callable[..., None]
+    extend_session: Callable[..., None]
     _remove_pending_sync_member: Callable[[GroupMetadata, str], None]
-    _maybe_prepare_rebalance: Callable[[GroupMetadata, str], None]
+    maybe_prepare_rebalance: Callable[[GroupMetadata, str], None]
     consumer: Any                                # consumer_group.coordinator (issue 19)
 
     # -- SyncGroup -----------------------------------------------------------------------
@@ -73,9 +73,8 @@ class SyncOps:
         if error is not None:
             respond(SyncResult(error))
             return
-        if self.consumer.classic_request("sync_group", group_id, generation_id, member_id,
-                                         instance_id, protocol_type, protocol_name,
-                                         respond) is not None:
+        if self.consumer.classic_sync(group_id, generation_id, member_id, instance_id,
+                                      protocol_type, protocol_name, respond) is not None:
             return                               # a classic member of a consumer group
         group = self.groups.get(group_id)
         if group is None:
@@ -99,7 +98,7 @@ class SyncOps:
             member = group.members[member_id]
             respond(SyncResult(ErrorCode.NONE, group.protocol_type, group.protocol_name,
                                member.assignment))
-            self._heartbeat(group, member)
+            self.extend_session(group, member)
 
     def _validate_sync(self, group: GroupMetadata, generation_id: int, member_id: str,
                        instance_id: str | None, protocol_type: str | None,
@@ -130,7 +129,7 @@ class SyncOps:
                 return   # another member joined meanwhile: that rebalance answers everyone
             if error != ErrorCode.NONE:
                 self._reset_and_propagate_assignment_error(group, error)
-                self._maybe_prepare_rebalance(group, f"error {error} storing the assignment")
+                self.maybe_prepare_rebalance(group, f"error {error} storing the assignment")
             else:
                 for member in group.members.values():
                     member.assignment = full.get(member.member_id, b"")
@@ -149,7 +148,7 @@ class SyncOps:
             result = SyncResult(error, group.protocol_type if ok else None,
                                 group.protocol_name if ok else None, member.assignment)
             if group.maybe_invoke_sync(member, result):
-                self._heartbeat(group, member)
+                self.extend_session(group, member)
 
     def _store_group(self, group: GroupMetadata, assignment: dict[str, bytes],
                      done: Callable[[int], None]) -> None:

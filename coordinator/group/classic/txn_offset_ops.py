@@ -6,7 +6,7 @@ GroupMetadataManager.storeOffsets for a producer, and handleTxnCompletion).
    Kafka does); KIP-447 fencing when the request names a member or generation
    (Dead -> COORDINATOR_NOT_AVAILABLE, an unknown member UNKNOWN_MEMBER_ID, a
    static member's instance id FENCED_INSTANCE_ID, another generation
-   ILLEGAL_GENERATION). Then OffsetCommit's ``_store_offsets`` (offset_ops)
+   ILLEGAL_GENERATION). Then OffsetCommit's ``store_offsets`` (offset_ops)
    writes them as one *transactional* batch of the producer (acks=all;
    OFFSET_METADATA_TOO_LARGE as there), and they are held in ``group.pending_txn_offsets[producer id]``: not visible to
    OffsetFetch (which answers UNSTABLE_OFFSET_COMMIT for them when the caller
@@ -32,14 +32,14 @@ from protocol.errors import ErrorCode
 
 
 class TxnOffsetOps:
-    # provided by GroupCoordinator (and OffsetOps' _store_offsets, which writes them)
+    # provided by GroupCoordinator (and OffsetOps' store_offsets, which writes them)
     clock: Callable[[], int]
     groups: dict[str, GroupMetadata]
     status: Callable[..., int | None]
     partition_for: Callable[[str], int]
     validate_member: Callable[[GroupMetadata, str, str | None], int | None]
     consumer: Any                                # consumer_group.coordinator (issue 19)
-    _store_offsets: Callable[..., Awaitable[dict[TopicPartition, int]]]
+    store_offsets: Callable[..., Awaitable[dict[TopicPartition, int]]]
 
     async def commit_txn_offsets(self, group_id: str, producer_id: int, producer_epoch: int,
                                  member_id: str, instance_id: str | None, generation_id: int,
@@ -55,7 +55,7 @@ class TxnOffsetOps:
         error = self._validate_txn_commit(group, generation_id, member_id, instance_id)
         if error is not None:
             return dict.fromkeys(offsets, error)
-        return await self._store_offsets(group, offsets, (producer_id, producer_epoch))
+        return await self.store_offsets(group, offsets, (producer_id, producer_epoch))
 
     def _validate_txn_commit(self, group: GroupMetadata, generation_id: int, member_id: str,
                              instance_id: str | None) -> int | None:

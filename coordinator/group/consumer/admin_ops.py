@@ -30,6 +30,7 @@ What differs is validation:
 
 from __future__ import annotations
 
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from coordinator.group.consumer import group_logic as gl
@@ -37,7 +38,7 @@ from coordinator.group.consumer.model import ConsumerGroup
 from protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
-    from coordinator.group.classic.group_coordinator import GroupCoordinator
+    from coordinator.group.classic.port import ClassicGroups
 
 GROUP_TYPE_CONSUMER = "consumer"
 CONSUMER_PROTOCOL_TYPE = "consumer"
@@ -85,7 +86,7 @@ def subscribed_topics(group: ConsumerGroup) -> set[str]:
     return names
 
 
-async def commit_offsets(classic: GroupCoordinator, group_id: str, member_id: str,
+async def commit_offsets(classic: ClassicGroups, group_id: str, member_id: str,
                          member_epoch: int, offsets: dict[TopicPartition, Any],
                          api_version: int) -> dict[TopicPartition, int]:
     """OffsetCommit into a consumer group (the caller checked it is one)."""
@@ -100,10 +101,10 @@ async def commit_offsets(classic: GroupCoordinator, group_id: str, member_id: st
     if error is not None:
         return dict.fromkeys(offsets, int(error))
     holder = consumer.offsets_holder(group_id)
-    return await classic._store_offsets(holder, offsets)
+    return await classic.store_offsets(holder, offsets)
 
 
-def fetch_error(classic: GroupCoordinator, group_id: str, member_id: str | None,
+def fetch_error(classic: ClassicGroups, group_id: str, member_id: str | None,
                 member_epoch: int) -> int | None:
     """OffsetFetch v9's member checks for a consumer group id; None: go on (also when
     the id is not a consumer group's: the classic path answers)."""
@@ -113,7 +114,7 @@ def fetch_error(classic: GroupCoordinator, group_id: str, member_id: str | None,
     return validate_fetch(group, member_id, member_epoch)
 
 
-def offsets_not_deletable(classic: GroupCoordinator, group_id: str,
+def offsets_not_deletable(classic: ClassicGroups, group_id: str,
                           partitions: list[TopicPartition]) -> dict[TopicPartition, int]:
     """OffsetDelete of a consumer group: GROUP_SUBSCRIBED_TO_TOPIC for partitions of
     subscribed topics (the rest go to the classic path, which deletes them)."""
@@ -124,7 +125,7 @@ def offsets_not_deletable(classic: GroupCoordinator, group_id: str,
     return {tp: ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC for tp in partitions if tp[0] in subscribed}
 
 
-async def delete_groups(classic: GroupCoordinator, group_ids: list[str]) -> dict[str, int]:
+async def delete_groups(classic: ClassicGroups, group_ids: list[str]) -> dict[str, int]:
     """DeleteGroups for the consumer group ids among ``group_ids``: group id -> error.
     Ids that are not consumer groups are left out (the classic path answers them)."""
     consumer = classic.consumer
@@ -132,11 +133,11 @@ async def delete_groups(classic: GroupCoordinator, group_ids: list[str]) -> dict
     for group_id in group_ids:
         if group_id not in consumer.groups:
             continue
-        out[group_id] = await consumer.locked(group_id, lambda gid=group_id: _delete(classic, gid))
+        out[group_id] = await consumer.locked(group_id, partial(_delete, classic, group_id))
     return out
 
 
-async def _delete(classic: GroupCoordinator, group_id: str) -> int:
+async def _delete(classic: ClassicGroups, group_id: str) -> int:
     consumer = classic.consumer
     error = classic.status(group_id, allow_empty_id=True)
     if error is not None:
@@ -159,7 +160,7 @@ async def _delete(classic: GroupCoordinator, group_id: str) -> int:
     return error
 
 
-async def delete_expired_groups(classic: GroupCoordinator) -> list[str]:
+async def delete_expired_groups(classic: ClassicGroups) -> list[str]:
     """Delete the empty consumer groups served here that hold no committed offsets
     (called after an offset-expiry pass); -> the ids deleted."""
     deleted = []
@@ -169,13 +170,13 @@ async def delete_expired_groups(classic: GroupCoordinator) -> list[str]:
         holder = classic.groups.get(group_id)
         if holder is not None and holder.offsets:
             continue
-        if await classic.consumer.locked(group_id, lambda gid=group_id: _delete_if_idle(
-                classic, gid)) == ErrorCode.NONE:
+        if await classic.consumer.locked(
+                group_id, partial(_delete_if_idle, classic, group_id)) == ErrorCode.NONE:
             deleted.append(group_id)
     return deleted
 
 
-async def _delete_if_idle(classic: GroupCoordinator, group_id: str) -> int:
+async def _delete_if_idle(classic: ClassicGroups, group_id: str) -> int:
     group = classic.consumer.groups.get(group_id)          # re-checked under the lock
     holder = classic.groups.get(group_id)
     if group is None or group.members or (holder is not None and holder.offsets):
@@ -183,7 +184,7 @@ async def _delete_if_idle(classic: GroupCoordinator, group_id: str) -> int:
     return await _delete(classic, group_id)
 
 
-def list_groups(classic: GroupCoordinator, states: set[str], types: set[str]
+def list_groups(classic: ClassicGroups, states: set[str], types: set[str]
                 ) -> list[tuple[str, str, str, str]]:
     """(group id, protocol type, state, group type) of the consumer groups served here,
     filtered as ListGroups v4/v5 ask (case-insensitive; empty filters match all)."""

@@ -96,7 +96,7 @@ def _expired(coord: ConsumerGroupCoordinator, group_id: str, member_id: str, kin
             return
         reason = ("the classic member failed to join within the rebalance timeout"
                   if kind == JOIN else "the member failed to sync within the rebalance timeout")
-        await coord._fence(group_id, member_id, None, reason)
+        await coord.fence_member(group_id, member_id, None, reason)
         _cancel(coord, group_id, member_id)
     coord.classic.spawn(coord.locked(group_id, fence))
 

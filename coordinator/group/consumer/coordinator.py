@@ -45,33 +45,25 @@ Theory of operation:
    *non-empty* classic group is upgraded by migration.py when the policy allows,
    else GROUP_ID_NOT_FOUND; when the last consumer-protocol member leaves or is
    fenced and only classic-protocol members stay, migration.py downgrades it.
-7. Classic requests for a consumer group id (the hooks in coordinator/group/classic/*
-   call ``classic_join`` / ``classic_request``): when the module
-   ``coordinator.group.consumer.classic_glue`` exists, these functions of it answer
-   (``cc`` is this coordinator, ``group`` the ConsumerGroup):
-       join_group(cc, group, req: JoinRequest, respond) -> None   (non-empty group)
-       sync_group(cc, group, generation_id, member_id, instance_id, protocol_type,
-                  protocol_name, respond) -> True, or None to fall through
-       heartbeat(cc, group, member_id, instance_id, generation_id) -> error code | None
-       leave_group(cc, group, members: list[LeaveMember]) -> (error, members) | None
-   (heartbeat and leave_group are synchronous: a write goes through
-   ``cc.classic.spawn(cc.locked(group_id, ...))``). None falls through to the
-   classic path, which knows no members there (UNKNOWN_MEMBER_ID). Without the
-   module a JoinGroup for a non-empty consumer group answers
-   INCONSISTENT_GROUP_PROTOCOL; for an empty one the group is deleted and the
-   join proceeds as a classic group's (Kafka 4.0).
+7. Classic requests for a consumer group id: the hooks in coordinator/group/classic/*
+   call ``classic_join`` / ``classic_sync`` / ``classic_heartbeat`` /
+   ``classic_leave``; for a consumer group's id, classic_glue.py answers with the
+   group's classic-protocol members (heartbeat and leave are synchronous: a write
+   goes through ``classic.spawn(locked(group_id, ...))``). None falls through to the
+   classic path, which knows no members there (UNKNOWN_MEMBER_ID). A JoinGroup for
+   an empty consumer group deletes it and proceeds as a classic group's (Kafka 4.0).
 """
 
 from __future__ import annotations
 
 import asyncio
-import importlib
 import logging
 from collections.abc import Awaitable, Callable, Iterable
 from functools import partial
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from coordinator.group.consumer import classic_glue
 from coordinator.group.consumer import group_logic as gl
 from coordinator.group.consumer import migration as mg
 from coordinator.group.consumer import record_codec
@@ -80,12 +72,15 @@ from coordinator.group.consumer.records import Record
 from coordinator.group.consumer.replay import replay
 from coordinator.group.consumer.target_assignment import preferred_assignor
 from coordinator.group.consumer.topic_view import StaticTopics
-from coordinator.group.classic.offset_ops import group_write_error
+from coordinator.group.classic.coordinator_types import group_write_error
 from coordinator.group.why import consumer_group_facts
 from protocol.errors import ErrorCode
 
+from coordinator.group.classic.coordinator_types import JoinRequest, LeaveMember
+from coordinator.group.classic.group_metadata import JoinCallback, SyncCallback
+
 if TYPE_CHECKING:
-    from coordinator.group.classic.group_coordinator import GroupCoordinator
+    from coordinator.group.classic.port import ClassicGroups
     from coordinator.group.classic.group_metadata import GroupMetadata
 
 log = logging.getLogger(__name__)
@@ -116,7 +111,7 @@ class _GroupLock:
 
 
 class ConsumerGroupCoordinator:
-    def __init__(self, classic: GroupCoordinator, config: gl.GroupConfig | None = None,
+    def __init__(self, classic: ClassicGroups, config: gl.GroupConfig | None = None,
                  topics: Any = None, *, enabled: bool = True) -> None:
         self.classic = classic
         self.config = config or gl.GroupConfig()
@@ -291,10 +286,10 @@ class ConsumerGroupCoordinator:
             self._sessions.pop(key, None)
         else:
             self._rebalance.pop(key, None)
-        self.classic.spawn(self.locked(group_id, lambda: self._fence(
+        self.classic.spawn(self.locked(group_id, lambda: self.fence_member(
             group_id, member_id, revoking_epoch, reason)))
 
-    async def _fence(self, group_id: str, member_id: str, revoking_epoch: int | None,
+    async def fence_member(self, group_id: str, member_id: str, revoking_epoch: int | None,
                      reason: str) -> None:
         group = self.groups.get(group_id)
         member = group.members.get(member_id) if group is not None else None
@@ -400,32 +395,17 @@ class ConsumerGroupCoordinator:
                 group_id, GroupState.EMPTY, self.now())
         return holder
 
-    # -- classic requests for consumer group ids (classic_glue, if present) ----------------
+    # -- classic requests for consumer group ids (classic_glue.py) ------------------------
 
-    @staticmethod
-    def _glue(name: str) -> Callable[..., Any] | None:
-        try:
-            module = importlib.import_module("coordinator.group.consumer.classic_glue")
-        except ImportError:
-            return None
-        fn = getattr(module, name, None)
-        return fn if callable(fn) else None
-
-    def classic_join(self, req: Any, respond: Callable[[Any], None]) -> bool:
+    def classic_join(self, req: JoinRequest, respond: JoinCallback) -> bool:
         """A classic JoinGroup: True when answered here (the id is a consumer group's).
         Kafka 4.0: a non-empty consumer group takes classic members (classic_glue);
-        an empty one is deleted and the join goes on as a classic group's; without
-        the glue, INCONSISTENT_GROUP_PROTOCOL."""
+        an empty one is deleted and the join goes on as a classic group's."""
         group = self.groups.get(req.group_id)
         if group is None:
             return False
-        glue = self._glue("join_group")
-        if group.members and glue is not None:
-            glue(self, group, req, respond)
-            return True
         if group.members:
-            from coordinator.group.classic.group_metadata import JoinResult
-            respond(JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, member_id=req.member_id))
+            classic_glue.join_group(self, group, req, respond)
             return True
 
         async def replace() -> None:
@@ -441,13 +421,31 @@ class ConsumerGroupCoordinator:
         self.classic.spawn(self.locked(req.group_id, replace))
         return True
 
-    def classic_request(self, name: str, group_id: str, *args: Any) -> Any:
-        """SyncGroup / Heartbeat / LeaveGroup of a consumer group id: the glue's answer,
-        or None to let the classic path answer (it knows no members: UNKNOWN_MEMBER_ID)."""
-        if group_id not in self.groups:
+    # SyncGroup / Heartbeat / LeaveGroup of a classic member: answered here when the id is
+    # a consumer group's (-> True / the answer), else None: the classic path answers
+
+    def classic_sync(self, group_id: str, generation_id: int, member_id: str,
+                     instance_id: str | None, protocol_type: str | None,
+                     protocol_name: str | None, respond: SyncCallback) -> bool | None:
+        group = self.groups.get(group_id)
+        if group is None:
             return None
-        glue = self._glue(name)
-        return None if glue is None else glue(self, self.groups[group_id], *args)
+        return classic_glue.sync_group(self, group, generation_id, member_id, instance_id,
+                                       protocol_type, protocol_name, respond)
+
+    def classic_heartbeat(self, group_id: str, member_id: str, instance_id: str | None,
+                          generation_id: int) -> int | None:
+        group = self.groups.get(group_id)
+        if group is None:
+            return None
+        return classic_glue.heartbeat(self, group, member_id, instance_id, generation_id)
+
+    def classic_leave(self, group_id: str, members: list[LeaveMember]
+                      ) -> tuple[int, list[LeaveMember]] | None:
+        group = self.groups.get(group_id)
+        if group is None:
+            return None
+        return classic_glue.leave_group(self, group, members)
 
     # -- loading, unloading, metadata --------------------------------------------------------
 

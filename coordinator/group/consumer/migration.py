@@ -93,7 +93,7 @@ from coordinator.group.consumer import records as r
 from coordinator.group.consumer.model import Assignment, ClassicMemberMetadata, ConsumerGroup, \
     MemberState, TopicMeta
 from coordinator.group.classic import offsets_topic as ot
-from coordinator.group.classic.delayed import join_key, member_key, sync_key
+from coordinator.group.classic.coordinator_types import join_key, member_key, sync_key
 from coordinator.group.classic.group_metadata import CONSUMER_PROTOCOL_TYPE, GroupMetadata, \
     JoinResult, MemberMetadata, SyncResult
 from coordinator.group.classic.group_state import GroupState
@@ -102,7 +102,7 @@ from protocol.errors import ErrorCode
 from protocol.internal_topics import CONSUMER_ASSIGNMENT, CONSUMER_SUBSCRIPTION
 
 if TYPE_CHECKING:
-    from coordinator.group.classic.group_coordinator import GroupCoordinator
+    from coordinator.group.classic.port import ClassicGroups
 
 log = logging.getLogger(__name__)
 
@@ -331,7 +331,7 @@ def upgrade(classic: GroupMetadata, topics: Topics) -> Conversion:
                       classic_first=True)
 
 
-def complete_upgrade(coordinator: GroupCoordinator, group_id: str) -> GroupMetadata | None:
+def complete_upgrade(coordinator: ClassicGroups, group_id: str) -> GroupMetadata | None:
     """After the upgrade batch is written: the classic coordinator lets the group go.
     Waiting joins and syncs are answered REBALANCE_IN_PROGRESS (they rejoin, now
     inside the consumer group), session timers end, the group goes Dead and out of
@@ -454,7 +454,7 @@ def downgrade(group: ConsumerGroup, leaving_member_id: str | None, topics: Topic
                       classic_first=False, classic=classic)
 
 
-def install_downgraded(coordinator: GroupCoordinator, conversion: Conversion,
+def install_downgraded(coordinator: ClassicGroups, conversion: Conversion,
                        offsets_from: GroupMetadata | None = None, *,
                        rebalance: bool = True) -> GroupMetadata:
     """After the downgrade batch is written: the classic coordinator takes the
@@ -471,9 +471,9 @@ def install_downgraded(coordinator: GroupCoordinator, conversion: Conversion,
         classic.pending_txn_offsets = holder.pending_txn_offsets
     coordinator.groups[classic.group_id] = classic
     for member in list(classic.members.values()):
-        coordinator._heartbeat(classic, member)
+        coordinator.extend_session(classic, member)
     if rebalance:
-        coordinator._maybe_prepare_rebalance(
+        coordinator.maybe_prepare_rebalance(
             classic, f"downgrade group {classic.group_id} from consumer to classic")
     log.info("consumer group %s downgraded to a classic group (generation %d, %d members)",
              classic.group_id, classic.generation_id, len(classic.members))

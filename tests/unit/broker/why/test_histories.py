@@ -84,7 +84,8 @@ def test_reason_texts() -> None:
     assert group_reasons.leave_reason(None) == "left the group (no reason given)"
     assert group_reasons.timeout_reason(6000) == "no heartbeat within session.timeout.ms=6,000"
     assert group_reasons.join_reason(None, first=True) == "first member of a new group"
-    assert group_reasons.join_reason("rebalance", first=False) == "a new member joined (client: rebalance)"
+    assert group_reasons.join_reason("rebalance", first=False) == \
+        "a new member joined (client: rebalance)"
 
 
 def test_zk_session_watch_follows_the_store() -> None:

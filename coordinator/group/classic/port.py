@@ -1,0 +1,83 @@
+"""``ClassicGroups``: what the consumer-group side (coordinator/group/consumer/) and
+the group facts use of the classic GroupCoordinator, as a Protocol. The consumer side
+imports this leaf rather than the coordinator, so the classic coordinator can own a
+ConsumerGroupCoordinator without an import circle; GroupCoordinator satisfies it.
+
+What the consumer side needs: the classic groups map (a consumer group's committed
+offsets live in the classic entry of the same id), partition ownership (``status``,
+``partition_for``, ``partitions``), the log and settings it writes with, the clock,
+task spawning, the rebalance histories, and the few classic steps a migration
+performs (``handle_join``, ``extend_session``, ``maybe_prepare_rebalance``,
+``store_offsets``, ``delete_groups``); ``consumer`` is the consumer groups' side as
+the classic side's admin paths see it (``ConsumerGroups``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+
+if TYPE_CHECKING:
+    from coordinator.group.classic.coordinator_types import CoordinatorConfig, JoinRequest
+    from coordinator.group.classic.group_metadata import GroupMetadata, JoinCallback, \
+        MemberMetadata
+    from coordinator.group.classic.offsets_topic import OffsetAndMetadata
+    from coordinator.group.consumer.model import ConsumerGroup
+    from coordinator.group.consumer.records import Record
+    from coordinator.group.why.group_history import GroupHistories
+    from coordinator.runtime.log_seam import OffsetsLog
+    from coordinator.runtime.partitions import CoordinatorPartitions
+    from coordinator.runtime.purgatory import Purgatory
+
+T = TypeVar("T")
+TopicPartition = tuple[str, int]
+KeyValue = tuple[bytes, bytes | None]
+
+
+class ConsumerGroups(Protocol):
+    """The KIP-848 groups as the admin paths (admin_ops) see them."""
+
+    groups: dict[str, ConsumerGroup]
+
+    async def locked(self, group_id: str, fn: Callable[[], Awaitable[T]]) -> T: ...
+
+    def offsets_holder(self, group_id: str) -> GroupMetadata: ...
+
+    async def write_and_apply(self, group_id: str, records: list[Record],
+                              extra: list[KeyValue] | None = None, *,
+                              fenced: str | None = None) -> int: ...
+
+
+class ClassicGroups(Protocol):
+    groups: dict[str, GroupMetadata]
+    config: CoordinatorConfig
+    log: OffsetsLog
+    why: GroupHistories
+    partitions: CoordinatorPartitions
+    rebalances: Purgatory
+    heartbeats: Purgatory
+    clock: Callable[[], int]
+
+    @property
+    def consumer(self) -> ConsumerGroups: ...
+
+    def spawn(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]: ...
+
+    def partition_for(self, group_id: str) -> int: ...
+
+    def status(self, group_id: str | None, allow_empty_id: bool = False) -> int | None: ...
+
+    def handle_join(self, req: JoinRequest, respond: JoinCallback) -> None: ...
+
+    def extend_session(self, group: GroupMetadata, member: MemberMetadata,
+                       timeout_ms: int | None = None) -> None: ...
+
+    def maybe_prepare_rebalance(self, group: GroupMetadata, reason: str) -> None: ...
+
+    async def store_offsets(self, group: GroupMetadata,
+                            offsets: dict[TopicPartition, OffsetAndMetadata],
+                            producer: tuple[int, int] | None = None
+                            ) -> dict[TopicPartition, int]: ...
+
+    async def delete_groups(self, group_ids: list[str]) -> dict[str, int]: ...
