@@ -29,7 +29,7 @@ import asyncio
 import logging
 import time
 from functools import partial
-from typing import Any, Callable, Iterable
+from typing import Any, Callable
 
 from controller import (alter_partition, broker_modifications, controlled_shutdown, deletion,
                         leader_election, log_dir_events, reassignment)

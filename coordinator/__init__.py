@@ -7,9 +7,10 @@ back after a failover.
 
 Map:
 
-    runtime/       what both coordinators stand on: the log seam they write and load
-                   through, partition ownership and coordinator epochs, the key ->
-                   partition hash, the purgatory of delayed operations and its timers
+    runtime/       what both coordinators stand on: CoordinatorRuntime (one each: the
+                   log seam they write and load through, partition ownership and
+                   coordinator epochs, the key -> partition hash, their tasks), the
+                   purgatory of delayed operations and its timers
     group/         the group coordinator: classic/ (JoinGroup, SyncGroup, Heartbeat,
                    offsets), consumer/ (KIP-848 ConsumerGroupHeartbeat, migration
                    between the two), why/ (the rebalance histories DescribeWhy reads)

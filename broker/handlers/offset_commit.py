@@ -49,7 +49,7 @@ async def handle_offset_commit(ctx: RequestContext, request: Struct) -> Struct:
     readable = authorized_names(ctx, AclOperation.READ, ResourceType.TOPIC,
                                 (t.name for t in request.topics))
     coordinator = coordinator_of(ctx.broker)
-    now = coordinator.clock()
+    now = coordinator.runtime.clock()
     retention = request.retention_time_ms if 2 <= v <= 4 else -1
     # clamped to int64: the expiry is written to __consumer_offsets as one
     expire = max(0, min(now + retention, INT64_MAX)) if retention != -1 else -1

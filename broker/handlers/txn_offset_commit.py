@@ -49,7 +49,7 @@ async def handle_txn_offset_commit(ctx: RequestContext, request: Struct) -> Stru
         errors = dict.fromkeys(tps, ErrorCode.INVALID_PRODUCER_ID_MAPPING)
     else:
         coordinator = coordinator_of(ctx.broker)
-        now = coordinator.clock()
+        now = coordinator.runtime.clock()
         offsets: dict[tuple[str, int], OffsetAndMetadata] = {}
         for t in request.topics:
             readable = allowed(ctx, AclOperation.READ, ResourceType.TOPIC, t.name)

@@ -2,6 +2,9 @@
 
 Map:
 
+    runtime.py     CoordinatorRuntime: one per coordinator (same class for groups and
+                   transactions): its log seam, clock, partition ownership, key hash,
+                   tasks, and starting a partition's load on leadership
     log_seam.py    OffsetsLog: the seam to a coordinator partition's log (append one
                    batch, read the log back in chunks, our leader epoch), the entries
                    a load reads (records, transactional records, markers), the batch

@@ -288,7 +288,7 @@ class TransactionCoordinator:
 
     def _start_completion(self, prepared: TxnMetadata) -> None:
         tid = prepared.transactional_id
-        task = self.state.spawn(self._complete(prepared))
+        task = self.state.runtime.spawn(self._complete(prepared))
         self.completions[tid] = task
 
         def forget(t: asyncio.Task[int]) -> None:
@@ -310,12 +310,12 @@ class TransactionCoordinator:
         finishes from the log)."""
         tid = prepared.transactional_id
         p = self.state.partition_for(tid)
-        coordinator_epoch = self.state.partitions.owned.get(p)
+        coordinator_epoch = self.state.runtime.partitions.owned.get(p)
         if coordinator_epoch is None:
             return ErrorCode.NOT_COORDINATOR
 
         def owner() -> bool:
-            return self.state.partitions.owned.get(p) == coordinator_epoch
+            return self.state.runtime.partitions.owned.get(p) == coordinator_epoch
         commit = prepared.state is TxnState.PREPARE_COMMIT
         if prepared.partitions:
             if self.markers is None:

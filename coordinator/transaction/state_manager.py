@@ -21,20 +21,19 @@ Theory of operation:
    aborts them); ``expirable`` the finished ids idle past
    ``transactional.id.expiration.ms`` (the coordinator writes their tombstones).
 
-It reads and writes through the same seam as the group coordinator
-(``coordinator.runtime.log_seam.OffsetsLog``: append a batch, read a partition in
-chunks, our leader epoch), so tests drive it with an in-memory log.
+It stands on the same runtime as the group coordinator (``self.runtime``, a
+coordinator.runtime.CoordinatorRuntime: the OffsetsLog seam -- append a batch, read
+a partition in chunks, our leader epoch --, partition ownership, the key hash, the
+tasks), so tests drive it with an in-memory log.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Coroutine, Iterable
-from typing import Any
+from collections.abc import Callable, Iterable
 
-from coordinator.runtime.partitions import CoordinatorPartitions
-from coordinator.runtime.partitions import partition_for_group
+from coordinator.runtime.runtime import CoordinatorRuntime
 from coordinator.runtime.log_seam import OffsetsLog, TxnEnd, TxnRecord
 from coordinator.transaction.txn_log import read_key, read_value, transaction_key, \
     transaction_value
@@ -69,31 +68,26 @@ def write_error(code: int) -> int:
 class TransactionStateManager:
     def __init__(self, txn_log: OffsetsLog, num_partitions: Callable[[], int], *,
                  clock: Callable[[], int], write_timeout_ms: int = 5000) -> None:
-        self.log = txn_log
-        self.clock = clock
+        self.runtime = CoordinatorRuntime(TRANSACTION_STATE_TOPIC, txn_log, num_partitions, clock)
         self.write_timeout_ms = write_timeout_ms
-        self._num_partitions = num_partitions
-        self.partitions = CoordinatorPartitions(TRANSACTION_STATE_TOPIC)
         self.ids: dict[int, dict[str, TxnMetadata]] = {}   # partition -> id -> state
         # called with a partition's ids once loaded (the coordinator finishes Prepare*)
         self.on_loaded: Callable[[Iterable[TxnMetadata]], None] | None = None
-        self._tasks: set[asyncio.Task[Any]] = set()
 
     # -- ownership --------------------------------------------------------------------
 
     def partition_for(self, transactional_id: str) -> int:
-        return partition_for_group(transactional_id, max(1, self._num_partitions()))
+        return self.runtime.partition_for(transactional_id)
 
     def status(self, transactional_id: str) -> int | None:
         """COORDINATOR_LOAD_IN_PROGRESS, NOT_COORDINATOR, or None when we serve the id."""
-        return self.partitions.status(self.partition_for(transactional_id))
+        return self.runtime.partitions.status(self.partition_for(transactional_id))
 
     def on_become_leader(self, partition: int, leader_epoch: int) -> None:
-        if self.partitions.become_leader(partition, leader_epoch):
-            self.spawn(self._load(partition, leader_epoch))
+        self.runtime.become_leader(partition, leader_epoch, self._load)
 
     def on_resign(self, partition: int, leader_epoch: int | None) -> None:
-        if not self.partitions.resign(partition, leader_epoch):
+        if not self.runtime.partitions.resign(partition, leader_epoch):
             return
         dropped = self.ids.pop(partition, {})
         if dropped:
@@ -103,7 +97,7 @@ class TransactionStateManager:
     async def _load(self, partition: int, epoch: int) -> None:
         loaded: dict[str, TxnMetadata] = {}
         try:
-            for chunk in self.log.read_chunks(partition) or ():
+            for chunk in self.runtime.log.read_chunks(partition) or ():
                 for entry in chunk:
                     if isinstance(entry, (TxnRecord, TxnEnd)):
                         continue             # transactional entries: none are written here
@@ -120,13 +114,13 @@ class TransactionStateManager:
                     else:
                         loaded[tid] = meta
                 await asyncio.sleep(0)           # stay responsive during a long load
-                if partition not in self.partitions.loading:
+                if partition not in self.runtime.partitions.loading:
                     return                       # resigned meanwhile
         except Exception:
             log.exception("error loading %s-%d", TRANSACTION_STATE_TOPIC, partition)
-            self.partitions.resign(partition, None)
+            self.runtime.partitions.resign(partition, None)
             return
-        if not self.partitions.loaded(partition, epoch):
+        if not self.runtime.partitions.loaded(partition, epoch):
             return
         self.ids[partition] = loaded
         log.info("loaded %s-%d (epoch %d): %d transactional ids", TRANSACTION_STATE_TOPIC,
@@ -160,12 +154,12 @@ class TransactionStateManager:
         status = self.status(tid)
         if status is not None:
             return status
-        epoch = self.partitions.owned[p]
-        code = await self.log.append(p, [(transaction_key(tid), value)], acks=acks,
-                                     timeout_ms=self.write_timeout_ms, timestamp=self.clock())
+        epoch = self.runtime.partitions.owned[p]
+        code = await self.runtime.log.append(p, [(transaction_key(tid), value)], acks=acks,
+                                     timeout_ms=self.write_timeout_ms, timestamp=self.runtime.clock())
         if code != ErrorCode.NONE:
             return write_error(code)
-        if self.partitions.owned.get(p) != epoch:   # resigned or re-elected while writing
+        if self.runtime.partitions.owned.get(p) != epoch:   # resigned or re-elected while writing
             return ErrorCode.NOT_COORDINATOR
         if value is None:
             self.ids[p].pop(tid, None)
@@ -175,31 +169,21 @@ class TransactionStateManager:
 
     def timed_out(self, now_ms: int) -> list[TxnMetadata]:
         """Ongoing transactions past their timeout, on partitions we serve."""
-        return [m for p in self.partitions.owned for m in self.ids.get(p, {}).values()
+        return [m for p in self.runtime.partitions.owned for m in self.ids.get(p, {}).values()
                 if m.has_timed_out(now_ms)]
 
     def expirable(self, now_ms: int, expiration_ms: int) -> list[TxnMetadata]:
         """Finished ids not touched for ``expiration_ms`` (Kafka: Empty, CompleteCommit
         or CompleteAbort, by the last update time)."""
-        return [m for p in self.partitions.owned for m in self.ids.get(p, {}).values()
+        return [m for p in self.runtime.partitions.owned for m in self.ids.get(p, {}).values()
                 if m.state.is_complete and now_ms - m.txn_last_update_timestamp >= expiration_ms]
 
     # -- tasks ----------------------------------------------------------------------
 
-    def spawn(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
-        """Run ``coro`` as a task of the coordinator (loads, and the coordinator's
-        marker sending); ``shutdown`` cancels them."""
-        task = asyncio.get_running_loop().create_task(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-        return task
-
     async def shutdown(self) -> None:
-        for p in self.partitions.all():
+        for p in self.runtime.partitions.all():
             self.on_resign(p, None)
-        for task in list(self._tasks):
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self.runtime.cancel_tasks()
 
 
 __all__ = ["TRANSACTION_STATE_TOPIC", "TransactionStateManager", "write_error"]

@@ -29,8 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Coroutine
-from typing import Any
+from collections.abc import Callable
 
 from coordinator.group.classic.delayed import DelayedHeartbeat, DelayedJoin, DelayedSync, \
     InitialDelayedJoin
@@ -39,7 +38,7 @@ from coordinator.group.classic.coordinator_types import INT32_MAX, CoordinatorCo
 from coordinator.group.classic.group_metadata import GroupMetadata, JoinCallback, JoinResult, \
     MemberMetadata
 from coordinator.group.classic.group_state import GroupState
-from coordinator.runtime.partitions import CoordinatorPartitions
+from coordinator.runtime.runtime import CoordinatorRuntime
 from coordinator.group.classic.loader import OFFSETS_TOPIC
 from coordinator.runtime.log_seam import OffsetsLog
 from coordinator.group.classic.offset_ops import OffsetOps
@@ -69,48 +68,32 @@ class GroupCoordinator(OwnershipOps, SyncOps, OffsetOps, TxnOffsetOps):
                  timer: Timer | None = None, clock: Callable[[], int] = wall_clock_ms) -> None:
         self.broker_id = broker_id
         self.config = config
-        self.log = offsets_log
-        self.clock = clock
-        self._num_partitions = num_partitions or (lambda: config.offsets_topic_num_partitions)
+        # the log seam, partition ownership, the group -> partition hash, our tasks
+        self.runtime = CoordinatorRuntime(
+            OFFSETS_TOPIC, offsets_log,
+            num_partitions or (lambda: config.offsets_topic_num_partitions), clock)
         self.heartbeats = Purgatory("Heartbeat", timer)
         self.rebalances = Purgatory("Rebalance", timer)
         self.groups: dict[str, GroupMetadata] = {}
         self.why = GroupHistories()   # broker/why: what started each rebalance (group_facts)
-        self.partitions = CoordinatorPartitions(OFFSETS_TOPIC)   # served / loading / epochs
         self.active = True
         # FindCoordinator creates __consumer_offsets once; concurrent finds see this set
         # and answer COORDINATOR_NOT_AVAILABLE instead of starting a second creation
         self.creating_topic = False
-        self._tasks: set[asyncio.Task[Any]] = set()
         # KIP-848 consumer groups share our partitions, ids and offsets (issue 19)
         from coordinator.group.consumer.coordinator import ConsumerGroupCoordinator
         self.consumer = ConsumerGroupCoordinator(self)
-
-    # -- tasks ---------------------------------------------------------------------------
-
-    def spawn(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
-        task = asyncio.get_running_loop().create_task(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._task_done)
-        return task
-
-    def _task_done(self, task: asyncio.Task[Any]) -> None:
-        self._tasks.discard(task)
-        if not task.cancelled() and task.exception() is not None:
-            log.error("coordinator task failed", exc_info=task.exception())
 
     async def shutdown(self) -> None:
         self.active = False
         if self._expiry_task is not None:
             self._expiry_task.cancel()
         self.consumer.shutdown()
-        for p in self.partitions.all():
+        for p in self.runtime.partitions.all():
             self.on_resign(p, None)
         self.rebalances.complete_all()
         self.heartbeats.complete_all()
-        for task in list(self._tasks):
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self.runtime.cancel_tasks()
 
     # -- JoinGroup -----------------------------------------------------------------------
 
@@ -140,7 +123,7 @@ class GroupCoordinator(OwnershipOps, SyncOps, OffsetOps, TxnOffsetOps):
             if not unknown:
                 respond(JoinResult(ErrorCode.UNKNOWN_MEMBER_ID, member_id=req.member_id))
                 return
-            group = self.groups[req.group_id] = GroupMetadata(req.group_id, E, self.clock())
+            group = self.groups[req.group_id] = GroupMetadata(req.group_id, E, self.runtime.clock())
         if not self._accept_joining(group, req.member_id):
             group.remove(req.member_id)
             respond(JoinResult(ErrorCode.GROUP_MAX_SIZE_REACHED))
@@ -317,7 +300,7 @@ class GroupCoordinator(OwnershipOps, SyncOps, OffsetOps, TxnOffsetOps):
                                                  max(group.rebalance_timeout_ms - delay, 0))
         else:
             op = DelayedJoin(self, group, group.rebalance_timeout_ms)
-        group.transition_to(PR, self.clock())
+        group.transition_to(PR, self.runtime.clock())
         log.info("preparing to rebalance group %s with old generation %d (%s)", group.group_id,
                  group.generation_id, reason)
         self.rebalances.try_complete_else_watch(op, [join_key(group.group_id)])
@@ -337,7 +320,7 @@ class GroupCoordinator(OwnershipOps, SyncOps, OffsetOps, TxnOffsetOps):
             self.rebalances.try_complete_else_watch(
                 DelayedJoin(self, group, group.rebalance_timeout_ms), [join_key(group.group_id)])
             return
-        group.init_next_generation(self.clock())
+        group.init_next_generation(self.runtime.clock())
         group_facts.generation_started(self, group)
         if group.is_(E):
             log.info("group %s with generation %d is now empty", group.group_id,

@@ -35,10 +35,9 @@ from coordinator.group.why.group_history import GroupHistories
 from protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
-    from coordinator.runtime.partitions import CoordinatorPartitions
+    from coordinator.runtime.runtime import CoordinatorRuntime
     from coordinator.group.classic.coordinator_types import CoordinatorConfig
     from coordinator.group.classic.port import ClassicGroups
-    from coordinator.runtime.log_seam import OffsetsLog
 
 log = logging.getLogger(__name__)
 
@@ -66,10 +65,8 @@ def commit_write_error(error: int) -> int:
 class OffsetOps:
     # provided by GroupCoordinator
     config: CoordinatorConfig
-    log: OffsetsLog
-    clock: Callable[[], int]
+    runtime: CoordinatorRuntime
     groups: dict[str, GroupMetadata]
-    partitions: CoordinatorPartitions
     status: Callable[..., int | None]
     partition_for: Callable[[str], int]
     validate_member: Callable[[GroupMetadata, str, str | None], int | None]
@@ -91,7 +88,7 @@ class OffsetOps:
         if group is None:
             if generation_id >= 0:
                 return dict.fromkeys(offsets, ErrorCode.ILLEGAL_GENERATION)
-            group = self.groups[group_id] = GroupMetadata(group_id, E, self.clock())
+            group = self.groups[group_id] = GroupMetadata(group_id, E, self.runtime.clock())
         error = self._validate_commit(group, generation_id, member_id, instance_id)
         if error is None and group.is_(CR):
             error = ErrorCode.REBALANCE_IN_PROGRESS
@@ -137,9 +134,9 @@ class OffsetOps:
                    for tp, o in valid.items()]
         group.pending_offset_commits.update(valid.keys())
         try:
-            error = await self.log.append(self.partition_for(group.group_id), records, acks=-1,
+            error = await self.runtime.log.append(self.partition_for(group.group_id), records, acks=-1,
                                           timeout_ms=self.config.offsets_commit_timeout_ms,
-                                          timestamp=self.clock(), producer=producer)
+                                          timestamp=self.runtime.clock(), producer=producer)
         except Exception:
             log.exception("writing offsets of group %s failed", group.group_id)
             error = ErrorCode.UNKNOWN_SERVER_ERROR
@@ -219,7 +216,7 @@ class OffsetOps:
                 errors[group_id] = ErrorCode.GROUP_ID_NOT_FOUND
             elif group.is_(E):
                 group_facts.group_deleted(self, group)   # broker/why
-                group.transition_to(D, self.clock())
+                group.transition_to(D, self.runtime.clock())
                 doomed.append(group)
             else:
                 errors[group_id] = ErrorCode.NON_EMPTY_GROUP
@@ -240,13 +237,13 @@ class OffsetOps:
     def list_groups(self, states: set[str], types: set[str]
                     ) -> tuple[int, list[tuple[str, str, str, str]]]:
         """-> (error, [(group id, protocol type, state, group type)]) of loaded groups."""
-        loading = bool(self.partitions.loading)
+        loading = bool(self.runtime.partitions.loading)
         error = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS if loading else ErrorCode.NONE
         if types and GROUP_TYPE_CLASSIC not in {t.lower() for t in types}:
             return error, []
         out = [(g.group_id, g.protocol_type or "", str(g.state), GROUP_TYPE_CLASSIC)
                for g in self.groups.values()
-               if not g.is_(D) and self.partition_for(g.group_id) in self.partitions.owned
+               if not g.is_(D) and self.partition_for(g.group_id) in self.runtime.partitions.owned
                and matches_filter(g.state, states)]
         return error, out
 
@@ -254,10 +251,10 @@ class OffsetOps:
 
     async def expire_offsets(self) -> int:
         """One pass of offsets.retention.minutes expiry; -> offsets removed."""
-        now, retention = self.clock(), self.config.offsets_retention_ms
+        now, retention = self.runtime.clock(), self.config.offsets_retention_ms
         removed = 0
         for group in list(self.groups.values()):
-            if self.partition_for(group.group_id) not in self.partitions.owned:
+            if self.partition_for(group.group_id) not in self.runtime.partitions.owned:
                 continue
             consumer_group = self.consumer.groups.get(group.group_id)
             if consumer_group is not None:   # KIP-848 (issue 19): subscribed topics' stay
@@ -281,7 +278,7 @@ class OffsetOps:
         generation: offset-only groups never wrote metadata)."""
         removed = selector(group)
         if group.is_(E) and not group.has_offsets():
-            group.transition_to(D, self.clock())
+            group.transition_to(D, self.runtime.clock())
         tombstones: list[tuple[bytes, bytes | None]] = [
             (ot.offset_commit_key(group.group_id, tp[0], tp[1]), None) for tp in removed]
         if group.is_(D) and self.groups.get(group.group_id) is group:
@@ -290,9 +287,9 @@ class OffsetOps:
                 tombstones.append((ot.group_metadata_key(group.group_id), None))
         if tombstones:
             try:
-                await self.log.append(self.partition_for(group.group_id), tombstones, acks=1,
+                await self.runtime.log.append(self.partition_for(group.group_id), tombstones, acks=1,
                                       timeout_ms=self.config.offsets_commit_timeout_ms,
-                                      timestamp=self.clock())
+                                      timestamp=self.runtime.clock())
             except Exception:
                 log.exception("writing tombstones for group %s failed", group.group_id)
         return len(removed)

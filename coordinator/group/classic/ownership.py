@@ -15,17 +15,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable
 from typing import Any
 
-from coordinator.runtime.partitions import CoordinatorPartitions
-from coordinator.runtime.partitions import partition_for_group
 from coordinator.group.classic.coordinator_types import join_key, member_key
 from coordinator.group.classic.group_metadata import GroupMetadata, JoinResult, SyncResult
 from coordinator.group.classic.group_state import GroupState
 from coordinator.group.classic.loader import OFFSETS_TOPIC, LoadedPartition
-from coordinator.runtime.log_seam import OffsetsLog
 from coordinator.runtime.purgatory import Purgatory
+from coordinator.runtime.runtime import CoordinatorRuntime
 from protocol.errors import ErrorCode
 
 log = logging.getLogger(__name__)
@@ -36,22 +34,18 @@ E, PR, CR, S, D = (GroupState.EMPTY, GroupState.PREPARING_REBALANCE,
 
 class OwnershipOps:
     # provided by GroupCoordinator
-    log: OffsetsLog
-    clock: Callable[[], int]
+    runtime: CoordinatorRuntime
     groups: dict[str, GroupMetadata]
-    partitions: CoordinatorPartitions
     active: bool
     heartbeats: Purgatory
     rebalances: Purgatory
-    _num_partitions: Callable[[], int]
-    spawn: Callable[[Coroutine[Any, Any, Any]], asyncio.Task[Any]]
     extend_session: Callable[..., None]              # (group, member[, timeout_ms])
     _remove_sync_expiration: Callable[[GroupMetadata], None]
     install_pending_txn: Callable[..., None]     # txn_offset_ops
     consumer: Any                                # consumer_group.coordinator (issue 19)
 
     def partition_for(self, group_id: str) -> int:
-        return partition_for_group(group_id, max(1, self._num_partitions()))
+        return self.runtime.partition_for(group_id)
 
     def status(self, group_id: str | None, allow_empty_id: bool = False) -> int | None:
         """Kafka's validateGroupStatus: INVALID_GROUP_ID, COORDINATOR_NOT_AVAILABLE,
@@ -62,12 +56,12 @@ class OwnershipOps:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
         p = self.partition_for(group_id)
         self._reconcile(p)
-        return self.partitions.status(p)
+        return self.runtime.partitions.status(p)
 
     def _reconcile(self, p: int) -> None:
         """Follow the log's leadership if a LeaderAndIsr notification was missed."""
-        epoch = self.log.leader_epoch(p)
-        owned, loading = self.partitions.owned, self.partitions.loading
+        epoch = self.runtime.log.leader_epoch(p)
+        owned, loading = self.runtime.partitions.owned, self.runtime.partitions.loading
         if epoch is None:
             if p in owned or p in loading:
                 self.on_resign(p, None)
@@ -76,13 +70,12 @@ class OwnershipOps:
 
     def on_become_leader(self, partition: int, leader_epoch: int) -> None:
         """We lead ``partition`` from ``leader_epoch``: load it (in a task)."""
-        if self.partitions.become_leader(partition, leader_epoch):
-            self.spawn(self._load(partition, leader_epoch))
+        self.runtime.become_leader(partition, leader_epoch, self._load)
 
     def on_resign(self, partition: int, leader_epoch: int | None) -> None:
         """We no longer lead ``partition``: unload its groups."""
-        was_owned = partition in self.partitions.owned
-        if not self.partitions.resign(partition, leader_epoch):
+        was_owned = partition in self.runtime.partitions.owned
+        if not self.runtime.partitions.resign(partition, leader_epoch):
             return
         unloaded = [g for g in list(self.groups.values())
                     if self.partition_for(g.group_id) == partition]
@@ -96,27 +89,27 @@ class OwnershipOps:
 
     async def _load(self, partition: int, epoch: int) -> None:
         loaded = LoadedPartition()
-        started = self.clock()
+        started = self.runtime.clock()
         try:
-            chunks = self.log.read_chunks(partition)
+            chunks = self.runtime.log.read_chunks(partition)
             for chunk in chunks or ():
                 loaded.apply_all(chunk)
                 await asyncio.sleep(0)       # stay responsive during a long load
-                if partition not in self.partitions.loading:
+                if partition not in self.runtime.partitions.loading:
                     return                   # resigned meanwhile
         except Exception:
             log.exception("error loading %s-%d", OFFSETS_TOPIC, partition)
-        if not self.partitions.loaded(partition, epoch):
+        if not self.runtime.partitions.loaded(partition, epoch):
             return
         self._install(loaded)
         self.install_pending_txn(loaded.pending_txn())
         self.consumer.install(loaded.consumer_groups)   # no epoch bump: no rebalance
         log.info("loaded %s-%d (epoch %d): %d groups, %d records in %d ms", OFFSETS_TOPIC, partition,
                  epoch, len(loaded.groups) + len(set(loaded.offsets) - set(loaded.groups)),
-                 loaded.records, self.clock() - started)
+                 loaded.records, self.runtime.clock() - started)
 
     def _install(self, loaded: LoadedPartition) -> None:
-        now = self.clock()
+        now = self.runtime.clock()
         for group_id in set(loaded.groups) | set(loaded.offsets):
             stored = loaded.groups.get(group_id)
             group = (GroupMetadata.from_stored(group_id, stored, now) if stored is not None
@@ -130,7 +123,7 @@ class OwnershipOps:
 
     def _on_group_unloaded(self, group: GroupMetadata) -> None:
         previous = group.state
-        group.transition_to(D, self.clock())
+        group.transition_to(D, self.runtime.clock())
         if previous is PR:
             for member in list(group.members.values()):
                 group.maybe_invoke_join(member, JoinResult(ErrorCode.NOT_COORDINATOR,

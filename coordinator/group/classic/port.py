@@ -3,10 +3,11 @@ the group facts use of the classic GroupCoordinator, as a Protocol. The consumer
 imports this leaf rather than the coordinator, so the classic coordinator can own a
 ConsumerGroupCoordinator without an import circle; GroupCoordinator satisfies it.
 
-What the consumer side needs: the classic groups map (a consumer group's committed
-offsets live in the classic entry of the same id), partition ownership (``status``,
-``partition_for``, ``partitions``), the log and settings it writes with, the clock,
-task spawning, the rebalance histories, and the few classic steps a migration
+What the consumer side needs: the coordinator runtime both sides stand on (the log
+seam, partition ownership, the clock, tasks), the classic groups map (a consumer
+group's committed offsets live in the classic entry of the same id), the group-id
+status check (``status``), the settings, the rebalance histories, and the few
+classic steps a migration
 performs (``handle_join``, ``extend_session``, ``maybe_prepare_rebalance``,
 ``store_offsets``, ``delete_groups``); ``consumer`` is the consumer groups' side as
 the classic side's admin paths see it (``ConsumerGroups``).
@@ -14,9 +15,8 @@ the classic side's admin paths see it (``ConsumerGroups``).
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Awaitable, Callable, Coroutine
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 if TYPE_CHECKING:
     from coordinator.group.classic.coordinator_types import CoordinatorConfig, JoinRequest
@@ -26,9 +26,8 @@ if TYPE_CHECKING:
     from coordinator.group.consumer.model import ConsumerGroup
     from coordinator.group.consumer.records import Record
     from coordinator.group.why.group_history import GroupHistories
-    from coordinator.runtime.log_seam import OffsetsLog
-    from coordinator.runtime.partitions import CoordinatorPartitions
     from coordinator.runtime.purgatory import Purgatory
+    from coordinator.runtime.runtime import CoordinatorRuntime
 
 T = TypeVar("T")
 TopicPartition = tuple[str, int]
@@ -50,19 +49,15 @@ class ConsumerGroups(Protocol):
 
 
 class ClassicGroups(Protocol):
+    runtime: CoordinatorRuntime      # the log seam, ownership, clock, tasks (shared)
     groups: dict[str, GroupMetadata]
     config: CoordinatorConfig
-    log: OffsetsLog
     why: GroupHistories
-    partitions: CoordinatorPartitions
     rebalances: Purgatory
     heartbeats: Purgatory
-    clock: Callable[[], int]
 
     @property
     def consumer(self) -> ConsumerGroups: ...
-
-    def spawn(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]: ...
 
     def partition_for(self, group_id: str) -> int: ...
 

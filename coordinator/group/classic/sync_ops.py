@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from coordinator.group.classic import offsets_topic as ot
@@ -22,8 +22,8 @@ from coordinator.group.classic.coordinator_types import group_write_error
 from protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
+    from coordinator.runtime.runtime import CoordinatorRuntime
     from coordinator.group.classic.coordinator_types import CoordinatorConfig
-    from coordinator.runtime.log_seam import OffsetsLog
 
 log = logging.getLogger(__name__)
 
@@ -34,13 +34,11 @@ E, PR, CR, S, D = (GroupState.EMPTY, GroupState.PREPARING_REBALANCE,
 class SyncOps:
     # provided by GroupCoordinator
     config: CoordinatorConfig
-    log: OffsetsLog
-    clock: Callable[[], int]
+    runtime: CoordinatorRuntime
     groups: dict[str, GroupMetadata]
     status: Callable[..., int | None]
     partition_for: Callable[[str], int]
     validate_member: Callable[[GroupMetadata, str, str | None], int | None]
-    spawn: Callable[[Coroutine[Any, Any, Any]], asyncio.Task[Any]]
     extend_session: Callable[..., None]
     _remove_pending_sync_member: Callable[[GroupMetadata, str], None]
     maybe_prepare_rebalance: Callable[[GroupMetadata, str], None]
@@ -134,7 +132,7 @@ class SyncOps:
                 for member in group.members.values():
                     member.assignment = full.get(member.member_id, b"")
                 self._propagate_assignment(group, ErrorCode.NONE)
-                group.transition_to(S, self.clock())
+                group.transition_to(S, self.runtime.clock())
         self._store_group(group, full, stored)
 
     def _reset_and_propagate_assignment_error(self, group: GroupMetadata, error: int) -> None:
@@ -159,11 +157,11 @@ class SyncOps:
 
         async def write() -> None:
             try:
-                error = await self.log.append(partition, [record], acks=-1,
+                error = await self.runtime.log.append(partition, [record], acks=-1,
                                               timeout_ms=self.config.offsets_commit_timeout_ms,
-                                              timestamp=self.clock())
+                                              timestamp=self.runtime.clock())
             except Exception:
                 log.exception("writing group %s failed", group.group_id)
                 error = ErrorCode.UNKNOWN_SERVER_ERROR
             done(group_write_error(error))
-        self.spawn(write())
+        self.runtime.spawn(write())

@@ -28,12 +28,13 @@ from coordinator.group.consumer import admin_ops
 from coordinator.group.classic import offsets_topic as ot
 from coordinator.group.classic.group_metadata import GroupMetadata, TopicPartition
 from coordinator.group.classic.group_state import GroupState
+from coordinator.runtime.runtime import CoordinatorRuntime
 from protocol.errors import ErrorCode
 
 
 class TxnOffsetOps:
     # provided by GroupCoordinator (and OffsetOps' store_offsets, which writes them)
-    clock: Callable[[], int]
+    runtime: CoordinatorRuntime
     groups: dict[str, GroupMetadata]
     status: Callable[..., int | None]
     partition_for: Callable[[str], int]
@@ -51,7 +52,7 @@ class TxnOffsetOps:
         group = self.groups.get(group_id)
         if group is None:
             group = self.groups[group_id] = GroupMetadata(group_id, GroupState.EMPTY,
-                                                          self.clock())
+                                                          self.runtime.clock())
         error = self._validate_txn_commit(group, generation_id, member_id, instance_id)
         if error is not None:
             return dict.fromkeys(offsets, error)
@@ -100,7 +101,7 @@ class TxnOffsetOps:
             group = self.groups.get(group_id)
             if group is None:
                 group = self.groups[group_id] = GroupMetadata(group_id, GroupState.EMPTY,
-                                                              self.clock())
+                                                              self.runtime.clock())
                 group.current_state_timestamp = None
             for pid, offsets in by_producer.items():
                 group.pending_txn_offsets.setdefault(pid, {}).update(offsets)

@@ -165,7 +165,7 @@ async def delete_expired_groups(classic: ClassicGroups) -> list[str]:
     (called after an offset-expiry pass); -> the ids deleted."""
     deleted = []
     for group_id, group in list(classic.consumer.groups.items()):
-        if group.members or classic.partition_for(group_id) not in classic.partitions.owned:
+        if group.members or classic.partition_for(group_id) not in classic.runtime.partitions.owned:
             continue
         holder = classic.groups.get(group_id)
         if holder is not None and holder.offsets:
@@ -193,7 +193,7 @@ def list_groups(classic: ClassicGroups, states: set[str], types: set[str]
     wanted = {s.lower() for s in states}
     out = []
     for group_id, group in classic.consumer.groups.items():
-        if classic.partition_for(group_id) not in classic.partitions.owned:
+        if classic.partition_for(group_id) not in classic.runtime.partitions.owned:
             continue
         state = gl.state_of(group).value
         if wanted and state.lower() not in wanted:

@@ -98,7 +98,7 @@ def _expired(coord: ConsumerGroupCoordinator, group_id: str, member_id: str, kin
                   if kind == JOIN else "the member failed to sync within the rebalance timeout")
         await coord.fence_member(group_id, member_id, None, reason)
         _cancel(coord, group_id, member_id)
-    coord.classic.spawn(coord.locked(group_id, fence))
+    coord.runtime.spawn(coord.locked(group_id, fence))
 
 
 def _forget_removed(coord: ConsumerGroupCoordinator, group_id: str, records: list[Any]) -> None:
@@ -122,7 +122,7 @@ def join_group(coord: ConsumerGroupCoordinator, group: ConsumerGroup, req: JoinR
             log.exception("classic JoinGroup of %s to consumer group %s failed",
                           req.member_id or "a new member", req.group_id)
             respond(JoinResult(ErrorCode.UNKNOWN_SERVER_ERROR, member_id=req.member_id))
-    coord.classic.spawn(coord.locked(req.group_id, answered))
+    coord.runtime.spawn(coord.locked(req.group_id, answered))
 
 
 async def _join(coord: ConsumerGroupCoordinator, req: JoinRequest,
@@ -227,7 +227,7 @@ def leave_group(coord: ConsumerGroupCoordinator, group: ConsumerGroup,
     leaving = [LeaveMember(m.member_id, m.group_instance_id, m.reason)
                for m in members if m.error == ErrorCode.NONE]
     if leaving:
-        coord.classic.spawn(coord.locked(group.group_id,
+        coord.runtime.spawn(coord.locked(group.group_id,
                                          lambda: _leave(coord, group.group_id, leaving)))
     return ErrorCode.NONE, members
 

@@ -114,6 +114,7 @@ class ConsumerGroupCoordinator:
     def __init__(self, classic: ClassicGroups, config: gl.GroupConfig | None = None,
                  topics: Any = None, *, enabled: bool = True) -> None:
         self.classic = classic
+        self.runtime = classic.runtime   # shared with the classic side: one group id space
         self.config = config or gl.GroupConfig()
         self.topics = topics if topics is not None else StaticTopics()
         self.enabled = enabled                       # group.coordinator.rebalance.protocols
@@ -135,7 +136,7 @@ class ConsumerGroupCoordinator:
         return group_id in self.groups
 
     def now(self) -> int:
-        return self.classic.clock()
+        return self.runtime.clock()
 
     # -- serialization and writing ---------------------------------------------------------
 
@@ -159,7 +160,7 @@ class ConsumerGroupCoordinator:
             return ErrorCode.NONE
         partition = self.classic.partition_for(group_id)
         try:
-            error = await self.classic.log.append(
+            error = await self.runtime.log.append(
                 partition, key_values, acks=-1,
                 timeout_ms=self.classic.config.offsets_commit_timeout_ms, timestamp=self.now())
         except Exception:
@@ -286,7 +287,7 @@ class ConsumerGroupCoordinator:
             self._sessions.pop(key, None)
         else:
             self._rebalance.pop(key, None)
-        self.classic.spawn(self.locked(group_id, lambda: self.fence_member(
+        self.runtime.spawn(self.locked(group_id, lambda: self.fence_member(
             group_id, member_id, revoking_epoch, reason)))
 
     async def fence_member(self, group_id: str, member_id: str, revoking_epoch: int | None,
@@ -418,7 +419,7 @@ class ConsumerGroupCoordinator:
                     respond(JoinResult(error, member_id=req.member_id))
                     return
             self.classic.handle_join(req, respond)
-        self.classic.spawn(self.locked(req.group_id, replace))
+        self.runtime.spawn(self.locked(req.group_id, replace))
         return True
 
     # SyncGroup / Heartbeat / LeaveGroup of a classic member: answered here when the id is
@@ -459,7 +460,7 @@ class ConsumerGroupCoordinator:
         # topics may have changed while nobody coordinated these groups; an empty view is
         # a broker that has had no UpdateMetadata yet: its first one refreshes everyone
         if loaded and any(True for _ in self.topics.names()):
-            self.classic.spawn(self._refresh(list(loaded)))
+            self.runtime.spawn(self._refresh(list(loaded)))
 
     def unload(self, partition: int) -> None:
         for gid in [g for g in self.groups if self.classic.partition_for(g) == partition]:
@@ -481,7 +482,7 @@ class ConsumerGroupCoordinator:
         if mark_stale is not None:
             mark_stale()
         if self.groups and self.topics.refresh():
-            self.classic.spawn(self._refresh(list(self.groups)))
+            self.runtime.spawn(self._refresh(list(self.groups)))
 
     async def _refresh(self, group_ids: list[str]) -> None:
         for gid in group_ids:

@@ -344,7 +344,7 @@ def complete_upgrade(coordinator: ClassicGroups, group_id: str) -> GroupMetadata
                                                      member_id=member.member_id))
         classic.maybe_invoke_sync(member, SyncResult(ErrorCode.REBALANCE_IN_PROGRESS))
     if not classic.is_(GroupState.DEAD):
-        classic.transition_to(GroupState.DEAD, coordinator.clock())
+        classic.transition_to(GroupState.DEAD, coordinator.runtime.clock())
     classic.pending_sync_members.clear()
     coordinator.rebalances.check_and_complete(join_key(group_id))
     coordinator.rebalances.check_and_complete(sync_key(group_id))

@@ -41,7 +41,7 @@ def member_joined(coordinator: Any, group: Any, member_id: str, req: Any) -> Non
     first = not group.members and group.generation_id == 0
     coordinator.why.of(group.group_id).record(Trigger(
         "new-group" if first else "join", member_id, req.client_id, req.client_host,
-        reasons.join_reason(req.reason, first=first)), coordinator.clock())
+        reasons.join_reason(req.reason, first=first)), coordinator.runtime.clock())
 
 
 def member_rejoined(coordinator: Any, group: Any, member: Any, req: Any,
@@ -52,7 +52,7 @@ def member_rejoined(coordinator: Any, group: Any, member: Any, req: Any,
     coordinator.why.of(group.group_id).record(_trigger(
         "metadata-change" if changed else "rejoin", member,
         reasons.rejoin_reason(req.reason, metadata_changed=changed,
-                              leader=group.is_leader(member.member_id))), coordinator.clock())
+                              leader=group.is_leader(member.member_id))), coordinator.runtime.clock())
 
 
 def static_replaced(coordinator: Any, group: Any, instance_id: str, old_member_id: str,
@@ -60,32 +60,32 @@ def static_replaced(coordinator: Any, group: Any, instance_id: str, old_member_i
     coordinator.why.of(group.group_id).record(
         _trigger("static-replace", member,
                  reasons.static_replace_reason(instance_id, old_member_id)),
-        coordinator.clock(), generation=None if starts_rebalance else group.generation_id)
+        coordinator.runtime.clock(), generation=None if starts_rebalance else group.generation_id)
 
 
 def member_left(coordinator: Any, group: Any, member: Any, client_reason: str | None) -> None:
     coordinator.why.of(group.group_id).record(
-        _trigger("leave", member, reasons.leave_reason(client_reason)), coordinator.clock())
+        _trigger("leave", member, reasons.leave_reason(client_reason)), coordinator.runtime.clock())
 
 
 def member_timed_out(coordinator: Any, group: Any, member: Any) -> None:
     coordinator.why.of(group.group_id).record(
         _trigger("timeout", member, reasons.timeout_reason(member.session_timeout_ms)),
-        coordinator.clock())
+        coordinator.runtime.clock())
 
 
 def rejoin_timed_out(coordinator: Any, group: Any, member: Any) -> None:
     coordinator.why.of(group.group_id).record(
         _trigger("rejoin-timeout", member,
                  reasons.rejoin_timeout_reason(member.rebalance_timeout_ms)),
-        coordinator.clock())
+        coordinator.runtime.clock())
 
 
 def sync_timed_out(coordinator: Any, group: Any, member: Any) -> None:
     coordinator.why.of(group.group_id).record(
         _trigger("sync-timeout", member,
                  reasons.sync_timeout_reason(member.rebalance_timeout_ms)),
-        coordinator.clock())
+        coordinator.runtime.clock())
 
 
 def generation_started(coordinator: Any, group: Any) -> None:
@@ -96,7 +96,7 @@ def group_deleted(coordinator: Any, group: Any) -> None:
     history = coordinator.why.of(group.group_id)
     history.failed()
     history.record(Trigger("deleted", "", "", "", "deleted by DeleteGroups"),
-                   coordinator.clock(), generation=group.generation_id)
+                   coordinator.runtime.clock(), generation=group.generation_id)
 
 
 def group_why(coordinator: Any, group_id: str) -> GroupWhy:

@@ -82,9 +82,7 @@ class FakeGroups:
         self.asked: list[Any] = []
         # no KIP-848 consumer groups here (coordinator/group/consumer/coordinator.py, issue 19)
         self.consumer = SimpleNamespace(groups={}, enabled=True, has_group=lambda _g: False)
-
-    def clock(self) -> int:
-        return 0
+        self.runtime = SimpleNamespace(clock=lambda: 0)   # what the handlers read of it
 
     def fetch_offsets(self, group_id: str, wanted: Any, require_stable: bool) -> Any:
         self.asked.append(wanted)

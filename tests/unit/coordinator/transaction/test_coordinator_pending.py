@@ -79,7 +79,7 @@ def test_markers_go_on_when_the_leader_epoch_is_bumped_under_them() -> None:
 def test_commit_is_answered_once_complete() -> None:
     async def body() -> None:
         c, brokers = await started()
-        mlog = c.state.log
+        mlog = c.state.runtime.log
         assert isinstance(mlog, MemoryLog)
         await c.add_partitions("tx", 1000, 0, [A, B])
         assert await c.end_txn("tx", 1000, 0, commit=True) == ErrorCode.NONE

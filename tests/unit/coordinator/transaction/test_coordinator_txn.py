@@ -56,7 +56,7 @@ def coordinator(mlog: MemoryLog, brokers: Brokers, clock: Clock) -> TransactionC
 async def settle(c: TransactionCoordinator) -> None:
     for _ in range(50):
         await asyncio.sleep(0.002)
-        if not c.state._tasks:
+        if not c.state.runtime.tasks:
             return
 
 
@@ -210,7 +210,7 @@ def test_marker_sending_stops_when_the_coordinator_resigns() -> None:
         await asyncio.sleep(0.01)
         c.state.on_resign(0, None)
         await settle(c)
-        assert not c.state._tasks and c.state.get("tx") is None
+        assert not c.state.runtime.tasks and c.state.get("tx") is None
     asyncio.run(body())
 
 

@@ -89,7 +89,7 @@ def test_load_replays_the_partition_newest_wins_tombstones_remove() -> None:
         assert m.get(ids[2]) is not None and m.get(ids[2]).partitions == {("t", 0)}  # type: ignore[union-attr]
         # a stale leadership notice is ignored; a resignation drops the partition
         m.on_become_leader(p, 2)
-        assert m.partitions.owned[p] == 3
+        assert m.runtime.partitions.owned[p] == 3
         m.on_resign(p, 4)
         assert m.status("a") == ErrorCode.NOT_COORDINATOR and m.get(ids[0]) is None
         m.on_become_leader(p, 3)                 # older than the resignation: ignored
@@ -148,7 +148,7 @@ def test_a_write_that_outlives_the_leadership_is_not_installed() -> None:
         m.on_resign(p, 1)
         m.on_become_leader(p, 2)
         await settle()                         # the new epoch's load is done (empty log)
-        assert m.partitions.owned[p] == 2
+        assert m.runtime.partitions.owned[p] == 2
         mlog.gate.set()
         # written, but under an epoch that is over: not installed, and the client is
         # told NOT_COORDINATOR, so it finds the coordinator again and retries
@@ -174,5 +174,5 @@ def test_timeouts_and_expiration_cover_served_partitions_only() -> None:
         m.on_resign(m.partition_for("idle"), 1)
         assert m.expirable(1000, 500) == []
         await m.shutdown()
-        assert m.partitions.owned == {} and m.ids == {}
+        assert m.runtime.partitions.owned == {} and m.ids == {}
     asyncio.run(body())

@@ -118,7 +118,7 @@ def test_not_coordinator_and_loading() -> None:
         assert c.status("g") == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
         assert c.heartbeat("g", "m", None, 1) == ErrorCode.NONE    # blind during load
         await settle()
-        assert c.status("g") is None and c.partitions.owned == {0: 3}
+        assert c.status("g") is None and c.runtime.partitions.owned == {0: 3}
         c.on_resign(0, 3)
         log.leader[0] = None
         assert c.status("g") == ErrorCode.NOT_COORDINATOR

@@ -190,7 +190,7 @@ async def test_delete_and_list_groups() -> None:
     assert left.error == 0 and left.member_epoch == -1 and r.member_epoch > 0
     assert await admin_ops.delete_groups(c, ["g"]) == {"g": ErrorCode.NONE}
     assert "g" not in c.consumer.groups
-    c2 = coordinator(c.log)     # type: ignore[arg-type]
+    c2 = coordinator(c.runtime.log)     # type: ignore[arg-type]
     await ready(c2)
     assert "g" not in c2.consumer.groups                     # the tombstones load too
     c.consumer.shutdown()
@@ -309,7 +309,7 @@ async def test_expiry_deletes_an_empty_group_only_once_its_offsets_are_gone() ->
     c = coordinator(log)
     await ready(c)
     r = await c.consumer.heartbeat(join("m1"))
-    offsets = {("t", 0): ot.OffsetAndMetadata(5, commit_timestamp=c.clock())}
+    offsets = {("t", 0): ot.OffsetAndMetadata(5, commit_timestamp=c.runtime.clock())}
     assert await admin_ops.commit_offsets(c, "g", "m1", r.member_epoch, offsets, 9) == \
         {("t", 0): 0}
     await c.expire_offsets()
