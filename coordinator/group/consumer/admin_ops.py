@@ -164,8 +164,9 @@ async def delete_expired_groups(classic: ClassicGroups) -> list[str]:
     """Delete the empty consumer groups served here that hold no committed offsets
     (called after an offset-expiry pass); -> the ids deleted."""
     deleted = []
+    runtime = classic.runtime
     for group_id, group in list(classic.consumer.groups.items()):
-        if group.members or classic.partition_for(group_id) not in classic.runtime.partitions.owned:
+        if group.members or runtime.partition_for(group_id) not in runtime.partitions.owned:
             continue
         holder = classic.groups.get(group_id)
         if holder is not None and holder.offsets:
@@ -193,7 +194,7 @@ def list_groups(classic: ClassicGroups, states: set[str], types: set[str]
     wanted = {s.lower() for s in states}
     out = []
     for group_id, group in classic.consumer.groups.items():
-        if classic.partition_for(group_id) not in classic.runtime.partitions.owned:
+        if classic.runtime.partition_for(group_id) not in classic.runtime.partitions.owned:
             continue
         state = gl.state_of(group).value
         if wanted and state.lower() not in wanted:

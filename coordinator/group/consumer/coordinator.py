@@ -49,7 +49,7 @@ Theory of operation:
    call ``classic_join`` / ``classic_sync`` / ``classic_heartbeat`` /
    ``classic_leave``; for a consumer group's id, classic_glue.py answers with the
    group's classic-protocol members (heartbeat and leave are synchronous: a write
-   goes through ``classic.spawn(locked(group_id, ...))``). None falls through to the
+   goes through ``runtime.spawn(locked(group_id, ...))``). None falls through to the
    classic path, which knows no members there (UNKNOWN_MEMBER_ID). A JoinGroup for
    an empty consumer group deletes it and proceeds as a classic group's (Kafka 4.0).
 """
@@ -158,7 +158,7 @@ class ConsumerGroupCoordinator:
         """Append one batch to the group's partition (acks=-1) -> mapped error (0 = ok)."""
         if not key_values:
             return ErrorCode.NONE
-        partition = self.classic.partition_for(group_id)
+        partition = self.runtime.partition_for(group_id)
         try:
             error = await self.runtime.log.append(
                 partition, key_values, acks=-1,
@@ -463,7 +463,7 @@ class ConsumerGroupCoordinator:
             self.runtime.spawn(self._refresh(list(loaded)))
 
     def unload(self, partition: int) -> None:
-        for gid in [g for g in self.groups if self.classic.partition_for(g) == partition]:
+        for gid in [g for g in self.groups if self.runtime.partition_for(g) == partition]:
             for member_id in list(self.groups[gid].members):
                 self.disarm(gid, member_id)
             del self.groups[gid]
