@@ -52,6 +52,7 @@ from broker.replication.fetcher import ReplicaFetcherManager
 from broker.replication.leader_endpoint import metadata_resolver, remote_endpoint_factory
 from broker.replication.partition_state import PartitionState
 from broker.replication.replica_manager import ReplicaManager
+from broker.replication.throttle import ReplicationQuota
 from broker.security.scram_credentials import ScramCredentialStore
 from broker.security import reconfigure
 from broker import dynamic_broker_configs
@@ -105,6 +106,12 @@ class Broker:
         # over the static listener.name.* keys they may shadow
         self.static_listener_overrides = dict(config.listener_overrides)
         self.dynamic_configs: dict[str, str] = {}
+        # the layers under the effective ``config`` (broker/dynamic_config/): what
+        # server.properties made, and the cluster default entry /config/brokers/<default>
+        self.static_config = config
+        self.dynamic_default_configs: dict[str, str] = {}
+        # leader/follower replication throttles: empty until start() installs them
+        self.replication_quotas: dict[str, ReplicationQuota] = {}
         self.broker_id = config.broker_id
         self.cluster_id = ""
         self.cluster = ClusterStore(config.zookeeper_connect, config.zookeeper_session_timeout_ms,

@@ -19,14 +19,19 @@ alter, loggers).
 from __future__ import annotations
 
 import logging
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from broker.dynamic_config import keys, live
 from broker.dynamic_config.rates import apply_rates
 from broker.dynamic_config.keys import DEFAULT_ENTITY, THROTTLE_RATES, check_rate
+from broker.replication.fetcher import ReplicaFetcherManager
 from broker.replication.throttle import FOLLOWER, LEADER, ReplicationQuota
 from broker.security import reconfigure
 from broker.security.reconfigure import ReconfigureError
+
+if TYPE_CHECKING:
+    from broker.dynamic_config.host import DynamicConfigHost
 
 log = logging.getLogger(__name__)
 
@@ -34,10 +39,10 @@ __all__ = ["DEFAULT_ENTITY", "THROTTLE_RATES", "check_rate", "apply", "check_def
            "apply_rates", "install_replication_quotas", "load", "load_default", "watch"]
 
 
-def apply(broker: Any, updates: dict[str, str | None], validate_only: bool) -> None:
+def apply(broker: DynamicConfigHost, updates: dict[str, str | None],
+          validate_only: bool) -> None:
     """Check ``updates`` to this broker's own entry, then unless ``validate_only``
     apply them. Nothing changes when any key or value is refused (ReconfigureError)."""
-    live.static_of(broker)
     keys.check(updates, per_broker=True, broker=broker)
     tls = {k: v for k, v in updates.items() if keys.is_listener_key(k)}
     if tls:
@@ -59,12 +64,14 @@ def check_default(updates: dict[str, str | None]) -> None:
     keys.check(updates, per_broker=False)
 
 
-def install_replication_quotas(broker: Any) -> dict[str, ReplicationQuota]:
+def install_replication_quotas(broker: DynamicConfigHost) -> dict[str, ReplicationQuota]:
     """Make the broker's two replication quotas (topic configs read from
     ``broker.topic_overrides``; windows from replication.quota.window.*), hand them
     to its ReplicaManager (leader side) and fetchers (follower side), set their
     rates from its dynamic entry, and push the effective config to the components
     made since ``load``."""
+    replicas = broker.replicas
+    assert replicas is not None, "Broker.start makes the ReplicaManager first"
     config = broker.config
 
     def topic_configs(topic: str) -> dict[str, str]:
@@ -75,10 +82,9 @@ def install_replication_quotas(broker: Any) -> dict[str, ReplicationQuota]:
                                      window_seconds=config.replication_quota_window_size_seconds)
               for side in (LEADER, FOLLOWER)}
     broker.replication_quotas = quotas
-    broker.replicas.leader_quota = quotas[LEADER]
-    set_quota = getattr(broker.replicas.fetchers, "set_quota", None)
-    if set_quota is not None:
-        set_quota(quotas[FOLLOWER])
+    replicas.leader_quota = quotas[LEADER]
+    if isinstance(replicas.fetchers, ReplicaFetcherManager):   # not NoFetchers: replicating
+        replicas.fetchers.set_quota(quotas[FOLLOWER])
     apply_rates(broker, broker.dynamic_configs)
     return quotas
 
@@ -102,11 +108,8 @@ def _accepted(entry: dict[str, str], where: str) -> dict[str, str]:
     return out
 
 
-async def load(broker: Any) -> dict[str, str]:
+async def load(broker: DynamicConfigHost) -> dict[str, str]:
     """Read both entries; apply the default one now; -> this broker's own entry."""
-    live.static_of(broker)
-    if not hasattr(broker.cluster, "get_data"):
-        return {}
     default = _accepted(await live.read_entry(broker.cluster, DEFAULT_ENTITY), DEFAULT_ENTITY)
     own = _accepted(await live.read_entry(broker.cluster, str(broker.broker_id)),
                     str(broker.broker_id))
@@ -117,12 +120,12 @@ async def load(broker: Any) -> dict[str, str]:
     return own
 
 
-async def load_default(broker: Any) -> dict[str, str]:
-    """The cluster default entry as stored ({} from a store without broker entries)."""
+async def load_default(broker: DynamicConfigHost) -> dict[str, str]:
+    """The cluster default entry as stored ({} when there is none)."""
     return await live.read_entry(broker.cluster, DEFAULT_ENTITY)
 
 
-def watch(broker: Any) -> Any:
+def watch(broker: DynamicConfigHost) -> Callable[[], None]:
     """Keep both entries current from /config/changes; -> the cancel function."""
     return live.watch(broker)
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from broker.acl.acl_model import (AclBindingFilter, AclOperation, EntryFilter, PatternFilter,
                                   PatternType, PermissionType, ResourceType)
-from broker.context import RequestContext
+from broker.context import BrokerServices, RequestContext
 from protocol.errors import ErrorCode
 from protocol.schema import Struct
 
@@ -71,7 +71,7 @@ CLUSTER_OPERATIONS = _bits(5, 7, 8, 9, 10, 11, 12)          # = 8096
 _CLUSTER_IDS: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
 
 
-async def cluster_id(broker: Any) -> str:
+async def cluster_id(broker: BrokerServices) -> str:
     """The cluster id (/cluster/id), read from ZooKeeper once per ClusterStore."""
     store = broker.cluster
     cached = _CLUSTER_IDS.get(store)

@@ -59,6 +59,9 @@ STREAM_LIMIT = 64 * 1024
 class KafkaServer:
     """Accepts on one endpoint; every connection runs ``Connection.run``."""
 
+    # ``broker: Any``: the Broker, which each Connection takes as the handlers'
+    # BrokerServices; the Broker declares logs, replicas and producer_ids Optional (None
+    # before start()), so the type checker does not take it for one (broker/broker.py).
     def __init__(self, broker: Any, endpoint: Endpoint,
                  security: ListenerSecurity = PLAINTEXT_LISTENER,
                  limits: NetworkLimits | None = None) -> None:

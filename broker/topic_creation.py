@@ -30,7 +30,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from broker import topic_config
 from protocol import topic_names
@@ -38,6 +38,9 @@ from controller import InvalidPartitions, InvalidReplicationFactor, TopicAlready
     assign_replicas
 from protocol.errors import ErrorCode
 from protocol.schema import ZERO_UUID
+
+if TYPE_CHECKING:
+    from broker.context import BrokerServices
 
 log = logging.getLogger(__name__)
 
@@ -108,7 +111,7 @@ def check_partition_count(count: int) -> None:
                          "Excessively large number of partitions per request.")
 
 
-def _plan(broker: Any, req: TopicRequest) -> dict[int, list[int]]:
+def _plan(broker: BrokerServices, req: TopicRequest) -> dict[int, list[int]]:
     """Steps 2-8: -> the assignment to write; raises TopicError."""
     metadata, config = broker.metadata, broker.config
     if metadata.has_topic(req.name):
@@ -150,7 +153,8 @@ def _plan(broker: Any, req: TopicRequest) -> dict[int, list[int]]:
     return assignment
 
 
-async def create_topic(broker: Any, req: TopicRequest, validate_only: bool = False) -> TopicOutcome:
+async def create_topic(broker: BrokerServices, req: TopicRequest,
+                       validate_only: bool = False) -> TopicOutcome:
     """Validate and (unless validate_only) write one topic. Never raises for a
     client error: the TopicOutcome carries the error code and message."""
     out = TopicOutcome(req.name)
@@ -198,7 +202,8 @@ async def wait_until(done: Callable[[], bool], timeout_ms: int) -> bool:
     return True
 
 
-async def await_leaders(broker: Any, outcomes: list[TopicOutcome], timeout_ms: int) -> None:
+async def await_leaders(broker: BrokerServices, outcomes: list[TopicOutcome],
+                        timeout_ms: int) -> None:
     """Wait for leaders of every created topic; the ones without -> REQUEST_TIMED_OUT."""
     created = [o for o in outcomes if o.ok]
     if not created:

@@ -26,7 +26,7 @@ async def write_markers(broker: GroupHost, producer_id: int, producer_epoch: int
                if topic == GROUP_METADATA_TOPIC and errors[(topic, p)] == ErrorCode.NONE]
     groups = broker.group_coordinator
     if offsets and groups is not None:
-        groups.complete_txn_offsets(producer_id, offsets, commit)
+        groups.txn.complete(producer_id, offsets, commit)
     return errors
 
 

@@ -10,6 +10,7 @@ BROKER_LOGGER, log levels at run time.
     alter.py     the alter flow: check, (ValidateOnly stops), store, apply
     rates.py     the replication throttle rates onto the broker's quotas
     loggers.py   BROKER_LOGGER: describe and set Python loggers' levels
+    host.py      DynamicConfigHost: what of the Broker all of the above use, typed
 
 Storage (shared with the TLS keystores and the throttle rates, broker/security/
 reconfigure.py): ``/config/brokers/<id>`` and ``/config/brokers/<default>`` =

@@ -18,16 +18,18 @@ turned the request into ``updates`` (key -> value, None deletes):
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from broker.dynamic_config import keys, listeners, live
 from broker.security import reconfigure
 
+if TYPE_CHECKING:
+    from broker.dynamic_config.host import DynamicConfigHost
 
-async def alter(broker: Any, default: bool, updates: dict[str, str | None],
+
+async def alter(broker: DynamicConfigHost, default: bool, updates: dict[str, str | None],
                 validate_only: bool) -> None:
     """Raises reconfigure.ReconfigureError (see the module docstring)."""
-    live.static_of(broker)
     keys.check(updates, per_broker=not default, broker=broker)
     tls = {k: v for k, v in updates.items() if keys.is_listener_key(k)}
     if tls:
@@ -43,5 +45,4 @@ async def alter(broker: Any, default: bool, updates: dict[str, str | None],
         reconfigure.apply(broker, tls, validate_only=False)
     broker.dynamic_configs = live.normalise(entry)
     live.refresh(broker)
-    if hasattr(broker, "listener_security"):
-        await listeners.sync(broker)    # listeners opened/closed, registration rewritten
+    await listeners.sync(broker)        # listeners opened/closed, registration rewritten

@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from broker import topic_config
 from broker.config import _FIELDS, ConfigError, _parse_value
@@ -53,6 +53,9 @@ from broker.replication.throttle import FOLLOWER_RATE, LEADER_RATE, UNLIMITED
 from broker.security import reconfigure
 from broker.security.reconfigure import ReconfigureError
 from broker.topic_config import ConfigType
+
+if TYPE_CHECKING:
+    from broker.dynamic_config.host import DynamicConfigHost
 
 THROTTLE_RATES = frozenset({LEADER_RATE, FOLLOWER_RATE})
 DEFAULT_ENTITY = "<default>"
@@ -141,7 +144,8 @@ def is_listener_key(key: str) -> bool:
     return reconfigure.split(key) is not None
 
 
-def check_level(keys: list[str], per_broker: bool, broker: Any = None) -> None:
+def check_level(keys: list[str], per_broker: bool,
+                broker: DynamicConfigHost | None = None) -> None:
     """INVALID_REQUEST for keys not dynamic here (or per-broker-only at the default)."""
     accepted = accepted_keys()
     per_broker_only = [k for k in keys if is_listener_key(k) or k in listener_keys.LISTENER_KEYS]
@@ -224,11 +228,13 @@ def check_rate(key: str, value: str) -> int:
     return rate
 
 
-def check(updates: dict[str, str | None], per_broker: bool, broker: Any = None) -> None:
-    """Keys then values of an update (None deletes: only the key is checked)."""
+def check(updates: dict[str, str | None], per_broker: bool,
+          broker: DynamicConfigHost | None = None) -> None:
+    """Keys then values of an update (None deletes: only the key is checked); with
+    ``broker``, the listener keys against its listeners too."""
     check_level(list(updates), per_broker, broker)
     for key, value in updates.items():
         if value is not None and not is_listener_key(key):
             check_value(key, value)
-    if per_broker and broker is not None and hasattr(broker, "listener_security"):
+    if per_broker and broker is not None:
         listener_keys.check(broker, updates)

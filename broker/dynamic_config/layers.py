@@ -20,9 +20,12 @@ import dataclasses
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from broker.config import _FIELDS, BrokerConfig, ConfigError, _parse_value
+
+if TYPE_CHECKING:
+    from broker.dynamic_config.host import DynamicConfigHost
 
 log = logging.getLogger(__name__)
 
@@ -64,16 +67,11 @@ def effective_config(layers: DynamicLayers,
 
 # -- a broker's layers (read by live.py, listeners.py, the handlers) ----------------------
 
-def static_of(broker: Any) -> Any:
-    """The static config (remembered the first time we see the broker)."""
-    static = broker.__dict__.get("static_config")
-    if static is None:
-        static = broker.config
-        if getattr(static, "dynamic", None) is not None:
-            static = static.dynamic.static
-        broker.static_config = static
-    return static
+def static_of(broker: DynamicConfigHost) -> BrokerConfig:
+    """The static config (what server.properties made; the Broker keeps it from the start)."""
+    return broker.static_config
 
 
-def default_entry(broker: Any) -> dict[str, str]:
-    return dict(getattr(broker, "dynamic_default_configs", None) or {})
+def default_entry(broker: DynamicConfigHost) -> dict[str, str]:
+    """A copy of the cluster default entry as this broker last read it."""
+    return dict(broker.dynamic_default_configs)

@@ -41,12 +41,16 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from broker.config import ConfigError
+from broker.config import BrokerConfig, ConfigError
 from broker.dynamic_config.layers import DynamicLayers, default_entry, effective_config, static_of
 from broker.listeners import Endpoint, parse_listeners
 from broker.security.reconfigure import ReconfigureError
+
+if TYPE_CHECKING:
+    from broker.dynamic_config.host import DynamicConfigHost
+    from broker.server import KafkaServer
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +67,7 @@ def _bad(key: str, value: Any, why: str) -> ReconfigureError:
                             invalid_config=True)
 
 
-def wanted(config: Any) -> tuple[list[Endpoint], list[Endpoint], dict[str, str]]:
+def wanted(config: BrokerConfig) -> tuple[list[Endpoint], list[Endpoint], dict[str, str]]:
     """(listeners, advertised listeners, protocol map) of ``config``; ConfigError."""
     from broker.security.listeners import protocol_map
     listeners = parse_listeners(LISTENERS, config.listeners)
@@ -72,7 +76,7 @@ def wanted(config: Any) -> tuple[list[Endpoint], list[Endpoint], dict[str, str]]
     return listeners, advertised, protocol_map(config)
 
 
-def check(broker: Any, updates: dict[str, str | None]) -> None:
+def check(broker: DynamicConfigHost, updates: dict[str, str | None]) -> None:
     """Raise ReconfigureError when the broker's entry with ``updates`` makes a listener
     set this broker cannot switch to (module docstring). No-op without listener keys."""
     if not LISTENER_KEYS & set(updates):
@@ -88,7 +92,7 @@ def check(broker: Any, updates: dict[str, str | None]) -> None:
     try:
         new = effective_config(DynamicLayers(static_of(broker), entry,
                                              default_entry(broker)),
-                               getattr(old, "listener_overrides", None))
+                               old.listener_overrides)
     except (ConfigError, TypeError) as e:
         raise ReconfigureError(str(e), invalid_config=True) from None
     try:
@@ -147,13 +151,13 @@ def _describe(endpoints: list[Endpoint], name: str) -> str:
     return f"{name}://{e.host}:{e.port}" if e else name
 
 
-def _current(broker: Any) -> tuple[list[Endpoint], list[Endpoint], dict[str, str]]:
+def _current(broker: DynamicConfigHost) -> tuple[list[Endpoint], list[Endpoint], dict[str, str]]:
     """What the broker runs now (its listeners as configured, advertised as registered)."""
     return (list(broker.listeners), list(broker.advertised),
             {name: sec.protocol for name, sec in broker.listener_security.items()})
 
 
-def prepare(broker: Any) -> None:
+def prepare(broker: DynamicConfigHost) -> None:
     """Before start-up opens the listeners (live.refresh on the stored entry): set
     ``broker.listeners`` / ``advertised`` / ``listener_security`` from the config;
     a listener whose security does not build is logged and left out."""
@@ -175,7 +179,7 @@ def prepare(broker: Any) -> None:
     broker.listener_security = security
 
 
-async def sync(broker: Any) -> None:
+async def sync(broker: DynamicConfigHost) -> None:
     """Make the running listeners and the registration match ``broker.config``."""
     try:
         listeners, advertised, _pmap = wanted(broker.config)
@@ -184,7 +188,7 @@ async def sync(broker: Any) -> None:
         return
     from broker.security.listeners import listener_security
     from broker.server import KafkaServer
-    if not getattr(broker, "servers", None):     # before start-up opened any
+    if not broker.servers:      # before start-up opened any
         prepare(broker)
         return
     want = _by_name(listeners)
@@ -233,19 +237,17 @@ async def sync(broker: Any) -> None:
         await _reregister(broker)
 
 
-async def _stop_later(server: Any) -> None:
+async def _stop_later(server: KafkaServer) -> None:
     """Close a listener once the alter's own answer went out on it (CLOSE_DELAY_S)."""
     await asyncio.sleep(CLOSE_DELAY_S)
     await server.stop()
 
 
-async def _reregister(broker: Any) -> None:
+async def _reregister(broker: DynamicConfigHost) -> None:
     from controller import Endpoint as ZkEndpoint
-    update = getattr(broker.cluster, "update_broker_registration", None)
-    if update is None:
-        return
     endpoints = [ZkEndpoint(e.name, e.host, e.port, broker.listener_security[e.name].protocol)
                  for e in broker.advertised]
-    await update(broker.broker_id, endpoints, broker.config.broker_rack)
+    await broker.cluster.update_broker_registration(broker.broker_id, endpoints,
+                                                    broker.config.broker_rack)
     log.info("broker %s registration updated: %s", broker.broker_id,
              ",".join(e.connection_string() for e in endpoints))

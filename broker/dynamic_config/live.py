@@ -1,8 +1,8 @@
 """Applying the dynamic broker configs to a running broker, and keeping them current.
 
-The broker's state (set here, duck-typed on the Broker object):
+The broker's state (declared by the Broker, typed by host.DynamicConfigHost):
 
-* ``broker.static_config``: the config server.properties made (first seen here);
+* ``broker.static_config``: the config server.properties made;
 * ``broker.dynamic_configs``: its own entry ``/config/brokers/<id>`` (raw strings);
 * ``broker.dynamic_default_configs``: the cluster default ``/config/brokers/<default>``;
 * ``broker.config``: the effective config (layers.effective_config) every reader uses.
@@ -30,7 +30,8 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from broker.config import BrokerConfig
 from broker.dynamic_config import listeners
@@ -40,36 +41,35 @@ from broker.dynamic_config.rates import apply_rates
 from broker.security import reconfigure
 from broker.security.reconfigure import ReconfigureError
 
+if TYPE_CHECKING:
+    from broker.dynamic_config.host import DynamicConfigHost
+    from controller import ClusterStore
+    from storage.config import LogConfig
+
 log = logging.getLogger(__name__)
 
 _tasks: set[asyncio.Task[None]] = set()
 
 
-def layers_of(broker: Any) -> DynamicLayers:
+def layers_of(broker: DynamicConfigHost) -> DynamicLayers:
     return DynamicLayers(static_of(broker), dict(broker.dynamic_configs), default_entry(broker))
 
 
-def refresh(broker: Any) -> None:
-    """Recompute the effective config and apply it to the running components."""
+def refresh(broker: DynamicConfigHost) -> None:
+    """Recompute the effective config and apply it to the running components (those
+    not built yet, None before Broker.start, start from ``broker.config``)."""
     old = broker.config
-    if not isinstance(static_of(broker), BrokerConfig):     # a unit test's stand-in
-        apply_rates(broker, broker.dynamic_configs)
-        return
     new = effective_config(layers_of(broker), old.listener_overrides)
     broker.config = new
     _apply_logs(broker)
     _apply_network(broker, new)
     _apply_cleaner(broker, new)
-    controller = getattr(broker, "controller", None)
-    if controller is not None and hasattr(controller, "set_unclean_leader_election"):
-        controller.set_unclean_leader_election(new.unclean_leader_election_enable)
-    elif controller is not None and hasattr(controller, "unclean"):     # a unit test's stand-in
-        controller.unclean = new.unclean_leader_election_enable
-    replicas = getattr(broker, "replicas", None)
-    if replicas is not None and hasattr(replicas, "producer_id_expiration_ms"):
-        replicas.producer_id_expiration_ms = new.producer_id_expiration_ms
+    if broker.controller is not None:
+        broker.controller.set_unclean_leader_election(new.unclean_leader_election_enable)
+    if broker.replicas is not None:
+        broker.replicas.producer_id_expiration_ms = new.producer_id_expiration_ms
     apply_rates(broker, broker.dynamic_configs)
-    if hasattr(broker, "listener_security") and not getattr(broker, "servers", None):
+    if not broker.servers:
         listeners.prepare(broker)       # start-up: the listeners open from these
     changed = sorted(f.name for f in dataclasses.fields(new)
                      if f.compare and getattr(new, f.name) != getattr(old, f.name))
@@ -78,12 +78,12 @@ def refresh(broker: Any) -> None:
             f"{name.replace('_', '.')}={getattr(new, name)!r}" for name in changed))
 
 
-def _apply_logs(broker: Any) -> None:
-    logs = getattr(broker, "logs", None)
+def _apply_logs(broker: DynamicConfigHost) -> None:
+    logs = broker.logs
     if logs is None:
         return
     logs.config = broker.default_log_config()
-    per_topic: dict[str, Any] = {}
+    per_topic: dict[str, LogConfig] = {}
     for (topic, _p), plog in logs:
         config = per_topic.get(topic)
         if config is None:
@@ -92,12 +92,9 @@ def _apply_logs(broker: Any) -> None:
             plog.config = config
 
 
-def _apply_network(broker: Any, config: Any) -> None:
-    limits = getattr(broker, "network_limits", None)
-    if limits is None:
-        return
+def _apply_network(broker: DynamicConfigHost, config: BrokerConfig) -> None:
     from broker.network.connection_quotas import parse_overrides, resolve_overrides
-    quotas = limits.quotas
+    quotas = broker.network_limits.quotas
     quotas.max_connections = config.max_connections
     quotas.max_per_ip = config.max_connections_per_ip
     quotas.per_ip_overrides = dict(resolve_overrides(
@@ -105,9 +102,9 @@ def _apply_network(broker: Any, config: Any) -> None:
     quotas.max_creation_rate = config.max_connection_creation_rate
 
 
-def _apply_cleaner(broker: Any, config: Any) -> None:
-    cleaner = getattr(broker, "cleaner", None)
-    if cleaner is None or not dataclasses.is_dataclass(getattr(cleaner, "config", None)):
+def _apply_cleaner(broker: DynamicConfigHost, config: BrokerConfig) -> None:
+    cleaner = broker.cleaner
+    if cleaner is None:
         return
     cleaner.config = dataclasses.replace(
         cleaner.config, dedupe_buffer_size=config.log_cleaner_dedupe_buffer_size,
@@ -117,10 +114,8 @@ def _apply_cleaner(broker: Any, config: Any) -> None:
 
 # ---- ZooKeeper: load, store, notifications ---------------------------------------------
 
-async def read_entry(cluster: Any, entity: str) -> dict[str, str]:
+async def read_entry(cluster: ClusterStore, entity: str) -> dict[str, str]:
     """``/config/brokers/<entity>``'s config map ({} when absent or unreadable)."""
-    if not hasattr(cluster, "get_data"):
-        return {}
     got = await cluster.get_data(f"/config/brokers/{entity}")
     return reconfigure._decode(got[0]) if got else {}
 
@@ -134,7 +129,7 @@ def normalise(entry: dict[str, str]) -> dict[str, str]:
     return out
 
 
-def tls_changes(broker: Any, new_entry: dict[str, str]) -> dict[str, str | None]:
+def tls_changes(broker: DynamicConfigHost, new_entry: dict[str, str]) -> dict[str, str | None]:
     """The listener keys whose value differs between the applied entry and ``new_entry``."""
     old = {k: v for k, v in broker.dynamic_configs.items() if is_listener_key(k)}
     new = {k: v for k, v in new_entry.items() if is_listener_key(k)}
@@ -143,7 +138,7 @@ def tls_changes(broker: Any, new_entry: dict[str, str]) -> dict[str, str | None]
     return changes
 
 
-def adopt_entry(broker: Any, entry: dict[str, str], default: bool) -> None:
+def adopt_entry(broker: DynamicConfigHost, entry: dict[str, str], default: bool) -> None:
     """Make ``entry`` the broker's own (or the default) entry and apply it. TLS keys
     that changed are applied through reconfigure (refused ones logged, kept out)."""
     if default:
@@ -167,7 +162,7 @@ def adopt_entry(broker: Any, entry: dict[str, str], default: bool) -> None:
     refresh(broker)
 
 
-def watch(broker: Any) -> Any:
+def watch(broker: DynamicConfigHost) -> Callable[[], None]:
     """Subscribe to /config/changes for brokers/<id> and brokers/<default>; -> cancel."""
     def on_change(entity_path: str) -> None:
         kind, _, name = entity_path.partition("/")
@@ -179,20 +174,18 @@ def watch(broker: Any) -> Any:
     return broker.cluster.watch_config_entity_changes(on_change)
 
 
-async def catch_up(broker: Any) -> None:
+async def catch_up(broker: DynamicConfigHost) -> None:
     """Adopt the default and this broker's entries as ZooKeeper holds them now.
 
     DescribeConfigs calls this first, so a describe answered by any broker shows an
     alter another broker acknowledged before it (the alter's ZooKeeper write precedes
     its response; the change notification may not have reached this broker yet).
     Kafka's ZooKeeper mode answers from the broker's cache and can show the old value."""
-    if not hasattr(broker.cluster, "get_data"):
-        return
     await _reload(broker, DEFAULT_ENTITY)
     await _reload(broker, str(broker.broker_id))
 
 
-async def _reload(broker: Any, name: str) -> None:
+async def _reload(broker: DynamicConfigHost, name: str) -> None:
     try:
         default = name == DEFAULT_ENTITY
         entry = await read_entry(broker.cluster, name)
@@ -200,7 +193,7 @@ async def _reload(broker: Any, name: str) -> None:
         if (normalise(entry) if not default else entry) == current:
             return
         adopt_entry(broker, entry, default)
-        if not default and hasattr(broker, "listener_security"):
+        if not default:
             await listeners.sync(broker)    # listeners added/removed, registration
         log.info("applied dynamic config change of brokers/%s", name)
     except Exception:

@@ -4,17 +4,19 @@ KIP-73; broker/replication/throttle.py). Absent or unparsable: no throttle."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from broker.dynamic_config.keys import check_rate
-from broker.replication.throttle import (FOLLOWER, FOLLOWER_RATE, LEADER, LEADER_RATE,
-                                         UNLIMITED, ReplicationQuota)
+from broker.replication.throttle import FOLLOWER, FOLLOWER_RATE, LEADER, LEADER_RATE, UNLIMITED
 from broker.security.reconfigure import ReconfigureError
 
+if TYPE_CHECKING:
+    from broker.dynamic_config.host import DynamicConfigHost
 
-def apply_rates(broker: Any, dynamic: dict[str, str]) -> None:
+
+def apply_rates(broker: DynamicConfigHost, dynamic: dict[str, str]) -> None:
     """Set the broker's replication quotas (if it has them yet) from its own entry."""
-    quotas: dict[str, ReplicationQuota] | None = getattr(broker, "replication_quotas", None)
+    quotas = broker.replication_quotas      # empty until Broker.start installs them
     if not quotas:
         return
     quotas[LEADER].update_quota(_rate(dynamic, LEADER_RATE))

@@ -60,7 +60,7 @@ from broker.dynamic_config.layers import DynamicLayers
 from broker.acl.acl_model import AclOperation, ResourceType
 from broker.acl.authorizer import allowed, allowed_cluster
 from broker.config import BrokerConfig
-from broker.context import RequestContext
+from broker.context import BrokerServices, RequestContext
 from broker.security import reconfigure
 from broker.dispatch import handler
 from broker.topic_creation import TopicError
@@ -110,7 +110,7 @@ def broker_rows(config: BrokerConfig, dynamic_set: dict[str, str] | None = None
                 ) -> list[ConfigEntry]:
     """BROKER rows for ``config`` with ``dynamic_set`` as its own dynamic entry (the
     layers ``config`` carries otherwise): broker/dynamic_config/describe.py."""
-    layers = getattr(config, "dynamic", None)
+    layers = config.dynamic
     if layers is None or dynamic_set is not None:
         static = layers.static if layers is not None else config
         layers = DynamicLayers(static, dict(dynamic_set or {}),
@@ -131,6 +131,9 @@ def broker_id_of(config: BrokerConfig, name: str) -> None:
                          f"but received {name}")
 
 
+# ``broker: Any`` here and in _alter_broker: both hand it to the dynamic-config room
+# (live.catch_up / layers_of / default_entry, alter.alter), which takes a DynamicConfigHost,
+# a surface the handlers' BrokerServices does not declare (the Broker provides both).
 async def _describe_rows(broker: Any, rtype: int, name: str) -> list[ConfigEntry]:
     if rtype in (TOPIC, BROKER):
         await live.catch_up(broker)     # read-your-writes across brokers (live.catch_up)
@@ -234,7 +237,8 @@ def _preprocess(configs: list[Struct], incremental: bool) -> None:
                          f"Null value not supported for : {', '.join(nulls)}")
 
 
-async def _alter_topic(broker: Any, name: str, edit: Edit, validate_only: bool) -> None:
+async def _alter_topic(broker: BrokerServices, name: str, edit: Edit,
+                       validate_only: bool) -> None:
     if name == "":
         raise TopicError(ErrorCode.INVALID_REQUEST, "Default topic resources are not allowed.")
     new = edit(await broker.cluster.topic_configs(name))
@@ -255,6 +259,7 @@ async def _alter_topic(broker: Any, name: str, edit: Edit, validate_only: bool) 
     log.info("updated topic %s configuration: %s", name, new)
 
 
+# ``broker: Any``: handed to the dynamic-config room, as in _describe_rows
 async def _alter_broker(broker: Any, r: Struct, incremental: bool, validate_only: bool) -> None:
     """This broker's dynamic entry or the cluster default "" (broker/dynamic_config/)."""
     default = r.resource_name == ""
@@ -280,7 +285,8 @@ async def _alter_broker(broker: Any, r: Struct, incremental: bool, validate_only
                          else ErrorCode.INVALID_REQUEST, str(e)) from None
 
 
-def _alter_loggers(broker: Any, r: Struct, incremental: bool, validate_only: bool) -> None:
+def _alter_loggers(broker: BrokerServices, r: Struct, incremental: bool,
+                   validate_only: bool) -> None:
     """BROKER_LOGGER: IncrementalAlterConfigs SET/DELETE only (loggers.py)."""
     broker_id_of(broker.config, r.resource_name)
     if not incremental:

@@ -23,11 +23,10 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from typing import Any
 
 from broker.acl.acl_model import AclOperation, ResourceType
 from broker.acl.authorizer import allowed
-from broker.context import RequestContext
+from broker.context import BrokerServices, RequestContext
 from broker.dispatch import handler
 from broker.topic_creation import TopicError, check_partition_count, has_leaders, wait_until
 from controller import InvalidPartitions, InvalidReplicationFactor, TopicNotFound, \
@@ -79,7 +78,8 @@ def _placed(existing: dict[int, list[int]], count: int,
         raise TopicError(ErrorCode.INVALID_REPLICATION_FACTOR, str(e)) from None
 
 
-async def _plan(broker: Any, t: Struct, live: dict[int, str | None]) -> dict[int, list[int]]:
+async def _plan(broker: BrokerServices, t: Struct,
+                live: dict[int, str | None]) -> dict[int, list[int]]:
     """-> every partition's replicas after the change; raises TopicError."""
     current = (await broker.cluster.read_topics([t.name])).get(t.name)
     if current is None or not current.partitions:
@@ -147,7 +147,8 @@ async def handle_create_partitions(ctx: RequestContext, request: Struct) -> Stru
         RESULT.new(name=n, error_code=int(e), error_message=m) for n, e, m, _ in results])
 
 
-async def _await(broker: Any, results: list[tuple[str, int, str | None, dict[int, list[int]]]],
+async def _await(broker: BrokerServices,
+                 results: list[tuple[str, int, str | None, dict[int, list[int]]]],
                  timeout_ms: int) -> list[tuple[str, int, str | None, dict[int, list[int]]]]:
     """DelayedCreatePartitions: leaders for every partition, or REQUEST_TIMED_OUT."""
     done = [(n, a) for n, e, _, a in results if e == ErrorCode.NONE]

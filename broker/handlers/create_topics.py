@@ -33,14 +33,13 @@ the controller, which stock clients avoid by sending admin requests there.
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
 
 from broker import topic_config
 from protocol import topic_names
 from broker.acl.acl_model import AclOperation, ResourceType
 from broker.acl.authorizer import allowed_cluster
 from broker.acl.checks import authorized_names
-from broker.context import RequestContext
+from broker.context import BrokerServices, RequestContext
 from broker.dispatch import handler
 from broker.topic_creation import TopicOutcome, TopicRequest, await_leaders, create_topic
 from protocol.api_keys import ApiKey
@@ -61,7 +60,7 @@ def _topic_request(t: Struct) -> TopicRequest:
         configs={c.name: c.value for c in t.configs})
 
 
-def _result(broker: Any, o: TopicOutcome, describable: bool, early: bool) -> Struct:
+def _result(broker: BrokerServices, o: TopicOutcome, describable: bool, early: bool) -> Struct:
     """The topic's answer; its configs, counts and id only for a caller with
     DESCRIBE_CONFIGS on it (else TopicConfigErrorCode TOPIC_AUTHORIZATION_FAILED,
     left at NONE when the creation itself failed, as KafkaApis)."""

@@ -25,7 +25,7 @@ from typing import Any
 
 from broker.acl.acl_model import AclOperation, ResourceType
 from broker.acl.checks import authorized_names
-from broker.context import RequestContext
+from broker.context import BrokerServices, RequestContext
 from broker.dispatch import handler
 from broker.topic_creation import wait_until
 from controller import TopicNotFound
@@ -89,7 +89,7 @@ def _authorize(ctx: RequestContext, items: list[Deletion]) -> None:
             d.error, d.message = ErrorCode.TOPIC_AUTHORIZATION_FAILED, None
 
 
-async def _mark(broker: Any, d: Deletion) -> None:
+async def _mark(broker: BrokerServices, d: Deletion) -> None:
     try:
         assert d.name is not None
         await broker.cluster.delete_topic(d.name)

@@ -40,7 +40,7 @@ from typing import Any
 
 from broker.acl.acl_model import AclOperation, ResourceType
 from broker.acl.authorizer import allowed, allowed_cluster
-from broker.context import RequestContext
+from broker.context import BrokerServices, RequestContext
 from coordinator.group.classic import OFFSETS_TOPIC
 from broker.coordination.groups import coordinator_of
 from broker.dispatch import handler
@@ -67,7 +67,7 @@ def _message(error: int) -> str:
     return "NONE" if error == ErrorCode.NONE else ErrorCode.from_code(error).message or ""
 
 
-async def _ensure_topic(broker: Any, topic: str, owner: Any) -> None:
+async def _ensure_topic(broker: BrokerServices, topic: str, owner: Any) -> None:
     """Create the coordinator's topic once (concurrent finds share one attempt;
     ``owner.creating_topic`` marks the attempt in flight)."""
     if owner.creating_topic:
@@ -84,7 +84,7 @@ async def _ensure_topic(broker: Any, topic: str, owner: Any) -> None:
         owner.creating_topic = False
 
 
-async def _leader_of(broker: Any, topic: str, partition: int, owner: Any,
+async def _leader_of(broker: BrokerServices, topic: str, partition: int, owner: Any,
                      listener: str | None = None) -> Found:
     """The live leader of ``topic``-``partition``, creating the topic first if need be."""
     metadata = broker.metadata
@@ -102,7 +102,7 @@ async def _leader_of(broker: Any, topic: str, partition: int, owner: Any,
     return ErrorCode.NONE, node.id, node.host, node.port
 
 
-async def find_group_coordinator(broker: Any, group_id: str, listener: str | None = None
+async def find_group_coordinator(broker: BrokerServices, group_id: str, listener: str | None = None
                                  ) -> Found:
     """The group's coordinator, with its endpoint on ``listener`` (None: the
     inter-broker one)."""
@@ -111,7 +111,7 @@ async def find_group_coordinator(broker: Any, group_id: str, listener: str | Non
                             coordinator, listener)
 
 
-async def find_transaction_coordinator(broker: Any, transactional_id: str,
+async def find_transaction_coordinator(broker: BrokerServices, transactional_id: str,
                                        listener: str | None = None) -> Found:
     coordinator = broker.transaction_coordinator
     if coordinator is None:

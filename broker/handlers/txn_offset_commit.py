@@ -65,7 +65,7 @@ async def handle_txn_offset_commit(ctx: RequestContext, request: Struct) -> Stru
                         commit_timestamp=now,
                         leader_epoch=p.committed_leader_epoch if v >= 2 else -1)
         if offsets:
-            errors.update(await coordinator.commit_txn_offsets(
+            errors.update(await coordinator.txn.commit(
                 request.group_id, int(request.producer_id), int(request.producer_epoch),
                 request.member_id if v >= 3 else "",
                 request.group_instance_id if v >= 3 else None,

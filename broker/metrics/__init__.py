@@ -27,6 +27,7 @@ Map:
     remote_offsets.py  the leaders' high watermarks of partitions led elsewhere, asked
                        before each scrape, for consumer-group lag
     broker_metrics.py  BrokerMetrics: hooks into the broker, collectors, the endpoint
+    host.py            MetricsHost: what of the Broker the collectors read (a Protocol)
 
 This package's __init__ imports nothing: importing one collector must not pull in
 the rest.

@@ -23,11 +23,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import TYPE_CHECKING, Any, Protocol
 
 from broker.metrics import group_metrics
 from broker.metrics import kafka_families as kf
 from broker.metrics.exposition import render
+from broker.metrics.host import MetricsHost
 from broker.metrics.http_endpoint import MetricsEndpoint, parse_listener
 from broker.metrics.loop_busy import LoopBusy
 from broker.metrics.registry import COUNTER, GAUGE, MetricFamily, Registry
@@ -36,24 +36,10 @@ from broker.metrics.request_timing import LATENCY_BUCKETS_MS, RequestMetrics
 from broker.metrics.topic_stats import BrokerTopicStats
 from storage import log as storage_log
 
-if TYPE_CHECKING:
-    from broker.config import BrokerConfig
-    from broker.replication.replica_manager import ReplicaManager
-    from controller import ClusterStore
-
 log = logging.getLogger(__name__)
 
 LISTENER_KEY = "prometheus.listener"
 ZK_STATES = ("CONNECTED", "SUSPENDED", "EXPIRED", "CLOSED")
-
-
-class MetricsHost(Protocol):
-    """What the metrics read of the broker themselves (``broker.broker.Broker``); the
-    family builders (kafka_families, group_metrics) are handed the same object."""
-
-    config: BrokerConfig
-    cluster: ClusterStore
-    replicas: ReplicaManager | None
 
 
 class BrokerMetrics:

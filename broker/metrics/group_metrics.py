@@ -36,10 +36,13 @@ when the consumer coordinator has that method.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from coordinator.group.consumer.group_logic import state_of
 from broker.metrics.registry import GAUGE, MetricFamily
+
+if TYPE_CHECKING:
+    from broker.metrics.host import MetricsHost
 
 _GCM = "kafka_server_group_coordinator_metrics_"
 _GMM = "kafka_coordinator_group_groupmetadatamanager_"
@@ -82,7 +85,7 @@ def member_counts_of(gc: Any) -> list[tuple[str, int]]:
     return sorted(counts.items())
 
 
-def group_coordinator_families(broker: Any, now_ms: int) -> list[MetricFamily]:
+def group_coordinator_families(broker: MetricsHost, now_ms: int) -> list[MetricFamily]:
     """GroupCoordinatorMetrics (both protocols) and the classic NumGroups* gauges."""
     count = MetricFamily(_GCM + "group_count", GAUGE,
                          "Groups coordinated here, per rebalance protocol (group-count)")
@@ -115,9 +118,9 @@ def group_coordinator_families(broker: Any, now_ms: int) -> list[MetricFamily]:
         states[s] = states.get(s, 0) + 1
     for s, n in states.items():
         by_state.add(n, (("state", s),))
-    meter = getattr(getattr(gc, "why", None), "epoch_bumps", None)
-    bumps.add(meter.count if meter is not None else 0)
-    rate.add(round(meter.rate(now_ms), 6) if meter is not None else 0.0)
+    meter = gc.why.epoch_bumps
+    bumps.add(meter.count)
+    rate.add(round(meter.rate(now_ms), 6))
     total.add(len(classic))
     classic_states = dict.fromkeys(CLASSIC_STATES, 0)
     for g in classic.values():

@@ -29,14 +29,18 @@ stays well under a second.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
 
 from broker.metrics.group_metrics import committed_offsets_of, member_counts_of
 from broker.metrics.registry import COUNTER, GAUGE, HISTOGRAM, SUMMARY, Labels, MetricFamily, \
     Sample, add_histogram
 from broker.metrics.request_timing import LATENCY_BUCKETS_MS, STAGES, RequestMetrics
 from broker.metrics.topic_stats import BrokerTopicStats
+
+if TYPE_CHECKING:
+    from broker.metrics.host import MetricsHost
+    from coordinator.runtime.purgatory import Purgatory
 
 _BTM = "kafka_server_brokertopicmetrics_"
 # (family suffix, TopicCounters field, help, per topic?)
@@ -97,7 +101,7 @@ def request_families(rm: RequestMetrics) -> list[MetricFamily]:
     return out
 
 
-def partition_families(broker: Any) -> list[MetricFamily]:
+def partition_families(broker: MetricsHost) -> list[MetricFamily]:
     """ReplicaManager gauges, kafka.cluster Partition gauges (leaders only) and the
     kafka.log Log gauges, in one pass over the hosted partitions."""
     replicas = broker.replicas
@@ -160,12 +164,12 @@ def partition_families(broker: Any) -> list[MetricFamily]:
                                "ISR shrinks committed by the controller (IsrShrinksPerSec)"),
                   MetricFamily("kafka_server_replicamanager_isrexpands_total", COUNTER,
                                "ISR expansions committed by the controller (IsrExpandsPerSec)")]
-    isr_counts[0].add(getattr(replicas, "isr_shrinks", 0))
-    isr_counts[1].add(getattr(replicas, "isr_expands", 0))
+    isr_counts[0].add(replicas.isr_shrinks)
+    isr_counts[1].add(replicas.isr_expands)
     return list(rm_fam.values()) + isr_counts + log_fams + [cl_under, cl_isr, cl_replicas]
 
 
-def purgatory_families(broker: Any) -> list[MetricFamily]:
+def purgatory_families(broker: MetricsHost) -> list[MetricFamily]:
     """DelayedOperationPurgatory PurgatorySize / NumDelayedOperations per purgatory."""
     size = MetricFamily("kafka_server_delayedoperationpurgatory_purgatorysize", GAUGE,
                         "Watch entries in the purgatory (completed ones not yet purged "
@@ -175,11 +179,11 @@ def purgatory_families(broker: Any) -> list[MetricFamily]:
     for purgatory in _purgatories(broker):
         labels = (("delayedOperation", purgatory.name),)
         size.add(sum(len(ops) for ops in list(purgatory._watchers.values())), labels)
-        pending.add(getattr(purgatory, "pending", 0), labels)
+        pending.add(purgatory.pending, labels)
     return [size, pending]
 
 
-def _purgatories(broker: Any) -> Iterable[Any]:
+def _purgatories(broker: MetricsHost) -> Iterator[Purgatory]:
     if broker.replicas is not None:
         yield broker.replicas.produce_purgatory
         yield broker.replicas.fetch_purgatory
@@ -189,7 +193,7 @@ def _purgatories(broker: Any) -> Iterable[Any]:
         yield gc.rebalances
 
 
-def controller_families(broker: Any) -> list[MetricFamily]:
+def controller_families(broker: MetricsHost) -> list[MetricFamily]:
     """KafkaController gauges and ControllerStats counts of this broker's controller
     (non-zero only while it is the active controller, as in Kafka)."""
     c = broker.controller
@@ -207,7 +211,7 @@ def controller_families(broker: Any) -> list[MetricFamily]:
         fam = MetricFamily(f"kafka_controller_kafkacontroller_{name}", GAUGE, help)
         fam.add(value)
         fams.append(fam)
-    stats = getattr(c, "stats", None)
+    stats = c.stats if c is not None else None
     elections = MetricFamily("kafka_controller_controllerstats_leaderelectionrateandtimems",
                              SUMMARY, "Leader elections run by this broker's controller and "
                              "their time in ms (LeaderElectionRateAndTimeMs)")
@@ -220,7 +224,7 @@ def controller_families(broker: Any) -> list[MetricFamily]:
     return fams + [elections, unclean]
 
 
-def group_families(broker: Any, remote_hw: Callable[[tuple[str, int]], int | None]
+def group_families(broker: MetricsHost, remote_hw: Callable[[tuple[str, int]], int | None]
                    = lambda _tp: None) -> list[MetricFamily]:
     """kafka-exporter's consumer-group families, for the groups of both kinds
     (classic and KIP-848 consumer groups) this broker coordinates: committed
@@ -262,7 +266,7 @@ def group_families(broker: Any, remote_hw: Callable[[tuple[str, int]], int | Non
     return [current, lag, lag_sum, members]
 
 
-def network_families(broker: Any, idle_fraction: float) -> list[MetricFamily]:
+def network_families(broker: MetricsHost, idle_fraction: float) -> list[MetricFamily]:
     idle = MetricFamily("kafka_network_socketserver_networkprocessoravgidlepercent", GAUGE,
                         "Idle fraction of the network event loop (1 - event-loop "
                         "utilisation over the last 10 s)")

@@ -22,11 +22,14 @@ import asyncio
 import logging
 import time
 from collections import defaultdict
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 
 from broker.metrics.group_metrics import committed_offsets_of
 from client.verbs import LATEST_TIMESTAMP, list_offsets
+
+if TYPE_CHECKING:
+    from broker.metrics.host import MetricsHost
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +51,7 @@ class RemoteHighWatermarks:
             return None
         return entry[0]
 
-    async def refresh(self, broker: Any) -> None:
+    async def refresh(self, broker: MetricsHost) -> None:
         wanted = set(_committed_not_led_here(broker))
         for tp in list(self._hw):
             if tp not in wanted:
@@ -67,7 +70,7 @@ class RemoteHighWatermarks:
             if isinstance(outcome, BaseException):
                 log.debug("group lag: high watermarks from broker %d: %s", leader, outcome)
 
-    async def _ask(self, broker: Any, leader: int, tps: list[TP]) -> None:
+    async def _ask(self, broker: MetricsHost, leader: int, tps: list[TP]) -> None:
         target = broker.metadata.broker(leader)
         if target is None:
             return
@@ -80,7 +83,7 @@ class RemoteHighWatermarks:
                 self._hw[tp] = (listed.offset, now)
 
 
-def _committed_not_led_here(broker: Any) -> Iterable[TP]:
+def _committed_not_led_here(broker: MetricsHost) -> Iterator[TP]:
     """Partitions with a commit in a group (either kind) coordinated here, not led
     by this broker."""
     gc = broker.group_coordinator

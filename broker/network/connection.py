@@ -84,7 +84,7 @@ from broker.network.log_throttle import LogThrottle
 from broker.network.request_memory import Slot
 from broker.security.listeners import PLAINTEXT_LISTENER, ListenerSecurity
 from broker.security.principal import ANONYMOUS
-from broker.security.sasl_server import AuthenticationFailed, SaslAuthenticator
+from broker.security.sasl_server import AuthenticationFailed, CredentialLookup, SaslAuthenticator
 from broker.dispatch import Outcome, dispatch, supported, unsupported_version_body
 from coordinator.runtime.purgatory import CURRENT as REQUEST_CLOCK
 from broker.metrics.request_timing import RequestMetrics
@@ -95,6 +95,7 @@ from protocol.framing import (FrameBuffer, FrameReceiver, FrameTooLarge, Invalid
                               size_prefixed)
 from protocol.headers import API_VERSIONS, RequestHeader, decode_request_header, encode_response
 from protocol.primitives import DecodeError, EncodeError
+from protocol.scram import ScramCredential
 from protocol.spec import wire_apis
 
 log = logging.getLogger(__name__)
@@ -558,8 +559,8 @@ def _api_name(api_key: int) -> str:
     return apis[api_key].request.name if api_key in apis else f"api key {api_key}"
 
 
-def _credential_lookup(broker: Any) -> Any:
+def _credential_lookup(broker: BrokerServices) -> CredentialLookup:
     """(user, mechanism) -> the stored SCRAM credential (None: unknown user)."""
-    async def lookup(user: str, mechanism: str) -> Any:
+    async def lookup(user: str, mechanism: str) -> ScramCredential | None:
         return await broker.scram_credentials.get(user, mechanism)
     return lookup

@@ -31,10 +31,14 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-from typing import Any
+from typing import TYPE_CHECKING
 
 from broker.config import BrokerConfig, ConfigError
 from broker.security.tls import server_context
+
+if TYPE_CHECKING:
+    from broker.dynamic_config.host import DynamicConfigHost
+    from controller import ClusterStore
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +63,7 @@ def split(key: str) -> tuple[str, str] | None:
     return (listener.upper(), sub) if dot and sub else None
 
 
-def check_keys(broker: Any, keys: list[str]) -> None:
+def check_keys(broker: DynamicConfigHost, keys: list[str]) -> None:
     """ReconfigureError unless every key is a reconfigurable TLS key of one of this
     broker's TLS listeners."""
     bad = []
@@ -73,7 +77,8 @@ def check_keys(broker: Any, keys: list[str]) -> None:
                                + ", ".join(sorted(bad)))
 
 
-def apply(broker: Any, updates: dict[str, str | None], validate_only: bool) -> BrokerConfig:
+def apply(broker: DynamicConfigHost, updates: dict[str, str | None],
+          validate_only: bool) -> BrokerConfig:
     """Build each touched listener's new context from the config with ``updates``
     (None deletes a dynamic key); unless ``validate_only``, swap them in and make
     the new config the broker's. -> the new config."""
@@ -110,13 +115,13 @@ def apply(broker: Any, updates: dict[str, str | None], validate_only: bool) -> B
     return config
 
 
-def dynamic_keys(broker: Any) -> dict[str, str]:
+def dynamic_keys(broker: DynamicConfigHost) -> dict[str, str]:
     """The dynamic keys in force on this broker (from ``/config/brokers/<id>``)."""
     return dict(broker.dynamic_configs)
 
 
-async def store(broker: Any, updates: dict[str, str | None], entity: str | None = None
-                ) -> dict[str, str]:
+async def store(broker: DynamicConfigHost, updates: dict[str, str | None],
+                entity: str | None = None) -> dict[str, str]:
     """Write the broker's dynamic configs with ``updates`` to ZooKeeper (and a change
     notification); ``broker.dynamic_configs`` follows. ``entity`` "<default>" writes
     the cluster-wide default entry instead (``broker.dynamic_configs`` untouched).
@@ -144,7 +149,7 @@ async def store(broker: Any, updates: dict[str, str | None], entity: str | None 
     raise ReconfigureError(f"{path} kept changing under us; try again")
 
 
-async def load(cluster: Any, broker_id: int | str, extra_keys: frozenset[str] = frozenset()
+async def load(cluster: ClusterStore, broker_id: int | str, extra_keys: frozenset[str] = frozenset()
                ) -> dict[str, str]:
     """``/config/brokers/<id>``'s reconfigurable listener keys and ``extra_keys``
     (the other dynamic keys served, broker/dynamic_broker_configs.py); others are

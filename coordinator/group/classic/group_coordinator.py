@@ -44,7 +44,7 @@ from coordinator.runtime.log_seam import OffsetsLog
 from coordinator.group.classic.offset_ops import OffsetOps
 from coordinator.group.classic.ownership import OwnershipOps
 from coordinator.group.classic.sync_ops import SyncOps
-from coordinator.group.classic.txn_offset_ops import TxnOffsetOps
+from coordinator.group.classic.txn_offset_ops import TxnOffsets
 from coordinator.runtime.purgatory import Purgatory, Timer
 from coordinator.group.why import group_facts
 from coordinator.group.why.group_history import GroupHistories
@@ -62,7 +62,7 @@ E, PR, CR, S, D = (GroupState.EMPTY, GroupState.PREPARING_REBALANCE,
 NEW_MEMBER_JOIN_TIMEOUT_MS = 5 * 60 * 1000
 
 
-class GroupCoordinator(OwnershipOps, SyncOps, OffsetOps, TxnOffsetOps):
+class GroupCoordinator(OwnershipOps, SyncOps, OffsetOps):
     def __init__(self, broker_id: int, config: CoordinatorConfig, offsets_log: OffsetsLog, *,
                  num_partitions: Callable[[], int] | None = None,
                  timer: Timer | None = None, clock: Callable[[], int] = wall_clock_ms) -> None:
@@ -83,6 +83,8 @@ class GroupCoordinator(OwnershipOps, SyncOps, OffsetOps, TxnOffsetOps):
         # KIP-848 consumer groups share our partitions, ids and offsets (issue 19)
         from coordinator.group.consumer.coordinator import ConsumerGroupCoordinator
         self.consumer = ConsumerGroupCoordinator(self)
+        # offsets committed inside transactions, until their markers (TxnOffsetCommit)
+        self.txn = TxnOffsets(self)
 
     async def shutdown(self) -> None:
         self.active = False

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from coordinator.runtime.runtime import CoordinatorRuntime
     from coordinator.group.classic.coordinator_types import CoordinatorConfig
     from coordinator.group.classic.port import ClassicGroups
+    from coordinator.group.classic.txn_offset_ops import TxnOffsets
 
 log = logging.getLogger(__name__)
 
@@ -71,7 +72,7 @@ class OffsetOps:
     partition_for: Callable[[str], int]
     validate_member: Callable[[GroupMetadata, str, str | None], int | None]
     extend_session: Callable[..., None]
-    unstable_partitions: Callable[[GroupMetadata], set[TopicPartition]]
+    txn: TxnOffsets
     why: GroupHistories
     consumer: Any                                # consumer_group.coordinator (issue 19)
     _expiry_task: asyncio.Task[None] | None = None
@@ -168,7 +169,7 @@ class OffsetOps:
         if group is None or group.is_(D):
             return ErrorCode.NONE, {tp: NO_OFFSET for tp in partitions or ()}
         out: dict[TopicPartition, FetchedOffset] = {}
-        unstable = self.unstable_partitions(group) if require_stable else set()
+        unstable = self.txn.unstable_partitions(group) if require_stable else set()
         for tp in (partitions if partitions is not None else list(group.offsets)):
             o = group.offsets.get(tp)
             if tp in unstable:

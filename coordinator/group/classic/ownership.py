@@ -24,6 +24,7 @@ from coordinator.group.classic.group_state import GroupState
 from coordinator.group.classic.loader import OFFSETS_TOPIC, LoadedPartition
 from coordinator.runtime.purgatory import Purgatory
 from coordinator.runtime.runtime import CoordinatorRuntime
+from coordinator.group.classic.txn_offset_ops import TxnOffsets
 from protocol.errors import ErrorCode
 
 log = logging.getLogger(__name__)
@@ -41,7 +42,7 @@ class OwnershipOps:
     rebalances: Purgatory
     extend_session: Callable[..., None]              # (group, member[, timeout_ms])
     _remove_sync_expiration: Callable[[GroupMetadata], None]
-    install_pending_txn: Callable[..., None]     # txn_offset_ops
+    txn: TxnOffsets
     consumer: Any                                # consumer_group.coordinator (issue 19)
 
     def partition_for(self, group_id: str) -> int:
@@ -102,7 +103,7 @@ class OwnershipOps:
         if not self.runtime.partitions.loaded(partition, epoch):
             return
         self._install(loaded)
-        self.install_pending_txn(loaded.pending_txn())
+        self.txn.install_pending(loaded.pending_txn())
         self.consumer.install(loaded.consumer_groups)   # no epoch bump: no rebalance
         log.info("loaded %s-%d (epoch %d): %d groups, %d records in %d ms", OFFSETS_TOPIC, partition,
                  epoch, len(loaded.groups) + len(set(loaded.offsets) - set(loaded.groups)),

@@ -1,8 +1,9 @@
-"""Offsets committed inside a transaction (mixed into GroupCoordinator): TxnOffsetCommit
+"""Offsets committed inside a transaction (``TxnOffsets``, the group coordinator's
+``txn`` collaborator): TxnOffsetCommit
 and the markers that end it (Kafka's GroupCoordinator.handleTxnCommitOffsets,
 GroupMetadataManager.storeOffsets for a producer, and handleTxnCompletion).
 
-1. ``commit_txn_offsets``: group status; an unknown group is created Empty (as
+1. ``commit``: group status; an unknown group is created Empty (as
    Kafka does); KIP-447 fencing when the request names a member or generation
    (Dead -> COORDINATOR_NOT_AVAILABLE, an unknown member UNKNOWN_MEMBER_ID, a
    static member's instance id FENCED_INSTANCE_ID, another generation
@@ -11,77 +12,97 @@ GroupMetadataManager.storeOffsets for a producer, and handleTxnCompletion).
    OFFSET_METADATA_TOO_LARGE as there), and they are held in ``group.pending_txn_offsets[producer id]``: not visible to
    OffsetFetch (which answers UNSTABLE_OFFSET_COMMIT for them when the caller
    requires stable offsets).
-2. ``complete_txn_offsets``: the producer's COMMIT marker was written to the
+2. ``complete``: the producer's COMMIT marker was written to the
    partition: its pending offsets become the group's committed offsets; an ABORT
    drops them. The same happens on load (``loader.LoadedPartition``), and
    offsets of a transaction still open at the end of the log are installed as
-   pending (``install_pending_txn``), so a marker reaching a new coordinator
+   pending (``install_pending``), so a marker reaching a new coordinator
    completes them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable
-from typing import Any
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Protocol
 
 from coordinator.group.consumer import admin_ops
 from coordinator.group.classic import offsets_topic as ot
 from coordinator.group.classic.group_metadata import GroupMetadata, TopicPartition
 from coordinator.group.classic.group_state import GroupState
-from coordinator.runtime.runtime import CoordinatorRuntime
+
 from protocol.errors import ErrorCode
 
+if TYPE_CHECKING:
+    from coordinator.group.classic.port import ConsumerGroups
+    from coordinator.runtime.runtime import CoordinatorRuntime
 
-class TxnOffsetOps:
-    # provided by GroupCoordinator (and OffsetOps' store_offsets, which writes them)
+
+class TxnOffsetsHost(Protocol):
+    """What the transactional offsets use of the group coordinator."""
+
     runtime: CoordinatorRuntime
     groups: dict[str, GroupMetadata]
-    status: Callable[..., int | None]
-    partition_for: Callable[[str], int]
-    validate_member: Callable[[GroupMetadata, str, str | None], int | None]
-    consumer: Any                                # consumer_group.coordinator (issue 19)
-    store_offsets: Callable[..., Awaitable[dict[TopicPartition, int]]]
 
-    async def commit_txn_offsets(self, group_id: str, producer_id: int, producer_epoch: int,
+    @property
+    def consumer(self) -> ConsumerGroups: ...
+
+    def status(self, group_id: str | None, allow_empty_id: bool = False) -> int | None: ...
+
+    def validate_member(self, group: GroupMetadata, member_id: str,
+                        instance_id: str | None) -> int | None: ...
+
+    async def store_offsets(self, group: GroupMetadata,
+                            offsets: dict[TopicPartition, ot.OffsetAndMetadata],
+                            producer: tuple[int, int] | None = None
+                            ) -> dict[TopicPartition, int]: ...
+
+
+class TxnOffsets:
+    """The group coordinator's offsets of open transactions (``GroupCoordinator.txn``)."""
+
+    def __init__(self, groups: TxnOffsetsHost) -> None:
+        self.gc = groups
+
+    async def commit(self, group_id: str, producer_id: int, producer_epoch: int,
                                  member_id: str, instance_id: str | None, generation_id: int,
                                  offsets: dict[TopicPartition, ot.OffsetAndMetadata]
                                  ) -> dict[TopicPartition, int]:
-        error = self.status(group_id)
+        error = self.gc.status(group_id)
         if error is not None:
             return dict.fromkeys(offsets, error)
-        group = self.groups.get(group_id)
+        group = self.gc.groups.get(group_id)
         if group is None:
-            group = self.groups[group_id] = GroupMetadata(group_id, GroupState.EMPTY,
-                                                          self.runtime.clock())
-        error = self._validate_txn_commit(group, generation_id, member_id, instance_id)
+            group = self.gc.groups[group_id] = GroupMetadata(group_id, GroupState.EMPTY,
+                                                          self.gc.runtime.clock())
+        error = self._validate(group, generation_id, member_id, instance_id)
         if error is not None:
             return dict.fromkeys(offsets, error)
-        return await self.store_offsets(group, offsets, (producer_id, producer_epoch))
+        return await self.gc.store_offsets(group, offsets, (producer_id, producer_epoch))
 
-    def _validate_txn_commit(self, group: GroupMetadata, generation_id: int, member_id: str,
+    def _validate(self, group: GroupMetadata, generation_id: int, member_id: str,
                              instance_id: str | None) -> int | None:
         if group.is_(GroupState.DEAD):
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
-        consumer_group = self.consumer.groups.get(group.group_id)
+        consumer_group = self.gc.consumer.groups.get(group.group_id)
         if consumer_group is not None:   # KIP-848 group (issue 19): member epochs
             return admin_ops.validate_commit(consumer_group, member_id, generation_id, transactional=True)
         if member_id or instance_id is not None:
-            error = self.validate_member(group, member_id, instance_id)
+            error = self.gc.validate_member(group, member_id, instance_id)
             if error is not None:
                 return error
         if generation_id >= 0 and generation_id != group.generation_id:
             return ErrorCode.ILLEGAL_GENERATION
         return None
 
-    def complete_txn_offsets(self, producer_id: int, partitions: Iterable[int],
+    def complete(self, producer_id: int, partitions: Iterable[int],
                              commit: bool) -> int:
         """The producer's marker reached these __consumer_offsets partitions: apply or
         drop its pending offsets in their groups; -> how many groups changed."""
         wanted = set(partitions)
         changed = 0
-        for group in list(self.groups.values()):
+        for group in list(self.gc.groups.values()):
             if producer_id not in group.pending_txn_offsets \
-                    or self.partition_for(group.group_id) not in wanted:
+                    or self.gc.runtime.partition_for(group.group_id) not in wanted:
                 continue
             pending = group.pending_txn_offsets.pop(producer_id)
             if commit and not group.is_(GroupState.DEAD):
@@ -93,15 +114,15 @@ class TxnOffsetOps:
         """Partitions with offsets in an open transaction (OffsetFetch require_stable)."""
         return {tp for pending in group.pending_txn_offsets.values() for tp in pending}
 
-    def install_pending_txn(
+    def install_pending(
             self, pending: dict[str, dict[int, dict[TopicPartition, ot.OffsetAndMetadata]]]
             ) -> None:
         """After a load: offsets of transactions the log leaves open."""
         for group_id, by_producer in pending.items():
-            group = self.groups.get(group_id)
+            group = self.gc.groups.get(group_id)
             if group is None:
-                group = self.groups[group_id] = GroupMetadata(group_id, GroupState.EMPTY,
-                                                              self.runtime.clock())
+                group = self.gc.groups[group_id] = GroupMetadata(group_id, GroupState.EMPTY,
+                                                              self.gc.runtime.clock())
                 group.current_state_timestamp = None
             for pid, offsets in by_producer.items():
                 group.pending_txn_offsets.setdefault(pid, {}).update(offsets)

@@ -150,6 +150,9 @@ class FakeCluster:
     async def topics_to_delete(self) -> list[str]:
         return sorted(self.deleting)
 
+    async def get_data(self, path: str) -> tuple[bytes, int] | None:
+        return None         # no /config/brokers/<id> or <default> entry stored
+
     async def topic_configs(self, name: str) -> dict[str, str]:
         return dict(self.configs.get(name, {}))
 
@@ -170,6 +173,13 @@ class FakeBroker:
     dynamic_configs: dict[str, str] = field(default_factory=dict)     # /config/brokers/<id>
     listener_security: dict[str, Any] = field(default_factory=dict)   # no TLS listener
     replicas: Any = field(default_factory=lambda: FakeReplicas())   # nothing led, nothing fenced
+    dynamic_default_configs: dict[str, str] = field(default_factory=dict)  # .../<default>
+    broker_id: int = field(init=False)
+    static_config: BrokerConfig = field(init=False)     # the dynamic layers' base
+
+    def __post_init__(self) -> None:
+        self.broker_id = self.config.broker_id
+        self.static_config = self.config
 
 
 @dataclass

@@ -19,6 +19,7 @@ from broker.dynamic_config.layers import DynamicLayers, effective_config
 from broker.security.reconfigure import ReconfigureError
 from broker.topic_config import ConfigSource as S
 from storage.config import LogConfig
+from tests.unit.broker.dynamic_config.fakes import FakeController, FakeHost
 
 
 # ---- keys ---------------------------------------------------------------------------------
@@ -104,26 +105,6 @@ def test_broker_rows_sources_synonyms_and_read_only() -> None:
 
 # ---- live application and the alter flow over a fake ZooKeeper ---------------------------
 
-class FakeZk:
-    def __init__(self) -> None:
-        self.nodes: dict[str, tuple[bytes, int]] = {}
-        self.changes: list[bytes] = []
-
-    async def get_data(self, path: str) -> tuple[bytes, int] | None:
-        return self.nodes.get(path)
-
-    async def set_data(self, path: str, data: bytes, version: int) -> int | None:
-        self.nodes[path] = (data, version + 1)
-        return version + 1
-
-    async def create(self, path: str, data: bytes) -> bool:
-        self.nodes[path] = (data, 0)
-        return True
-
-    async def create_sequential(self, prefix: str, data: bytes) -> None:
-        self.changes.append(data)
-
-
 class FakeLogs:
     def __init__(self, logs: dict[tuple[str, int], Any]) -> None:
         self.logs = logs
@@ -133,25 +114,16 @@ class FakeLogs:
         return iter(self.logs.items())
 
 
-class FakeBroker:
+class FakeBroker(FakeHost):
+    """A broker with two partition logs (one topic with its own retention.ms) and a
+    controller: what refresh pushes the effective config to."""
+
     def __init__(self) -> None:
-        self.config = BrokerConfig(broker_id=0)
-        self.broker_id = 0
-        self.cluster = FakeZk()
-        self.dynamic_configs: dict[str, str] = {}
+        super().__init__(BrokerConfig(broker_id=0))
         self.topic_overrides = {"own": {"retention.ms": "42"}}
         self.logs = FakeLogs({("plain", 0): SimpleNamespace(config=LogConfig()),
                               ("own", 0): SimpleNamespace(config=LogConfig())})
-        self.network_limits = SimpleNamespace(quotas=SimpleNamespace(
-            max_connections=0, max_per_ip=0, per_ip_overrides={}, max_creation_rate=0))
-        self.controller = SimpleNamespace(unclean=False)
-        self.listener_security: dict[str, Any] = {}
-
-    def default_log_config(self) -> LogConfig:
-        return topic_config.log_config(self.config)
-
-    def log_config_for(self, topic: str) -> LogConfig:
-        return topic_config.log_config(self.config, self.topic_overrides.get(topic))
+        self.controller = FakeController()
 
 
 def test_alter_default_stores_notifies_and_applies_live() -> None:
@@ -186,7 +158,7 @@ def test_alter_default_stores_notifies_and_applies_live() -> None:
 
 def test_start_up_load_applies_the_default_and_drops_bad_stored_values() -> None:
     b = FakeBroker()
-    b.logs = None       # type: ignore[assignment]
+    b.logs = None
     b.cluster.nodes["/config/brokers/<default>"] = (json.dumps({"version": 1, "config": {
         "message.max.bytes": "3000", "log.retention.hours": "1"}}).encode(), 0)
     b.cluster.nodes["/config/brokers/0"] = (json.dumps({"version": 1, "config": {

@@ -1,41 +1,30 @@
 """broker/dynamic_config/listeners.py: the checks on listeners, advertised.listeners and
 listener.security.protocol.map (INVALID_CONFIG naming key and value, per broker only),
 and ``sync`` opening and closing real sockets on 127.0.0.1 and rewriting the
-registration (a recording stand-in for ClusterStore)."""
+registration (fakes.FakeZk records it)."""
 
 from __future__ import annotations
 
 import asyncio
 import socket
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
 from broker.config import BrokerConfig
 from broker.dynamic_config import keys, listeners
-from broker.listeners import parse_listeners
-from broker.network.limits import NetworkLimits
-from broker.security.listeners import (control_plane_listener, inter_broker_listener,
-                                       listener_security)
 from broker.security.reconfigure import ReconfigureError
+from tests.unit.broker.dynamic_config.fakes import FakeHost
 
 MAP = "listener.security.protocol.map"
 
 
-def fake_broker(**static: Any) -> Any:
-    config = BrokerConfig(**{"listeners": "PLAINTEXT://127.0.0.1:9092", **static})
-    eps = parse_listeners("listeners", config.listeners)
-    inter = inter_broker_listener(config, eps)
-    return SimpleNamespace(
-        config=config, dynamic_configs={}, listeners=eps, advertised=list(eps),
-        listener_security={e.name: listener_security(config, e.name) for e in eps},
-        inter_broker_listener=inter,
-        control_plane_listener=control_plane_listener(config, eps, inter),
-        broker_id=0, servers=[])
+def fake_broker(**static: Any) -> FakeHost:
+    return FakeHost(BrokerConfig(**{"listeners": "PLAINTEXT://127.0.0.1:9092", "broker_id": 0,
+                                    **static}))
 
 
-def refused(broker: Any, updates: dict[str, str | None], *words: str) -> None:
+def refused(broker: FakeHost, updates: dict[str, str | None], *words: str) -> None:
     with pytest.raises(ReconfigureError) as e:
         keys.check(updates, per_broker=True, broker=broker)
     assert e.value.invalid_config, e.value
@@ -114,12 +103,7 @@ def test_sync_opens_and_closes_listeners_and_rewrites_the_registration() -> None
 
     async def go() -> None:
         b = fake_broker(listeners="PLAINTEXT://127.0.0.1:0")
-        b.network_limits = NetworkLimits.from_config(b.config)
-        registered: list[Any] = []
-
-        async def update(broker_id: int, endpoints: Any, rack: Any) -> None:
-            registered.append([e.connection_string() for e in endpoints])
-        b.cluster = SimpleNamespace(update_broker_registration=update)
+        registered = b.cluster.registrations
         first = KafkaServer(b, b.listeners[0], b.listener_security["PLAINTEXT"],
                             b.network_limits)
         await first.start()

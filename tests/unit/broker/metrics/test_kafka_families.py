@@ -157,7 +157,8 @@ def test_scrape_of_10000_partitions_is_fast() -> None:
         parts[("big", i)] = SimpleNamespace(log=plog, leader_id=1, local_broker_id=1,
                                             isr=frozenset({1}), replicas=(1,))
     broker = SimpleNamespace(replicas=SimpleNamespace(
-        partitions=parts, offline_partitions=set(), min_insync_replicas=lambda t: 1))
+        partitions=parts, offline_partitions=set(), min_insync_replicas=lambda t: 1,
+        isr_shrinks=0, isr_expands=0))
     start = time.perf_counter()
     text = render(kf.partition_families(broker))
     took = time.perf_counter() - start

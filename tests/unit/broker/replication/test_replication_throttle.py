@@ -15,6 +15,7 @@ from types import SimpleNamespace
 import pytest
 
 from broker import dynamic_broker_configs as dbc
+from broker.config import BrokerConfig
 from broker.replication.fetch_reads import FetchPartitionRequest
 from broker.replication.throttle import (FOLLOWER, FOLLOWER_RATE, LEADER, LEADER_RATE,
                                          UNLIMITED, ReplicationQuota, WindowedRate,
@@ -24,6 +25,7 @@ from broker.security.reconfigure import ReconfigureError
 from protocol.records import build_batch
 from tools.reassign_partitions import throttled_replicas
 
+from tests.unit.broker.dynamic_config.fakes import FakeHost
 from tests.unit.broker.replication.fakes import FakeClock
 from tests.unit.broker.replication.replication_fakes import FakeCluster
 
@@ -247,11 +249,11 @@ def test_follower_leaves_out_of_sync_throttled_partitions_out_of_its_fetch(tmp_p
 
 # -- the dynamic keys --------------------------------------------------------------------
 
-def _broker() -> SimpleNamespace:
-    b = SimpleNamespace(dynamic_configs={}, topic_overrides={}, broker_id=1,
-                        config=SimpleNamespace(replication_quota_window_num=11,
-                                               replication_quota_window_size_seconds=1),
-                        replicas=SimpleNamespace(leader_quota=None, fetchers=SimpleNamespace()))
+def _broker() -> FakeHost:
+    b = FakeHost(BrokerConfig(broker_id=1, replication_quota_window_num=11,
+                              replication_quota_window_size_seconds=1))
+    b.replicas = SimpleNamespace(leader_quota=None, fetchers=SimpleNamespace(),
+                                 producer_id_expiration_ms=86_400_000)
     dbc.install_replication_quotas(b)
     return b
 
@@ -272,7 +274,7 @@ def test_rate_keys_set_and_reset_the_quotas() -> None:
 
 def test_rates_stored_before_the_quotas_exist_apply_when_they_are_made() -> None:
     b = _broker()
-    del b.replication_quotas                      # start-up: configs load first
+    b.replication_quotas = {}                     # start-up: configs load first
     dbc.apply(b, {LEADER_RATE: "123"}, validate_only=False)
     b.dynamic_configs = {LEADER_RATE: "123"}      # what the broker keeps after the load
     quotas = dbc.install_replication_quotas(b)

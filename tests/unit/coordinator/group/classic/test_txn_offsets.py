@@ -59,12 +59,12 @@ def test_pending_until_commit_marker_then_visible() -> None:
         clock, log = FakeClock(), TxnLog()
         c = make(clock, log)
         await loaded(c)
-        assert await c.commit_txn_offsets("g", 7, 0, "", None, -1, {TP: offset(5)}) == {TP: 0}
+        assert await c.txn.commit("g", 7, 0, "", None, -1, {TP: offset(5)}) == {TP: 0}
         assert isinstance(log.entries[0][-1], TxnRecord)
         assert c.fetch_offsets("g", [TP])[1][TP][0] == -1                   # not visible
         assert c.fetch_offsets("g", [TP], require_stable=True)[1][TP][3] == \
             ErrorCode.UNSTABLE_OFFSET_COMMIT
-        assert c.complete_txn_offsets(7, [0], commit=True) == 1
+        assert c.txn.complete(7, [0], commit=True) == 1
         assert c.fetch_offsets("g", [TP], require_stable=True)[1][TP][:1] == (5,)
     run(body())
 
@@ -74,9 +74,9 @@ def test_abort_marker_drops_them_and_other_partitions_are_untouched() -> None:
         clock, log = FakeClock(), TxnLog()
         c = make(clock, log)
         await loaded(c)
-        await c.commit_txn_offsets("g", 7, 0, "", None, -1, {TP: offset(5)})
-        assert c.complete_txn_offsets(7, [3], commit=True) == 0             # another partition
-        assert c.complete_txn_offsets(7, [0], commit=False) == 1
+        await c.txn.commit("g", 7, 0, "", None, -1, {TP: offset(5)})
+        assert c.txn.complete(7, [3], commit=True) == 0             # another partition
+        assert c.txn.complete(7, [0], commit=False) == 1
         assert c.fetch_offsets("g", [TP])[1][TP][0] == -1
         assert not c.groups["g"].pending_txn_offsets
     run(body())
@@ -88,16 +88,16 @@ def test_kip_447_member_and_generation_are_checked() -> None:
         c = make(clock, log)
         await loaded(c)
         [member] = await stable_group(c, clock, 1)
-        ok = await c.commit_txn_offsets("g", 7, 0, member.member_id, None, member.generation_id,
+        ok = await c.txn.commit("g", 7, 0, member.member_id, None, member.generation_id,
                                         {TP: offset(1)})
         assert ok == {TP: ErrorCode.NONE}
-        assert await c.commit_txn_offsets("g", 7, 0, "stranger", None, member.generation_id,
+        assert await c.txn.commit("g", 7, 0, "stranger", None, member.generation_id,
                                           {TP: offset(2)}) == {TP: ErrorCode.UNKNOWN_MEMBER_ID}
-        assert await c.commit_txn_offsets("g", 7, 0, member.member_id, None,
+        assert await c.txn.commit("g", 7, 0, member.member_id, None,
                                           member.generation_id + 1, {TP: offset(2)}) == {
             TP: ErrorCode.ILLEGAL_GENERATION}
         log.error = ErrorCode.NOT_LEADER_OR_FOLLOWER
-        assert await c.commit_txn_offsets("g", 8, 0, "", None, -1, {TP: offset(3)}) == {
+        assert await c.txn.commit("g", 8, 0, "", None, -1, {TP: offset(3)}) == {
             TP: ErrorCode.NOT_COORDINATOR}
         assert 8 not in c.groups["g"].pending_txn_offsets
     run(body())
@@ -109,9 +109,9 @@ def test_reload_applies_committed_drops_aborted_and_keeps_open_pending() -> None
         c = make(clock, log)
         await loaded(c)
         other = ("in", 1)
-        await c.commit_txn_offsets("g", 1, 0, "", None, -1, {TP: offset(10)})
-        await c.commit_txn_offsets("g", 2, 0, "", None, -1, {other: offset(20)})
-        await c.commit_txn_offsets("h", 3, 0, "", None, -1, {TP: offset(30)})
+        await c.txn.commit("g", 1, 0, "", None, -1, {TP: offset(10)})
+        await c.txn.commit("g", 2, 0, "", None, -1, {other: offset(20)})
+        await c.txn.commit("h", 3, 0, "", None, -1, {TP: offset(30)})
         log.mark(0, 1, commit=True)
         log.mark(0, 2, commit=False)
         fresh = make(clock, log)
@@ -120,6 +120,6 @@ def test_reload_applies_committed_drops_aborted_and_keeps_open_pending() -> None
         assert fresh.fetch_offsets("g", [TP, other])[1] == {
             TP: (10, -1, "", 0), other: (-1, -1, "", 0)}
         assert fresh.groups["h"].pending_txn_offsets == {3: {TP: offset(30)}}
-        fresh.complete_txn_offsets(3, [0], commit=True)                     # the late marker
+        fresh.txn.complete(3, [0], commit=True)                     # the late marker
         assert fresh.fetch_offsets("h", [TP])[1][TP][0] == 30
     run(body())
