@@ -31,7 +31,7 @@ async def handle_sync_group(ctx: RequestContext, request: Struct) -> Struct:
     if not allowed(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id):
         return SPEC.new(throttle_time_ms=0, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED,
                         assignment=b"")
-    result = await coordinator_of(ctx.broker).sync_group(
+    result = await coordinator_of(ctx.broker).sync.sync_group(
         request.group_id, request.generation_id, request.member_id,
         request.group_instance_id if v >= 3 else None,
         request.protocol_type if v >= 5 else None, request.protocol_name if v >= 5 else None,

@@ -156,7 +156,8 @@ class TransactionStateManager:
             return status
         epoch = self.runtime.partitions.owned[p]
         code = await self.runtime.log.append(p, [(transaction_key(tid), value)], acks=acks,
-                                     timeout_ms=self.write_timeout_ms, timestamp=self.runtime.clock())
+                                             timeout_ms=self.write_timeout_ms,
+                                             timestamp=self.runtime.clock())
         if code != ErrorCode.NONE:
             return write_error(code)
         if self.runtime.partitions.owned.get(p) != epoch:   # resigned or re-elected while writing

@@ -9,7 +9,7 @@ Map:
 
     group_coordinator.py  GroupCoordinator: JoinGroup, rebalances, heartbeats, LeaveGroup
     ownership.py          loading / unloading __consumer_offsets partitions (mixin)
-    sync_ops.py           SyncGroup and the group-metadata write (mixin)
+    sync_ops.py           GroupSync (GroupCoordinator.sync): SyncGroup, the group-metadata write
     offset_ops.py         OffsetCommit / OffsetFetch / OffsetDelete / DeleteGroups,
                           offset expiry (mixin)
     group_metadata.py     a group and its members (Kafka's GroupMetadata)
@@ -22,7 +22,8 @@ Map:
                           mapping (and, re-exported, the group -> partition hash)
     port.py               ClassicGroups: what the consumer-group side uses of this
                           coordinator (a Protocol, so consumer/ never imports it)
-    txn_offset_ops.py     TxnOffsetCommit: offsets pending in a transaction until its marker
+    txn_offset_ops.py     TxnOffsets (GroupCoordinator.txn): TxnOffsetCommit, offsets pending
+                          in a transaction until its marker
 
 The handlers (broker/handlers/join_group.py, sync_group.py, heartbeat.py,
 offset_*.py, find_coordinator.py, ...) call the coordinator; it writes through

@@ -43,7 +43,7 @@ from coordinator.group.classic.loader import OFFSETS_TOPIC
 from coordinator.runtime.log_seam import OffsetsLog
 from coordinator.group.classic.offset_ops import OffsetOps
 from coordinator.group.classic.ownership import OwnershipOps
-from coordinator.group.classic.sync_ops import SyncOps
+from coordinator.group.classic.sync_ops import GroupSync
 from coordinator.group.classic.txn_offset_ops import TxnOffsets
 from coordinator.runtime.purgatory import Purgatory, Timer
 from coordinator.group.why import group_facts
@@ -62,7 +62,7 @@ E, PR, CR, S, D = (GroupState.EMPTY, GroupState.PREPARING_REBALANCE,
 NEW_MEMBER_JOIN_TIMEOUT_MS = 5 * 60 * 1000
 
 
-class GroupCoordinator(OwnershipOps, SyncOps, OffsetOps):
+class GroupCoordinator(OwnershipOps, OffsetOps):
     def __init__(self, broker_id: int, config: CoordinatorConfig, offsets_log: OffsetsLog, *,
                  num_partitions: Callable[[], int] | None = None,
                  timer: Timer | None = None, clock: Callable[[], int] = wall_clock_ms) -> None:
@@ -85,6 +85,8 @@ class GroupCoordinator(OwnershipOps, SyncOps, OffsetOps):
         self.consumer = ConsumerGroupCoordinator(self)
         # offsets committed inside transactions, until their markers (TxnOffsetCommit)
         self.txn = TxnOffsets(self)
+        # SyncGroup and the group-metadata write
+        self.sync = GroupSync(self)
 
     async def shutdown(self) -> None:
         self.active = False
@@ -282,7 +284,7 @@ class GroupCoordinator(OwnershipOps, SyncOps, OffsetOps):
                     # the old leader id keeps a rejoined static leader from assigning
                     group.maybe_invoke_join(member, self._join_result(
                         group, member, with_members=False, leader=current_leader))
-            self._store_group(group, assignment, stored)
+            self.sync.store_group(group, assignment, stored)
         elif group.is_(CR):
             self._prepare_rebalance(group, f"static member {instance} rejoined during sync")
 
@@ -294,7 +296,7 @@ class GroupCoordinator(OwnershipOps, SyncOps, OffsetOps):
 
     def _prepare_rebalance(self, group: GroupMetadata, reason: str) -> None:
         if group.is_(CR):
-            self._reset_and_propagate_assignment_error(group, ErrorCode.REBALANCE_IN_PROGRESS)
+            self.sync.reset_and_propagate_assignment_error(group, ErrorCode.REBALANCE_IN_PROGRESS)
         self._remove_sync_expiration(group)
         if group.is_(E):
             delay = self.config.group_initial_rebalance_delay_ms
@@ -327,7 +329,7 @@ class GroupCoordinator(OwnershipOps, SyncOps, OffsetOps):
         if group.is_(E):
             log.info("group %s with generation %d is now empty", group.group_id,
                      group.generation_id)
-            self._store_group(group, {}, lambda error: None)
+            self.sync.store_group(group, {}, lambda error: None)
             return
         log.info("stabilized group %s generation %d with %d members", group.group_id,
                  group.generation_id, len(group.members))
@@ -363,7 +365,7 @@ class GroupCoordinator(OwnershipOps, SyncOps, OffsetOps):
         group.pending_sync_members.clear()
         self.rebalances.check_and_complete(sync_key(group.group_id))
 
-    def _remove_pending_sync_member(self, group: GroupMetadata, member_id: str) -> None:
+    def remove_pending_sync_member(self, group: GroupMetadata, member_id: str) -> None:
         group.pending_sync_members.discard(member_id)
         self.rebalances.check_and_complete(sync_key(group.group_id))
 

@@ -135,9 +135,10 @@ class OffsetOps:
                    for tp, o in valid.items()]
         group.pending_offset_commits.update(valid.keys())
         try:
-            error = await self.runtime.log.append(self.partition_for(group.group_id), records, acks=-1,
-                                          timeout_ms=self.config.offsets_commit_timeout_ms,
-                                          timestamp=self.runtime.clock(), producer=producer)
+            error = await self.runtime.log.append(
+                self.partition_for(group.group_id), records, acks=-1,
+                timeout_ms=self.config.offsets_commit_timeout_ms,
+                timestamp=self.runtime.clock(), producer=producer)
         except Exception:
             log.exception("writing offsets of group %s failed", group.group_id)
             error = ErrorCode.UNKNOWN_SERVER_ERROR
@@ -288,9 +289,10 @@ class OffsetOps:
                 tombstones.append((ot.group_metadata_key(group.group_id), None))
         if tombstones:
             try:
-                await self.runtime.log.append(self.partition_for(group.group_id), tombstones, acks=1,
-                                      timeout_ms=self.config.offsets_commit_timeout_ms,
-                                      timestamp=self.runtime.clock())
+                await self.runtime.log.append(
+                    self.partition_for(group.group_id), tombstones, acks=1,
+                    timeout_ms=self.config.offsets_commit_timeout_ms,
+                    timestamp=self.runtime.clock())
             except Exception:
                 log.exception("writing tombstones for group %s failed", group.group_id)
         return len(removed)

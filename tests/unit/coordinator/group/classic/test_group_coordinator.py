@@ -73,7 +73,7 @@ def join(c: GroupCoordinator, member_id: str = "", instance: str | None = None,
 def sync(c: GroupCoordinator, r: JoinResult, assignment: dict[str, bytes] | None = None,
          instance: str | None = None) -> asyncio.Future[SyncResult]:
     fut: asyncio.Future[SyncResult] = asyncio.get_running_loop().create_future()
-    c.handle_sync("g", r.generation_id, r.member_id, instance, None, None, assignment or {},
+    c.sync.handle("g", r.generation_id, r.member_id, instance, None, None, assignment or {},
                   lambda s: fut.done() or fut.set_result(s))
     return fut
 
