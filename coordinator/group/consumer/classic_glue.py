@@ -24,6 +24,7 @@ consumer group's; each function takes that coordinator and the group.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import TYPE_CHECKING, Any
 
@@ -36,25 +37,23 @@ from coordinator.group.classic.group_metadata import JoinCallback, JoinResult, S
 from protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
-    import asyncio
-
     from coordinator.group.consumer.coordinator import ConsumerGroupCoordinator
     from coordinator.group.consumer.model import ConsumerGroup
 
 log = logging.getLogger(__name__)
 
 JOIN, SYNC = "join", "sync"
-# (coordinator id, group, member, kind) -> (member epoch when armed, timer)
-_timers: dict[tuple[int, str, str, str], tuple[int, asyncio.TimerHandle]] = {}
+# the join / sync timers live in the coordinator's ``classic_timers``:
+# (group, member, kind) -> (member epoch when armed, timer)
 
 
 # -- timers --------------------------------------------------------------------------------
 
 def _arm(coord: ConsumerGroupCoordinator, group_id: str, member_id: str, kind: str,
          timeout_ms: int, *, if_absent: bool = False) -> None:
-    import asyncio
-    key = (id(coord), group_id, member_id, kind)
-    old = _timers.get(key)
+    timers = coord.classic_timers
+    key = (group_id, member_id, kind)
+    old = timers.get(key)
     if old is not None:
         if if_absent:
             return
@@ -62,30 +61,30 @@ def _arm(coord: ConsumerGroupCoordinator, group_id: str, member_id: str, kind: s
     group = coord.groups.get(group_id)
     member = group.members.get(member_id) if group is not None else None
     if member is None:
-        _timers.pop(key, None)
+        timers.pop(key, None)
         return
     epoch = member.member_epoch
     timeout = timeout_ms if timeout_ms > 0 else coord.config.session_timeout_ms
     handle = asyncio.get_running_loop().call_later(
         timeout / 1000, _expired, coord, group_id, member_id, kind, epoch)
-    _timers[key] = (epoch, handle)
+    timers[key] = (epoch, handle)
 
 
 def _cancel(coord: ConsumerGroupCoordinator, group_id: str, member_id: str,
             *kinds: str) -> None:
     for kind in kinds or (JOIN, SYNC):
-        timer = _timers.pop((id(coord), group_id, member_id, kind), None)
+        timer = coord.classic_timers.pop((group_id, member_id, kind), None)
         if timer is not None:
             timer[1].cancel()
 
 
 def _expired(coord: ConsumerGroupCoordinator, group_id: str, member_id: str, kind: str,
              epoch: int) -> None:
-    key = (id(coord), group_id, member_id, kind)
-    timer = _timers.get(key)
+    key = (group_id, member_id, kind)
+    timer = coord.classic_timers.get(key)
     if timer is None or timer[0] != epoch:
         return
-    del _timers[key]
+    del coord.classic_timers[key]
 
     async def fence() -> None:
         group = coord.groups.get(group_id)

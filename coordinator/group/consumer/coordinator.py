@@ -122,6 +122,9 @@ class ConsumerGroupCoordinator:
         self._locks: dict[str, _GroupLock] = {}
         self._sessions: dict[MemberKey, asyncio.TimerHandle] = {}
         self._rebalance: dict[MemberKey, tuple[int, asyncio.TimerHandle]] = {}
+        # classic-protocol members' join / sync deadlines (classic_glue):
+        # (group, member, "join" | "sync") -> (member epoch when armed, timer)
+        self.classic_timers: dict[tuple[str, str, str], tuple[int, asyncio.TimerHandle]] = {}
 
     def configure(self, config: gl.GroupConfig, topics: Any, *, enabled: bool) -> None:
         """The broker's group.consumer.* settings (``enabled``: the consumer protocol is
@@ -471,10 +474,11 @@ class ConsumerGroupCoordinator:
     def shutdown(self) -> None:
         for handle in self._sessions.values():
             handle.cancel()
-        for _, handle in self._rebalance.values():
+        for _, handle in [*self._rebalance.values(), *self.classic_timers.values()]:
             handle.cancel()
         self._sessions.clear()
         self._rebalance.clear()
+        self.classic_timers.clear()
 
     def on_metadata_update(self) -> None:
         """The broker's metadata changed: when what groups see changed, refresh them."""
