@@ -32,7 +32,7 @@ async def handle_delete_groups(ctx: RequestContext, request: Struct) -> Struct:
     coordinator = coordinator_of(ctx.broker)
     # KIP-848 consumer groups first (issue 19): empty ones get their records' tombstones
     errors = await admin_ops.delete_groups(coordinator, permitted)
-    errors.update(await coordinator.delete_groups([g for g in permitted if g not in errors]))
+    errors.update(await coordinator.offsets.delete_groups([g for g in permitted if g not in errors]))
     errors.update({g: ErrorCode.GROUP_AUTHORIZATION_FAILED for g in names if g not in deletable})
     return SPEC.new(throttle_time_ms=0, results=[
         RESULT.new(group_id=g, error_code=int(errors[g]))

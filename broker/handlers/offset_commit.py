@@ -76,7 +76,7 @@ async def handle_offset_commit(ctx: RequestContext, request: Struct) -> Struct:
             coordinator, request.group_id, request.member_id if v >= 1 else "",
             request.generation_id_or_member_epoch if v >= 1 else -1, offsets, v))
     elif offsets:
-        errors.update(await coordinator.commit_offsets(
+        errors.update(await coordinator.offsets.commit(
             request.group_id, request.member_id if v >= 1 else "",
             request.group_instance_id if v >= 7 else None,
             request.generation_id_or_member_epoch if v >= 1 else -1, offsets))

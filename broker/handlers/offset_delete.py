@@ -58,7 +58,7 @@ async def handle_offset_delete(ctx: RequestContext, request: Struct) -> Struct:
         if request.group_id not in coordinator.groups:    # no offsets held: nothing to delete
             errors.update(dict.fromkeys(wanted, ErrorCode.NONE))
             wanted = []
-    group_error, found = (await coordinator.delete_offsets(request.group_id, wanted)
+    group_error, found = (await coordinator.offsets.delete(request.group_id, wanted)
                           if wanted or not coordinator.consumer.has_group(request.group_id)
                           else (ErrorCode.NONE, {}))
     if group_error != ErrorCode.NONE:

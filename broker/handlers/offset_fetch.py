@@ -66,13 +66,13 @@ def _fetch_group(ctx: RequestContext, group_id: str, topics: list[Struct] | None
     if member_error is not None:      # v9 on a KIP-848 consumer group (issue 19)
         return member_error, {}
     if topics is None:
-        error, found = coordinator.fetch_offsets(group_id, None, require_stable)
+        error, found = coordinator.offsets.fetch(group_id, None, require_stable)
         shown = authorized_names(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC,
                                  (t for t, _ in found))
         return error, {tp: d for tp, d in found.items() if tp[0] in shown}
     shown = authorized_names(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC,
                              (t.name for t in topics))
-    error, found = coordinator.fetch_offsets(
+    error, found = coordinator.offsets.fetch(
         group_id, _wanted([t for t in topics if t.name in shown]), require_stable)
     if error != ErrorCode.NONE:
         return error, {}

@@ -80,20 +80,22 @@ Handler = Callable[[Ctx, Struct], Awaitable[Any]]
 class LoopTime:
     """Awaits a coroutine, adding up the time each of its steps runs on the loop."""
 
-    def __init__(self, coro: Coroutine[Any, Any, Any]) -> None:
+    def __init__(self, coro: Coroutine[Any, Any, Any],
+                 clock_ns: Callable[[], int] = time.perf_counter_ns) -> None:
         self.coro = coro
+        self.clock_ns = clock_ns
         self.busy_ns = 0
 
     def __await__(self) -> Generator[Any, Any, Any]:
-        coro, send, error = self.coro, None, None
+        coro, send, error, clock_ns = self.coro, None, None, self.clock_ns
         while True:
-            started = time.perf_counter_ns()
+            started = clock_ns()
             try:
                 yielded = coro.send(send) if error is None else coro.throw(error)
             except StopIteration as done:
                 return done.value
             finally:
-                self.busy_ns += time.perf_counter_ns() - started
+                self.busy_ns += clock_ns() - started
             try:
                 send, error = (yield yielded), None
             except GeneratorExit:

@@ -7,11 +7,12 @@ __consumer_offsets leadership to ``on_become_leader`` / ``on_resign`` and awaits
 
 Map:
 
-    group_coordinator.py  GroupCoordinator: JoinGroup, rebalances, heartbeats, LeaveGroup
+    group_coordinator.py  GroupCoordinator: JoinGroup, rebalances, heartbeats, LeaveGroup,
+                          DescribeGroups / ListGroups
     ownership.py          loading / unloading __consumer_offsets partitions (mixin)
     sync_ops.py           GroupSync (GroupCoordinator.sync): SyncGroup, the group-metadata write
-    offset_ops.py         OffsetCommit / OffsetFetch / OffsetDelete / DeleteGroups,
-                          offset expiry (mixin)
+    offset_ops.py         GroupOffsets (GroupCoordinator.offsets): OffsetCommit /
+                          OffsetFetch / OffsetDelete / DeleteGroups, offset expiry
     group_metadata.py     a group and its members (Kafka's GroupMetadata)
     group_state.py        the group state machine
     delayed.py            DelayedJoin / DelayedSync / DelayedHeartbeat (purgatory ops)

@@ -35,13 +35,13 @@ from coordinator.group.classic.delayed import DelayedHeartbeat, DelayedJoin, Del
     InitialDelayedJoin
 from coordinator.group.classic.coordinator_types import INT32_MAX, CoordinatorConfig, JoinRequest, \
     LeaveMember, java_string_hash, join_key, member_key, partition_for_group, sync_key
-from coordinator.group.classic.group_metadata import GroupMetadata, JoinCallback, JoinResult, \
-    MemberMetadata
-from coordinator.group.classic.group_state import GroupState
+from coordinator.group.classic.group_metadata import GROUP_TYPE_CLASSIC, GroupMetadata, \
+    JoinCallback, JoinResult, MemberMetadata
+from coordinator.group.classic.group_state import GroupState, matches_filter
 from coordinator.runtime.runtime import CoordinatorRuntime
 from coordinator.group.classic.loader import OFFSETS_TOPIC
 from coordinator.runtime.log_seam import OffsetsLog
-from coordinator.group.classic.offset_ops import OffsetOps
+from coordinator.group.classic.offset_ops import GroupOffsets
 from coordinator.group.classic.ownership import OwnershipOps
 from coordinator.group.classic.sync_ops import GroupSync
 from coordinator.group.classic.txn_offset_ops import TxnOffsets
@@ -62,7 +62,7 @@ E, PR, CR, S, D = (GroupState.EMPTY, GroupState.PREPARING_REBALANCE,
 NEW_MEMBER_JOIN_TIMEOUT_MS = 5 * 60 * 1000
 
 
-class GroupCoordinator(OwnershipOps, OffsetOps):
+class GroupCoordinator(OwnershipOps):
     def __init__(self, broker_id: int, config: CoordinatorConfig, offsets_log: OffsetsLog, *,
                  num_partitions: Callable[[], int] | None = None,
                  timer: Timer | None = None, clock: Callable[[], int] = wall_clock_ms) -> None:
@@ -87,11 +87,16 @@ class GroupCoordinator(OwnershipOps, OffsetOps):
         self.txn = TxnOffsets(self)
         # SyncGroup and the group-metadata write
         self.sync = GroupSync(self)
+        # committed offsets: OffsetCommit / Fetch / Delete, DeleteGroups, expiry
+        self.offsets = GroupOffsets(self)
+
+    def start(self) -> None:
+        """Start the periodic offset expiry (offsets.retention.check.interval.ms)."""
+        self.offsets.start()
 
     async def shutdown(self) -> None:
         self.active = False
-        if self._expiry_task is not None:
-            self._expiry_task.cancel()
+        self.offsets.stop()
         self.consumer.shutdown()
         for p in self.runtime.partitions.all():
             self.on_resign(p, None)
@@ -446,6 +451,28 @@ class GroupCoordinator(OwnershipOps, OffsetOps):
             return ErrorCode.UNKNOWN_MEMBER_ID
         self.extend_session(group, group.members[member_id])
         return ErrorCode.REBALANCE_IN_PROGRESS if group.is_(PR) else ErrorCode.NONE
+
+    # -- DescribeGroups / ListGroups -----------------------------------------------------
+
+    def describe_group(self, group_id: str) -> tuple[int, GroupMetadata | None]:
+        """-> (error, the group or None = Dead/unknown)."""
+        error = self.status(group_id, allow_empty_id=True)
+        if error is not None:
+            return error, None
+        return ErrorCode.NONE, self.groups.get(group_id)
+
+    def list_groups(self, states: set[str], types: set[str]
+                    ) -> tuple[int, list[tuple[str, str, str, str]]]:
+        """-> (error, [(group id, protocol type, state, group type)]) of loaded groups."""
+        loading = bool(self.runtime.partitions.loading)
+        error = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS if loading else ErrorCode.NONE
+        if types and GROUP_TYPE_CLASSIC not in {t.lower() for t in types}:
+            return error, []
+        out = [(g.group_id, g.protocol_type or "", str(g.state), GROUP_TYPE_CLASSIC)
+               for g in self.groups.values()
+               if not g.is_(D) and self.partition_for(g.group_id) in self.runtime.partitions.owned
+               and matches_filter(g.state, states)]
+        return error, out
 
     # -- LeaveGroup ----------------------------------------------------------------------
 

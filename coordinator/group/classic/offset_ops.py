@@ -1,7 +1,8 @@
-"""Committed offsets and group administration (mixed into GroupCoordinator):
-OffsetCommit, OffsetFetch, OffsetDelete, DescribeGroups, ListGroups,
-DeleteGroups and the periodic offset expiry (Kafka's GroupCoordinator +
-GroupMetadataManager.storeOffsets / getOffsets / cleanupGroupMetadata).
+"""Committed offsets (``GroupOffsets``, the group coordinator's ``offsets``
+collaborator): OffsetCommit, OffsetFetch, OffsetDelete, DeleteGroups (a group's
+deletion is its offsets' and metadata's tombstones) and the periodic offset expiry
+(Kafka's GroupCoordinator + GroupMetadataManager.storeOffsets / getOffsets /
+cleanupGroupMetadata).
 
 Commit (numbered as Kafka's handleCommitOffsets):
   1. group status (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS, ...);
@@ -24,20 +25,17 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Protocol
 
 from coordinator.group.consumer import admin_ops
 from coordinator.group.classic import offsets_topic as ot
-from coordinator.group.classic.group_metadata import GROUP_TYPE_CLASSIC, GroupMetadata, TopicPartition
-from coordinator.group.classic.group_state import GroupState, matches_filter
+from coordinator.group.classic.group_metadata import GroupMetadata, TopicPartition
+from coordinator.group.classic.group_state import GroupState
+from coordinator.group.classic.port import ClassicGroups
 from coordinator.group.why import group_facts
-from coordinator.group.why.group_history import GroupHistories
 from protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
-    from coordinator.runtime.runtime import CoordinatorRuntime
-    from coordinator.group.classic.coordinator_types import CoordinatorConfig
-    from coordinator.group.classic.port import ClassicGroups
     from coordinator.group.classic.txn_offset_ops import TxnOffsets
 
 log = logging.getLogger(__name__)
@@ -63,41 +61,43 @@ def commit_write_error(error: int) -> int:
     return error
 
 
-class OffsetOps:
-    # provided by GroupCoordinator
-    config: CoordinatorConfig
-    runtime: CoordinatorRuntime
-    groups: dict[str, GroupMetadata]
-    status: Callable[..., int | None]
-    partition_for: Callable[[str], int]
-    validate_member: Callable[[GroupMetadata, str, str | None], int | None]
-    extend_session: Callable[..., None]
+class OffsetsHost(ClassicGroups, Protocol):
+    """What the offsets use of the group coordinator: the consumer side's view of it
+    (port.ClassicGroups: DeleteGroups and expiry reach KIP-848 groups through
+    admin_ops with it) and the transactional offsets."""
+
     txn: TxnOffsets
-    why: GroupHistories
-    consumer: Any                                # consumer_group.coordinator (issue 19)
-    _expiry_task: asyncio.Task[None] | None = None
+
+    def validate_member(self, group: GroupMetadata, member_id: str,
+                        instance_id: str | None) -> int | None: ...
+
+
+class GroupOffsets:
+    def __init__(self, groups: OffsetsHost) -> None:
+        self.gc = groups
+        self._expiry_task: asyncio.Task[None] | None = None
 
     # -- OffsetCommit --------------------------------------------------------------------
 
-    async def commit_offsets(self, group_id: str, member_id: str, instance_id: str | None,
+    async def commit(self, group_id: str, member_id: str, instance_id: str | None,
                              generation_id: int, offsets: dict[TopicPartition, ot.OffsetAndMetadata]
                              ) -> dict[TopicPartition, int]:
-        error = self.status(group_id, allow_empty_id=True)
+        error = self.gc.status(group_id, allow_empty_id=True)
         if error is not None:
             return dict.fromkeys(offsets, error)
-        group = self.groups.get(group_id)
+        group = self.gc.groups.get(group_id)
         if group is None:
             if generation_id >= 0:
                 return dict.fromkeys(offsets, ErrorCode.ILLEGAL_GENERATION)
-            group = self.groups[group_id] = GroupMetadata(group_id, E, self.runtime.clock())
+            group = self.gc.groups[group_id] = GroupMetadata(group_id, E, self.gc.runtime.clock())
         error = self._validate_commit(group, generation_id, member_id, instance_id)
         if error is None and group.is_(CR):
             error = ErrorCode.REBALANCE_IN_PROGRESS
         if error is not None:
             return dict.fromkeys(offsets, error)
         if group.state in (S, PR):
-            self.extend_session(group, group.members[member_id])
-        return await self.store_offsets(group, offsets)
+            self.gc.extend_session(group, group.members[member_id])
+        return await self.store(group, offsets)
 
     def _validate_commit(self, group: GroupMetadata, generation_id: int, member_id: str,
                          instance_id: str | None) -> int | None:
@@ -106,7 +106,7 @@ class OffsetOps:
         if generation_id < 0 and group.is_(E):
             return None          # admin client or a consumer without group management
         if generation_id >= 0 or member_id != "" or instance_id is not None:
-            error = self.validate_member(group, member_id, instance_id)
+            error = self.gc.validate_member(group, member_id, instance_id)
             if error is not None:
                 return error
             return ErrorCode.ILLEGAL_GENERATION if generation_id != group.generation_id else None
@@ -114,14 +114,14 @@ class OffsetOps:
             return ErrorCode.UNKNOWN_MEMBER_ID   # only members commit into a live group
         return None
 
-    async def store_offsets(self, group: GroupMetadata,
+    async def store(self, group: GroupMetadata,
                              offsets: dict[TopicPartition, ot.OffsetAndMetadata],
                              producer: tuple[int, int] | None = None
                              ) -> dict[TopicPartition, int]:
         """Write ``offsets`` (one batch, acks=all); once written they are the group's
         committed offsets, or, for a transactional ``producer`` (id, epoch), its
         pending offsets until its marker (``txn_offset_ops``)."""
-        limit = self.config.offset_metadata_max_bytes
+        limit = self.gc.config.offset_metadata_max_bytes
         results: dict[TopicPartition, int] = {}
         valid: dict[TopicPartition, ot.OffsetAndMetadata] = {}
         for tp, o in offsets.items():
@@ -135,10 +135,10 @@ class OffsetOps:
                    for tp, o in valid.items()]
         group.pending_offset_commits.update(valid.keys())
         try:
-            error = await self.runtime.log.append(
-                self.partition_for(group.group_id), records, acks=-1,
-                timeout_ms=self.config.offsets_commit_timeout_ms,
-                timestamp=self.runtime.clock(), producer=producer)
+            error = await self.gc.runtime.log.append(
+                self.gc.partition_for(group.group_id), records, acks=-1,
+                timeout_ms=self.gc.config.offsets_commit_timeout_ms,
+                timestamp=self.gc.runtime.clock(), producer=producer)
         except Exception:
             log.exception("writing offsets of group %s failed", group.group_id)
             error = ErrorCode.UNKNOWN_SERVER_ERROR
@@ -146,7 +146,7 @@ class OffsetOps:
             group.pending_offset_commits.subtract(valid.keys())
             group.pending_offset_commits = +group.pending_offset_commits
         error = commit_write_error(error)
-        if error == ErrorCode.NONE and not group.is_(D) and self.groups.get(group.group_id) is group:
+        if error == ErrorCode.NONE and not group.is_(D) and self.gc.groups.get(group.group_id) is group:
             if producer is None:
                 group.offsets.update(valid)
             else:
@@ -156,21 +156,21 @@ class OffsetOps:
 
     # -- OffsetFetch ---------------------------------------------------------------------
 
-    def fetch_offsets(self, group_id: str, partitions: list[TopicPartition] | None,
+    def fetch(self, group_id: str, partitions: list[TopicPartition] | None,
                       require_stable: bool = False) -> tuple[int, dict[TopicPartition, FetchedOffset]]:
         """-> (group error, partition -> (offset, leader epoch, metadata, error));
         ``partitions`` None = every committed partition. Answered whatever the
         group's state (a group may use Kafka only to store offsets).
         ``require_stable``: a partition with offsets in an open transaction answers
         UNSTABLE_OFFSET_COMMIT (the client retries once the transaction ended)."""
-        error = self.status(group_id, allow_empty_id=True)
+        error = self.gc.status(group_id, allow_empty_id=True)
         if error is not None:
             return error, {}
-        group = self.groups.get(group_id)
+        group = self.gc.groups.get(group_id)
         if group is None or group.is_(D):
             return ErrorCode.NONE, {tp: NO_OFFSET for tp in partitions or ()}
         out: dict[TopicPartition, FetchedOffset] = {}
-        unstable = self.txn.unstable_partitions(group) if require_stable else set()
+        unstable = self.gc.txn.unstable_partitions(group) if require_stable else set()
         for tp in (partitions if partitions is not None else list(group.offsets)):
             o = group.offsets.get(tp)
             if tp in unstable:
@@ -182,12 +182,12 @@ class OffsetOps:
 
     # -- OffsetDelete --------------------------------------------------------------------
 
-    async def delete_offsets(self, group_id: str, partitions: list[TopicPartition]
+    async def delete(self, group_id: str, partitions: list[TopicPartition]
                              ) -> tuple[int, dict[TopicPartition, int]]:
-        error = self.status(group_id)
+        error = self.gc.status(group_id)
         if error is not None:
             return error, {}
-        group = self.groups.get(group_id)
+        group = self.gc.groups.get(group_id)
         if group is None or group.is_(D):
             return ErrorCode.GROUP_ID_NOT_FOUND, {}
         errors: dict[TopicPartition, int] = {}
@@ -210,15 +210,15 @@ class OffsetOps:
         errors: dict[str, int] = {}
         doomed: list[GroupMetadata] = []
         for group_id in group_ids:
-            error = self.status(group_id, allow_empty_id=True)
-            group = self.groups.get(group_id)
+            error = self.gc.status(group_id, allow_empty_id=True)
+            group = self.gc.groups.get(group_id)
             if error is not None:
                 errors[group_id] = error
             elif group is None or group.is_(D):
                 errors[group_id] = ErrorCode.GROUP_ID_NOT_FOUND
             elif group.is_(E):
-                group_facts.group_deleted(self, group)   # broker/why
-                group.transition_to(D, self.runtime.clock())
+                group_facts.group_deleted(self.gc, group)   # broker/why
+                group.transition_to(D, self.gc.runtime.clock())
                 doomed.append(group)
             else:
                 errors[group_id] = ErrorCode.NON_EMPTY_GROUP
@@ -227,38 +227,16 @@ class OffsetOps:
             errors[group.group_id] = ErrorCode.NONE
         return errors
 
-    # -- DescribeGroups / ListGroups -----------------------------------------------------
-
-    def describe_group(self, group_id: str) -> tuple[int, GroupMetadata | None]:
-        """-> (error, the group or None = Dead/unknown)."""
-        error = self.status(group_id, allow_empty_id=True)
-        if error is not None:
-            return error, None
-        return ErrorCode.NONE, self.groups.get(group_id)
-
-    def list_groups(self, states: set[str], types: set[str]
-                    ) -> tuple[int, list[tuple[str, str, str, str]]]:
-        """-> (error, [(group id, protocol type, state, group type)]) of loaded groups."""
-        loading = bool(self.runtime.partitions.loading)
-        error = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS if loading else ErrorCode.NONE
-        if types and GROUP_TYPE_CLASSIC not in {t.lower() for t in types}:
-            return error, []
-        out = [(g.group_id, g.protocol_type or "", str(g.state), GROUP_TYPE_CLASSIC)
-               for g in self.groups.values()
-               if not g.is_(D) and self.partition_for(g.group_id) in self.runtime.partitions.owned
-               and matches_filter(g.state, states)]
-        return error, out
-
     # -- expiry and tombstones -----------------------------------------------------------
 
-    async def expire_offsets(self) -> int:
+    async def expire(self) -> int:
         """One pass of offsets.retention.minutes expiry; -> offsets removed."""
-        now, retention = self.runtime.clock(), self.config.offsets_retention_ms
+        now, retention = self.gc.runtime.clock(), self.gc.config.offsets_retention_ms
         removed = 0
-        for group in list(self.groups.values()):
-            if self.partition_for(group.group_id) not in self.runtime.partitions.owned:
+        for group in list(self.gc.groups.values()):
+            if self.gc.partition_for(group.group_id) not in self.gc.runtime.partitions.owned:
                 continue
-            consumer_group = self.consumer.groups.get(group.group_id)
+            consumer_group = self.gc.consumer.groups.get(group.group_id)
             if consumer_group is not None:   # KIP-848 (issue 19): subscribed topics' stay
                 keep = admin_ops.subscribed_topics(consumer_group)
                 removed += await self._cleanup(group, lambda g: g.remove_offsets(
@@ -268,8 +246,7 @@ class OffsetOps:
                 group, lambda g: g.remove_offsets(g.expired_offsets(now, retention)))
         if removed:
             log.info("removed %d expired offsets", removed)
-        # OffsetOps is a part of GroupCoordinator (its base class): self is one
-        for group_id in await admin_ops.delete_expired_groups(cast("ClassicGroups", self)):
+        for group_id in await admin_ops.delete_expired_groups(self.gc):
             log.info("deleted consumer group %s: no members, no offsets", group_id)
         return removed
 
@@ -280,19 +257,19 @@ class OffsetOps:
         generation: offset-only groups never wrote metadata)."""
         removed = selector(group)
         if group.is_(E) and not group.has_offsets():
-            group.transition_to(D, self.runtime.clock())
+            group.transition_to(D, self.gc.runtime.clock())
         tombstones: list[tuple[bytes, bytes | None]] = [
             (ot.offset_commit_key(group.group_id, tp[0], tp[1]), None) for tp in removed]
-        if group.is_(D) and self.groups.get(group.group_id) is group:
-            del self.groups[group.group_id]
+        if group.is_(D) and self.gc.groups.get(group.group_id) is group:
+            del self.gc.groups[group.group_id]
             if group.generation_id > 0:
                 tombstones.append((ot.group_metadata_key(group.group_id), None))
         if tombstones:
             try:
-                await self.runtime.log.append(
-                    self.partition_for(group.group_id), tombstones, acks=1,
-                    timeout_ms=self.config.offsets_commit_timeout_ms,
-                    timestamp=self.runtime.clock())
+                await self.gc.runtime.log.append(
+                    self.gc.partition_for(group.group_id), tombstones, acks=1,
+                    timeout_ms=self.gc.config.offsets_commit_timeout_ms,
+                    timestamp=self.gc.runtime.clock())
             except Exception:
                 log.exception("writing tombstones for group %s failed", group.group_id)
         return len(removed)
@@ -301,9 +278,13 @@ class OffsetOps:
         """Run offset expiry every offsets.retention.check.interval.ms (on the loop)."""
         async def loop() -> None:
             while True:
-                await asyncio.sleep(self.config.offsets_retention_check_interval_ms / 1000)
+                await asyncio.sleep(self.gc.config.offsets_retention_check_interval_ms / 1000)
                 try:
-                    await self.expire_offsets()
+                    await self.expire()
                 except Exception:
                     log.exception("offset expiry failed")
         self._expiry_task = asyncio.get_running_loop().create_task(loop())
+
+    def stop(self) -> None:
+        if self._expiry_task is not None:
+            self._expiry_task.cancel()

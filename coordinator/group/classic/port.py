@@ -8,8 +8,8 @@ seam, partition ownership, the clock, tasks), the classic groups map (a consumer
 group's committed offsets live in the classic entry of the same id), the group-id
 status check (``status``), the settings, the rebalance histories, and the few
 classic steps a migration
-performs (``handle_join``, ``extend_session``, ``maybe_prepare_rebalance``,
-``store_offsets``, ``delete_groups``); ``consumer`` is the consumer groups' side as
+performs (``handle_join``, ``extend_session``, ``maybe_prepare_rebalance``); the
+committed offsets (``offsets``: store, delete_groups); ``consumer`` is the consumer groups' side as
 the classic side's admin paths see it (``ConsumerGroups``).
 """
 
@@ -48,6 +48,16 @@ class ConsumerGroups(Protocol):
                               fenced: str | None = None) -> int: ...
 
 
+class OffsetStore(Protocol):
+    """The classic side's committed offsets (offset_ops.GroupOffsets) as the consumer
+    side uses them: a consumer group's offsets are written and deleted there."""
+
+    async def store(self, group: GroupMetadata, offsets: dict[TopicPartition, OffsetAndMetadata],
+                    producer: tuple[int, int] | None = None) -> dict[TopicPartition, int]: ...
+
+    async def delete_groups(self, group_ids: list[str]) -> dict[str, int]: ...
+
+
 class ClassicGroups(Protocol):
     runtime: CoordinatorRuntime      # the log seam, ownership, clock, tasks (shared)
     groups: dict[str, GroupMetadata]
@@ -70,9 +80,5 @@ class ClassicGroups(Protocol):
 
     def maybe_prepare_rebalance(self, group: GroupMetadata, reason: str) -> None: ...
 
-    async def store_offsets(self, group: GroupMetadata,
-                            offsets: dict[TopicPartition, OffsetAndMetadata],
-                            producer: tuple[int, int] | None = None
-                            ) -> dict[TopicPartition, int]: ...
-
-    async def delete_groups(self, group_ids: list[str]) -> dict[str, int]: ...
+    @property
+    def offsets(self) -> OffsetStore: ...

@@ -7,7 +7,7 @@ GroupMetadataManager.storeOffsets for a producer, and handleTxnCompletion).
    Kafka does); KIP-447 fencing when the request names a member or generation
    (Dead -> COORDINATOR_NOT_AVAILABLE, an unknown member UNKNOWN_MEMBER_ID, a
    static member's instance id FENCED_INSTANCE_ID, another generation
-   ILLEGAL_GENERATION). Then OffsetCommit's ``store_offsets`` (offset_ops)
+   ILLEGAL_GENERATION). Then the committed offsets' ``store`` (offset_ops)
    writes them as one *transactional* batch of the producer (acks=all;
    OFFSET_METADATA_TOO_LARGE as there), and they are held in ``group.pending_txn_offsets[producer id]``: not visible to
    OffsetFetch (which answers UNSTABLE_OFFSET_COMMIT for them when the caller
@@ -33,7 +33,7 @@ from coordinator.group.classic.group_state import GroupState
 from protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
-    from coordinator.group.classic.port import ConsumerGroups
+    from coordinator.group.classic.port import ConsumerGroups, OffsetStore
     from coordinator.runtime.runtime import CoordinatorRuntime
 
 
@@ -51,10 +51,8 @@ class TxnOffsetsHost(Protocol):
     def validate_member(self, group: GroupMetadata, member_id: str,
                         instance_id: str | None) -> int | None: ...
 
-    async def store_offsets(self, group: GroupMetadata,
-                            offsets: dict[TopicPartition, ot.OffsetAndMetadata],
-                            producer: tuple[int, int] | None = None
-                            ) -> dict[TopicPartition, int]: ...
+    @property
+    def offsets(self) -> OffsetStore: ...
 
 
 class TxnOffsets:
@@ -77,7 +75,7 @@ class TxnOffsets:
         error = self._validate(group, generation_id, member_id, instance_id)
         if error is not None:
             return dict.fromkeys(offsets, error)
-        return await self.gc.store_offsets(group, offsets, (producer_id, producer_epoch))
+        return await self.gc.offsets.store(group, offsets, (producer_id, producer_epoch))
 
     def _validate(self, group: GroupMetadata, generation_id: int, member_id: str,
                              instance_id: str | None) -> int | None:

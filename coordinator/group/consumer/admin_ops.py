@@ -101,7 +101,7 @@ async def commit_offsets(classic: ClassicGroups, group_id: str, member_id: str,
     if error is not None:
         return dict.fromkeys(offsets, int(error))
     holder = consumer.offsets_holder(group_id)
-    return await classic.store_offsets(holder, offsets)
+    return await classic.offsets.store(holder, offsets)
 
 
 def fetch_error(classic: ClassicGroups, group_id: str, member_id: str | None,
@@ -150,7 +150,7 @@ async def _delete(classic: ClassicGroups, group_id: str) -> int:
     holder = classic.groups.get(group_id)
     if holder is not None and holder.offsets:
         # the offsets' tombstones first (Kafka's order), by the classic path
-        errors = await classic.delete_groups([group_id])
+        errors = await classic.offsets.delete_groups([group_id])
         if errors.get(group_id, ErrorCode.NONE) not in (ErrorCode.NONE,
                                                         ErrorCode.GROUP_ID_NOT_FOUND):
             return errors[group_id]

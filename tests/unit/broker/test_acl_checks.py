@@ -72,41 +72,50 @@ class FakeMetadata:
         return object() if partition < self.topics.get(topic, 0) else None
 
 
+class FakeOffsets:
+    """The group coordinator's committed offsets (``GroupCoordinator.offsets``) as the
+    handlers call them, answering from ``stored`` and noting what was asked."""
+
+    def __init__(self, stored: dict[tuple[str, int], int], asked: list[Any]) -> None:
+        self.stored = stored
+        self.asked = asked
+
+    def fetch(self, group_id: str, wanted: Any, require_stable: bool) -> Any:
+        self.asked.append(wanted)
+        tps = self.stored if wanted is None else wanted
+        return E.NONE, {tp: (self.stored.get(tp, -1), -1, "", E.NONE) for tp in tps}
+
+    async def commit(self, group_id: str, member: str, instance: Any, generation: int,
+                     offsets: dict[tuple[str, int], Any]) -> dict[tuple[str, int], int]:
+        self.asked.append(sorted(offsets))
+        return dict.fromkeys(offsets, E.NONE)
+
+    async def delete_groups(self, names: list[str]) -> dict[str, int]:
+        self.asked.append(names)
+        return dict.fromkeys(names, E.NONE)
+
+    async def delete(self, group_id: str, wanted: list[tuple[str, int]]) -> Any:
+        self.asked.append(wanted)
+        return E.NONE, dict.fromkeys(wanted, E.NONE)
+
+
 class FakeGroups:
     """The group coordinator calls the handlers make, answering from ``offsets``."""
 
     def __init__(self, offsets: dict[tuple[str, int], int] | None = None,
                  groups: tuple[str, ...] = ()) -> None:
-        self.offsets = offsets or {}
         self.groups = groups
         self.asked: list[Any] = []
+        self.offsets = FakeOffsets(offsets or {}, self.asked)
         # no KIP-848 consumer groups here (coordinator/group/consumer/coordinator.py, issue 19)
         self.consumer = SimpleNamespace(groups={}, enabled=True, has_group=lambda _g: False)
         self.runtime = SimpleNamespace(clock=lambda: 0)   # what the handlers read of it
-
-    def fetch_offsets(self, group_id: str, wanted: Any, require_stable: bool) -> Any:
-        self.asked.append(wanted)
-        tps = self.offsets if wanted is None else wanted
-        return E.NONE, {tp: (self.offsets.get(tp, -1), -1, "", E.NONE) for tp in tps}
-
-    async def commit_offsets(self, group_id: str, member: str, instance: Any, generation: int,
-                             offsets: dict[tuple[str, int], Any]) -> dict[tuple[str, int], int]:
-        self.asked.append(sorted(offsets))
-        return dict.fromkeys(offsets, E.NONE)
 
     def describe_group(self, group_id: str) -> tuple[int, Any]:
         return E.NONE, None
 
     def list_groups(self, states: Any, types: Any) -> tuple[int, list[tuple[str, str, str, str]]]:
         return E.NONE, [(g, "consumer", "Empty", "classic") for g in self.groups]
-
-    async def delete_groups(self, names: list[str]) -> dict[str, int]:
-        self.asked.append(names)
-        return dict.fromkeys(names, E.NONE)
-
-    async def delete_offsets(self, group_id: str, wanted: list[tuple[str, int]]) -> Any:
-        self.asked.append(wanted)
-        return E.NONE, dict.fromkeys(wanted, E.NONE)
 
 
 def broker(auth: AclAuthorizer | None, **services: Any) -> SimpleNamespace:

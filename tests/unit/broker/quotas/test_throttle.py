@@ -181,19 +181,27 @@ def test_request_percentage_quota(handlers: Any, monkeypatch: pytest.MonkeyPatch
 
 
 def test_loop_time_counts_only_the_handlers_own_steps() -> None:
+    """On a fake clock: the handler's two steps take 20 ms and 5 ms of loop time;
+    while it waits, another task takes 100 ms. Only the handler's 25 ms count."""
+    now = [0]
+
+    def clock_ns() -> int:
+        return now[0]
+
     async def handler() -> str:
-        await asyncio.sleep(0.1)                        # waiting costs nothing
-        deadline = time.perf_counter() + 0.02
-        while time.perf_counter() < deadline:
-            pass
+        now[0] += 20_000_000                            # its first step
+        await asyncio.sleep(0)                          # waiting costs nothing...
+        now[0] += 5_000_000                             # its second step
         return "done"
 
+    async def other() -> None:
+        now[0] += 100_000_000                           # ...while others run meanwhile
+
     async def scenario() -> None:
-        timed = LoopTime(handler())
-        started = time.perf_counter()
-        assert await timed == "done"
-        assert time.perf_counter() - started >= 0.1
-        assert 0.02 <= timed.busy_ns / 1e9 < 0.06
+        timed = LoopTime(handler(), clock_ns)
+        results = await asyncio.gather(timed, other())
+        assert results[0] == "done" and now[0] == 125_000_000
+        assert timed.busy_ns == 25_000_000
     asyncio.run(scenario())
 
 

@@ -153,15 +153,15 @@ def test_heartbeat_errors_and_fencing() -> None:
         newcomer = join(c)
         assert c.groups["g"].state is GroupState.PREPARING_REBALANCE
         assert c.heartbeat("g", a.member_id, None, 1) == ErrorCode.REBALANCE_IN_PROGRESS
-        errors = await c.commit_offsets("g", a.member_id, None, 1, {("t", 0): ot.OffsetAndMetadata(5)})
+        errors = await c.offsets.commit("g", a.member_id, None, 1, {("t", 0): ot.OffsetAndMetadata(5)})
         assert errors == {("t", 0): ErrorCode.NONE}        # commits allowed while preparing
         ra, rb = join(c, a.member_id), join(c, b.member_id)
         await settle()
         results = [await f for f in (newcomer, ra, rb)]
         assert {r.generation_id for r in results} == {2}
-        assert (await c.commit_offsets("g", a.member_id, None, 2, {("t", 0): ot.OffsetAndMetadata(6)})
+        assert (await c.offsets.commit("g", a.member_id, None, 2, {("t", 0): ot.OffsetAndMetadata(6)})
                 == {("t", 0): ErrorCode.REBALANCE_IN_PROGRESS})   # CompletingRebalance
-        assert (await c.commit_offsets("g", a.member_id, None, 1, {("t", 0): ot.OffsetAndMetadata(6)})
+        assert (await c.offsets.commit("g", a.member_id, None, 1, {("t", 0): ot.OffsetAndMetadata(6)})
                 == {("t", 0): ErrorCode.ILLEGAL_GENERATION})
     run(body())
 
@@ -259,18 +259,18 @@ def test_standalone_commit_fetch_reload_and_expiry() -> None:
         c = make(clock, log, offsets_retention_minutes=1)
         await loaded(c)
         tp = ("t", 3)
-        assert (await c.commit_offsets("g", "", None, -1, {tp: ot.OffsetAndMetadata(
+        assert (await c.offsets.commit("g", "", None, -1, {tp: ot.OffsetAndMetadata(
             7, "m", clock(), leader_epoch=2)})) == {tp: ErrorCode.NONE}
-        assert (await c.commit_offsets("g", "", None, -1, {tp: ot.OffsetAndMetadata(
+        assert (await c.offsets.commit("g", "", None, -1, {tp: ot.OffsetAndMetadata(
             8, "x" * 5000, clock())})) == {tp: ErrorCode.OFFSET_METADATA_TOO_LARGE}
-        assert c.fetch_offsets("g", [tp, ("t", 4)]) == (
+        assert c.offsets.fetch("g", [tp, ("t", 4)]) == (
             ErrorCode.NONE, {tp: (7, 2, "m", 0), ("t", 4): (-1, -1, "", 0)})
         # another coordinator loads the same log
         c2 = make(clock, log, offsets_retention_minutes=1)
         await loaded(c2)
-        assert c2.fetch_offsets("g", None) == (ErrorCode.NONE, {tp: (7, 2, "m", 0)})
+        assert c2.offsets.fetch("g", None) == (ErrorCode.NONE, {tp: (7, 2, "m", 0)})
         clock.advance(60_000)
-        assert await c2.expire_offsets() == 1
+        assert await c2.offsets.expire() == 1
         assert "g" not in c2.groups
         assert log.records[0][-1] == (ot.offset_commit_key("g", "t", 3), None)
     run(body())
@@ -283,9 +283,9 @@ def test_commit_write_failure_is_not_visible() -> None:
         await loaded(c)
         log.error = ErrorCode.NOT_LEADER_OR_FOLLOWER
         tp = ("t", 0)
-        assert await c.commit_offsets("g", "", None, -1, {tp: ot.OffsetAndMetadata(1)}) == {
+        assert await c.offsets.commit("g", "", None, -1, {tp: ot.OffsetAndMetadata(1)}) == {
             tp: ErrorCode.NOT_COORDINATOR}
-        assert c.fetch_offsets("g", [tp])[1][tp][0] == -1
+        assert c.offsets.fetch("g", [tp])[1][tp][0] == -1
     run(body())
 
 
@@ -295,16 +295,16 @@ def test_delete_groups_and_offsets() -> None:
         c = make(clock, log)
         await loaded(c)
         a, = await stable_group(c, clock, 1)
-        await c.commit_offsets("g", a.member_id, None, 1, {("t", 0): ot.OffsetAndMetadata(1),
+        await c.offsets.commit("g", a.member_id, None, 1, {("t", 0): ot.OffsetAndMetadata(1),
                                                           ("other", 0): ot.OffsetAndMetadata(2)})
-        assert await c.delete_groups(["g", "nope"]) == {
+        assert await c.offsets.delete_groups(["g", "nope"]) == {
             "g": ErrorCode.NON_EMPTY_GROUP, "nope": ErrorCode.GROUP_ID_NOT_FOUND}
-        error, errors = await c.delete_offsets("g", [("t", 0), ("other", 0)])
+        error, errors = await c.offsets.delete("g", [("t", 0), ("other", 0)])
         # the member subscribes to "t" (see PROTOCOLS): only "other" may go
         assert errors == {("t", 0): ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC, ("other", 0): ErrorCode.NONE}
         c.leave_group("g", [LeaveMember(a.member_id)])
         await settle()
-        assert await c.delete_groups(["g"]) == {"g": ErrorCode.NONE}
+        assert await c.offsets.delete_groups(["g"]) == {"g": ErrorCode.NONE}
         assert c.describe_group("g") == (ErrorCode.NONE, None)
         assert (ot.group_metadata_key("g"), None) in log.records[0]
     run(body())

@@ -61,11 +61,11 @@ def test_pending_until_commit_marker_then_visible() -> None:
         await loaded(c)
         assert await c.txn.commit("g", 7, 0, "", None, -1, {TP: offset(5)}) == {TP: 0}
         assert isinstance(log.entries[0][-1], TxnRecord)
-        assert c.fetch_offsets("g", [TP])[1][TP][0] == -1                   # not visible
-        assert c.fetch_offsets("g", [TP], require_stable=True)[1][TP][3] == \
+        assert c.offsets.fetch("g", [TP])[1][TP][0] == -1                   # not visible
+        assert c.offsets.fetch("g", [TP], require_stable=True)[1][TP][3] == \
             ErrorCode.UNSTABLE_OFFSET_COMMIT
         assert c.txn.complete(7, [0], commit=True) == 1
-        assert c.fetch_offsets("g", [TP], require_stable=True)[1][TP][:1] == (5,)
+        assert c.offsets.fetch("g", [TP], require_stable=True)[1][TP][:1] == (5,)
     run(body())
 
 
@@ -77,7 +77,7 @@ def test_abort_marker_drops_them_and_other_partitions_are_untouched() -> None:
         await c.txn.commit("g", 7, 0, "", None, -1, {TP: offset(5)})
         assert c.txn.complete(7, [3], commit=True) == 0             # another partition
         assert c.txn.complete(7, [0], commit=False) == 1
-        assert c.fetch_offsets("g", [TP])[1][TP][0] == -1
+        assert c.offsets.fetch("g", [TP])[1][TP][0] == -1
         assert not c.groups["g"].pending_txn_offsets
     run(body())
 
@@ -117,9 +117,9 @@ def test_reload_applies_committed_drops_aborted_and_keeps_open_pending() -> None
         fresh = make(clock, log)
         await loaded(fresh)
         await settle()
-        assert fresh.fetch_offsets("g", [TP, other])[1] == {
+        assert fresh.offsets.fetch("g", [TP, other])[1] == {
             TP: (10, -1, "", 0), other: (-1, -1, "", 0)}
         assert fresh.groups["h"].pending_txn_offsets == {3: {TP: offset(30)}}
         fresh.txn.complete(3, [0], commit=True)                     # the late marker
-        assert fresh.fetch_offsets("h", [TP])[1][TP][0] == 30
+        assert fresh.offsets.fetch("h", [TP])[1][TP][0] == 30
     run(body())

@@ -312,14 +312,14 @@ async def test_expiry_deletes_an_empty_group_only_once_its_offsets_are_gone() ->
     offsets = {("t", 0): ot.OffsetAndMetadata(5, commit_timestamp=c.runtime.clock())}
     assert await admin_ops.commit_offsets(c, "g", "m1", r.member_epoch, offsets, 9) == \
         {("t", 0): 0}
-    await c.expire_offsets()
+    await c.offsets.expire()
     assert "g" in c.consumer.groups                       # a member: kept
     assert (await c.consumer.heartbeat(Heartbeat(group_id="g", member_id="m1", member_epoch=-1,
                                                  api_version=1))).error == 0
-    await c.expire_offsets()
+    await c.offsets.expire()
     assert "g" in c.consumer.groups                       # empty, but offsets are kept
     c.groups["g"].offsets.clear()                         # (as if they had expired)
-    await c.expire_offsets()
+    await c.offsets.expire()
     assert "g" not in c.consumer.groups and "g" not in c.groups
     key, value = log.records[0][-1]
     assert value is None and key[:2] == b"\x00\x03"       # the group epoch's tombstone last

@@ -71,7 +71,7 @@ def test_rebalance_timeout_static_replace_and_delete() -> None:
         assert kinds(c)[-1][1] == 2
         c.leave_group("g", [LeaveMember(leader.member_id)])
         await settle()
-        assert await c.delete_groups(["g"]) == {"g": ErrorCode.NONE}
+        assert await c.offsets.delete_groups(["g"]) == {"g": ErrorCode.NONE}
         w = group_why(c, "g")
         assert (w.state, w.generation) == ("Dead", -1)
         assert w.rebalances[-1].kind == "deleted"
