@@ -35,6 +35,7 @@ from typing import Any
 from broker import topic_config
 from broker.coordination import groups, transactions
 from coordinator.group.classic import GroupCoordinator
+from coordinator.runtime.runtime import PartitionOwner
 from coordinator.transaction import TransactionCoordinator
 from protocol.topic_names import GROUP_METADATA_TOPIC, TRANSACTION_STATE_TOPIC
 from broker.acl.authorizer import AclAuthorizer, build_authorizer
@@ -432,10 +433,10 @@ class Broker:
             if owner is not None:
                 owner.on_resign(partition, None)
 
-    def _coordinator_of(self, topic: str) -> Any:
+    def _coordinator_of(self, topic: str) -> PartitionOwner | None:
         """The coordinator whose state lives in ``topic`` (None for other topics)."""
         if topic == GROUP_METADATA_TOPIC:
-            return self.group_coordinator
+            return self.group_coordinator.ownership if self.group_coordinator else None
         if topic == TRANSACTION_STATE_TOPIC and self.transaction_coordinator:
             return self.transaction_coordinator.state
         return None

@@ -12,8 +12,10 @@ It holds:
 * the coordinator's tasks (``spawn``: loads, marker sending, writes started from a
   timer), cancelled and awaited by ``cancel_tasks`` at shutdown; a task that fails
   is logged, never lost silently;
-* ``become_leader``: a LeaderAndIsr (or a missed one, found by the owner's status
-  check) makes this broker the partition's leader at an epoch: when
+* ``reconcile``: the owner's status check asks the log seam who leads a partition,
+  so a missed LeaderAndIsr heals itself;
+* ``become_leader``: a LeaderAndIsr (or a missed one, found by ``reconcile``) makes
+  this broker the partition's leader at an epoch: when
   ``CoordinatorPartitions`` says a load must start, the owner's ``load`` coroutine
   runs as a task (it installs with ``partitions.loaded`` once replayed).
 
@@ -26,7 +28,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Coroutine
-from typing import Any
+from typing import Any, Protocol
 
 from coordinator.runtime.log_seam import OffsetsLog
 from coordinator.runtime.partitions import CoordinatorPartitions, partition_for_group
@@ -34,6 +36,15 @@ from coordinator.runtime.partitions import CoordinatorPartitions, partition_for_
 log = logging.getLogger(__name__)
 
 Load = Callable[[int, int], Coroutine[Any, Any, None]]    # (partition, leader epoch)
+
+
+class PartitionOwner(Protocol):
+    """Who follows a coordinator topic's leadership (the broker routes LeaderAndIsr
+    and StopReplica of __consumer_offsets / __transaction_state to it)."""
+
+    def on_become_leader(self, partition: int, leader_epoch: int) -> None: ...
+
+    def on_resign(self, partition: int, leader_epoch: int | None) -> None: ...
 
 
 class CoordinatorRuntime:
@@ -55,6 +66,20 @@ class CoordinatorRuntime:
         if self.partitions.become_leader(partition, leader_epoch):
             self.spawn(load(partition, leader_epoch))
 
+    def reconcile(self, partition: int, become_leader: Callable[[int, int], None],
+                  resign: Callable[[int, int | None], None]) -> None:
+        """Follow the log's leadership of ``partition`` when a LeaderAndIsr
+        notification was missed: the log seam says whether (and at which epoch) we
+        lead it; ownership that disagrees is moved by the owner's own steps."""
+        epoch = self.log.leader_epoch(partition)
+        owned, loading = self.partitions.owned, self.partitions.loading
+        if epoch is None:
+            if partition in owned or partition in loading:
+                resign(partition, None)
+        elif (partition not in owned and partition not in loading) or (
+                partition in owned and epoch > owned[partition]):
+            become_leader(partition, epoch)
+
     def spawn(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
         """Run ``coro`` as one of the coordinator's tasks (``cancel_tasks`` ends them)."""
         task = asyncio.get_running_loop().create_task(coro)
@@ -73,4 +98,4 @@ class CoordinatorRuntime:
         await asyncio.gather(*self.tasks, return_exceptions=True)
 
 
-__all__ = ["CoordinatorRuntime", "Load"]
+__all__ = ["CoordinatorRuntime", "Load", "PartitionOwner"]

@@ -2,14 +2,15 @@
 
 Handlers reach it with ``broker.coordination.groups.coordinator_of(broker)``; the
 Broker builds it in ``start`` (``groups.build(broker)``, then ``start()``), routes
-__consumer_offsets leadership to ``on_become_leader`` / ``on_resign`` and awaits
-``shutdown()``.
+__consumer_offsets leadership to ``ownership.on_become_leader`` / ``on_resign`` and
+awaits ``shutdown()``.
 
 Map:
 
     group_coordinator.py  GroupCoordinator: JoinGroup, rebalances, heartbeats, LeaveGroup,
                           DescribeGroups / ListGroups
-    ownership.py          loading / unloading __consumer_offsets partitions (mixin)
+    ownership.py          GroupOwnership (GroupCoordinator.ownership): loading /
+                          unloading __consumer_offsets partitions
     sync_ops.py           GroupSync (GroupCoordinator.sync): SyncGroup, the group-metadata write
     offset_ops.py         GroupOffsets (GroupCoordinator.offsets): OffsetCommit /
                           OffsetFetch / OffsetDelete / DeleteGroups, offset expiry

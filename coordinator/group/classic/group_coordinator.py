@@ -5,9 +5,9 @@ Theory of operation:
 
 1. Ownership. A group lives in ``__consumer_offsets`` partition
    ``partition_for(group)``; we coordinate it while we lead that partition.
-   ``on_become_leader(p, epoch)`` starts loading the partition (a task):
+   ``ownership.on_become_leader(p, epoch)`` starts loading the partition (a task):
    requests for its groups get COORDINATOR_LOAD_IN_PROGRESS until the load is
-   installed, NOT_COORDINATOR when we do not lead it. ``on_resign`` unloads
+   installed, NOT_COORDINATOR when we do not lead it. ``ownership.on_resign`` unloads
    (waiting joins/syncs are answered NOT_COORDINATOR). Each request also
    re-checks leadership with the log seam, so a missed notification heals itself.
 2. Membership. JoinGroup and SyncGroup park a callback on the member; the
@@ -19,10 +19,12 @@ Theory of operation:
    whose callbacks re-check the group's state and generation first.
 3. Storage. The leader's SyncGroup writes the group's metadata (acks=-1) before
    the assignment is handed out; commits are written before they are visible.
-   Ownership (loading and unloading partitions) is in ``ownership``, SyncGroup
-   and the group write in ``sync_ops``, offsets and deletions in ``offset_ops``
-   (all mixed in); the settings, the request dataclasses and
-   the group -> partition hash are in ``coordinator_types``.
+   The coordinator's collaborators, each over a narrow Protocol of it:
+   ``ownership`` (ownership.py: loading and unloading partitions), ``sync``
+   (sync_ops.py: SyncGroup and the group write), ``offsets`` (offset_ops.py:
+   offsets and deletions), ``txn`` (txn_offset_ops.py: transactional offsets),
+   ``consumer`` (the KIP-848 groups of the same id space); the settings, the
+   request dataclasses and the group -> partition hash are in ``coordinator_types``.
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ from coordinator.runtime.runtime import CoordinatorRuntime
 from coordinator.group.classic.loader import OFFSETS_TOPIC
 from coordinator.runtime.log_seam import OffsetsLog
 from coordinator.group.classic.offset_ops import GroupOffsets
-from coordinator.group.classic.ownership import OwnershipOps
+from coordinator.group.classic.ownership import GroupOwnership
 from coordinator.group.classic.sync_ops import GroupSync
 from coordinator.group.classic.txn_offset_ops import TxnOffsets
 from coordinator.runtime.purgatory import Purgatory, Timer
@@ -62,7 +64,7 @@ E, PR, CR, S, D = (GroupState.EMPTY, GroupState.PREPARING_REBALANCE,
 NEW_MEMBER_JOIN_TIMEOUT_MS = 5 * 60 * 1000
 
 
-class GroupCoordinator(OwnershipOps):
+class GroupCoordinator:
     def __init__(self, broker_id: int, config: CoordinatorConfig, offsets_log: OffsetsLog, *,
                  num_partitions: Callable[[], int] | None = None,
                  timer: Timer | None = None, clock: Callable[[], int] = wall_clock_ms) -> None:
@@ -89,17 +91,36 @@ class GroupCoordinator(OwnershipOps):
         self.sync = GroupSync(self)
         # committed offsets: OffsetCommit / Fetch / Delete, DeleteGroups, expiry
         self.offsets = GroupOffsets(self)
+        # loading and unloading __consumer_offsets partitions on leadership
+        self.ownership = GroupOwnership(self)
 
     def start(self) -> None:
         """Start the periodic offset expiry (offsets.retention.check.interval.ms)."""
         self.offsets.start()
+
+    # -- ownership -----------------------------------------------------------------------
+
+    def partition_for(self, group_id: str) -> int:
+        return self.runtime.partition_for(group_id)
+
+    def status(self, group_id: str | None, allow_empty_id: bool = False) -> int | None:
+        """Kafka's validateGroupStatus: INVALID_GROUP_ID, COORDINATOR_NOT_AVAILABLE,
+        COORDINATOR_LOAD_IN_PROGRESS, NOT_COORDINATOR, or None when we serve it (a
+        missed LeaderAndIsr is caught up with first: ``runtime.reconcile``)."""
+        if group_id is None or (not group_id and not allow_empty_id):
+            return ErrorCode.INVALID_GROUP_ID
+        if not self.active:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        p = self.partition_for(group_id)
+        self.runtime.reconcile(p, self.ownership.on_become_leader, self.ownership.on_resign)
+        return self.runtime.partitions.status(p)
 
     async def shutdown(self) -> None:
         self.active = False
         self.offsets.stop()
         self.consumer.shutdown()
         for p in self.runtime.partitions.all():
-            self.on_resign(p, None)
+            self.ownership.on_resign(p, None)
         self.rebalances.complete_all()
         self.heartbeats.complete_all()
         await self.runtime.cancel_tasks()
@@ -302,7 +323,7 @@ class GroupCoordinator(OwnershipOps):
     def _prepare_rebalance(self, group: GroupMetadata, reason: str) -> None:
         if group.is_(CR):
             self.sync.reset_and_propagate_assignment_error(group, ErrorCode.REBALANCE_IN_PROGRESS)
-        self._remove_sync_expiration(group)
+        self.remove_sync_expiration(group)
         if group.is_(E):
             delay = self.config.group_initial_rebalance_delay_ms
             op: DelayedJoin = InitialDelayedJoin(self, self.rebalances, group, delay, delay,
@@ -366,7 +387,7 @@ class GroupCoordinator(OwnershipOps):
                 self.heartbeats.check_and_complete(member_key(group.group_id, member_id))
             self._prepare_rebalance(group, f"removing {missing} on pending sync expiration")
 
-    def _remove_sync_expiration(self, group: GroupMetadata) -> None:
+    def remove_sync_expiration(self, group: GroupMetadata) -> None:
         group.pending_sync_members.clear()
         self.rebalances.check_and_complete(sync_key(group.group_id))
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import struct
+import time
 from types import SimpleNamespace
 
 import pytest
@@ -108,22 +109,38 @@ def test_idle_connection_is_closed() -> None:
 
 
 def test_a_connection_in_use_outlives_the_idle_period() -> None:
-    """Requests 80 ms apart over 0.6 s on a 200 ms idle limit: never idle, still open;
-    then silent: closed after the limit."""
+    """On the loop's clock made virtual (it moves only when the test moves it, so
+    the outcome does not depend on how busy the machine is): requests 80 ms apart
+    for 640 ms on a 200 ms idle limit, never idle that long: still open; then 190 ms
+    of silence: still open; 20 ms more: closed."""
+    async def turns(reader: asyncio.StreamReader, until_eof: bool) -> bool:
+        # run the loop (timers now due, socket events) without moving the clock;
+        # -> whether the server closed the connection
+        deadline = time.monotonic() + 5        # real time: a guard, not a measure
+        for _ in range(20 if not until_eof else 1_000_000):
+            await asyncio.sleep(0)
+            if reader.at_eof() or (until_eof and time.monotonic() > deadline):
+                break
+        return reader.at_eof()
+
     async def go() -> None:
-        server = await _start(connections_max_idle_ms=200)
         loop = asyncio.get_running_loop()
+        now = [loop.time()]
+        loop.time = lambda: now[0]  # type: ignore[method-assign]
+        server = await _start(connections_max_idle_ms=200)
         reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
         for corr in range(8):
             writer.write(_api_versions(3, corr))
             assert decode_response(18, 3, await _read_frame(reader))[0] == corr
-            await asyncio.sleep(0.08)
-        quiet_from = loop.time()
-        assert await asyncio.wait_for(reader.read(), 5) == b""
-        assert 0.1 <= loop.time() - quiet_from < 2.0
+            now[0] += 0.08
+            assert not await turns(reader, until_eof=False)
+        now[0] += 0.19 - 0.08                   # 190 ms since the last request
+        assert not await turns(reader, until_eof=False)
+        now[0] += 0.02
+        assert await turns(reader, until_eof=True)
         writer.close()
         await server.stop()
-    run(go())
+    asyncio.run(go())
 
 
 def _produce(correlation_id: int, partition: int, acks: int = -1) -> bytes:

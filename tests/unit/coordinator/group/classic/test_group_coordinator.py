@@ -119,7 +119,7 @@ def test_not_coordinator_and_loading() -> None:
         assert c.heartbeat("g", "m", None, 1) == ErrorCode.NONE    # blind during load
         await settle()
         assert c.status("g") is None and c.runtime.partitions.owned == {0: 3}
-        c.on_resign(0, 3)
+        c.ownership.on_resign(0, 3)
         log.leader[0] = None
         assert c.status("g") == ErrorCode.NOT_COORDINATOR
     run(body())
@@ -316,7 +316,7 @@ def test_resign_answers_waiting_joins_not_coordinator() -> None:
         c = make(clock, group_initial_rebalance_delay_ms=3000)
         await loaded(c)
         f = join(c)
-        c.on_resign(0, 1)
+        c.ownership.on_resign(0, 1)
         assert (await f).error == ErrorCode.NOT_COORDINATOR
         assert "g" not in c.groups
     run(body())
