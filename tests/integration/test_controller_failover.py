@@ -11,14 +11,13 @@ import io
 import json
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from protocol.api_keys import ApiKey
 from protocol.records import build_batch
 from protocol.spec import api
-from tests.integration.cluster import BrokerProcess, Cluster, WireClient
+from tests.integration.cluster import BrokerProcess, Cluster, MakeCluster, WireClient
 from tests.integration.multi import metadata, until
 
 pytestmark = pytest.mark.integration
@@ -31,8 +30,10 @@ def leaders(b: BrokerProcess, topic: str) -> dict[int, tuple[int, list[int], lis
             for t in md.topics for p in t.partitions}
 
 
-def create_topic(b: BrokerProcess, name: str, assignment: dict[int, list[int]],
+def create_topic(cluster: Cluster, name: str, assignment: dict[int, list[int]],
                  configs: dict[str, str] | None = None) -> None:
+    """CreateTopics with an explicit assignment, sent to the controller (found through
+    the cluster's first broker)."""
     spec = api(ApiKey.CREATE_TOPICS).request
     s = spec.structs
     topic = s["CreatableTopic"].new(
@@ -41,8 +42,9 @@ def create_topic(b: BrokerProcess, name: str, assignment: dict[int, list[int]],
                      for p, r in sorted(assignment.items())],
         configs=[s["CreatableTopicConfig"].new(name=k, value=v)
                  for k, v in (configs or {}).items()])
+    b = cluster.brokers[0]
     ctl = metadata(b, []).controller_id
-    target = next(x for x in CLUSTER.brokers if x.broker_id == ctl) if ctl >= 0 else b
+    target = next(x for x in cluster.brokers if x.broker_id == ctl) if ctl >= 0 else b
     with WireClient(target.port, timeout=20) as c:
         resp = c.request(ApiKey.CREATE_TOPICS, 5, spec.new(topics=[topic], timeout_ms=15000))
     assert resp.topics[0].error_code == 0, resp.topics[0]
@@ -56,25 +58,17 @@ def produce_ok(cluster: Cluster, topic: str, partition: int, leader: int) -> int
     return int(r.error_code)
 
 
-CLUSTER: Cluster   # the running test's cluster (create_topic finds the controller in it)
-
-
 @pytest.fixture
-def cluster3(zookeeper: str, tmp_path: Path) -> Any:
-    global CLUSTER
-    c = Cluster(zookeeper, tmp_path, 3, overrides={"leader.imbalance.check.interval.seconds": "3600"})
-    c.start()
-    CLUSTER = c
-    try:
-        yield c
-    finally:
-        c.stop()
+def cluster3(make_fresh_cluster: MakeCluster) -> Cluster:
+    """Each test kills or moves brokers: a cluster of its own."""
+    return make_fresh_cluster("failover", 3,
+                              overrides={"leader.imbalance.check.interval.seconds": "3600"})
 
 
 def test_kill_controller_new_controller_within_seconds_and_leaders_keep_serving(
         cluster3: Cluster) -> None:
     c = cluster3
-    create_topic(c.brokers[0], "f", {p: [p % 3, (p + 1) % 3, (p + 2) % 3] for p in range(6)})
+    create_topic(c, "f", {p: [p % 3, (p + 1) % 3, (p + 2) % 3] for p in range(6)})
     until(lambda: all(v[0] >= 0 for v in leaders(c.brokers[0], "f").values())
           and len(leaders(c.brokers[0], "f")) == 6, 20, "leaders for f")
     old = metadata(c.brokers[0], []).controller_id
@@ -106,7 +100,7 @@ def test_kill_controller_new_controller_within_seconds_and_leaders_keep_serving(
 
 def test_controlled_shutdown_moves_leaderships_first(cluster3: Cluster) -> None:
     c = cluster3
-    create_topic(c.brokers[0], "cs", {p: [1, 2, 0] if p % 2 else [1, 0, 2] for p in range(8)})
+    create_topic(c, "cs", {p: [1, 2, 0] if p % 2 else [1, 0, 2] for p in range(8)})
     until(lambda: all(v[0] == 1 for v in leaders(c.brokers[0], "cs").values())
           and len(leaders(c.brokers[0], "cs")) == 8, 20, "broker 1 leads every partition")
     t0 = time.monotonic()
@@ -144,7 +138,7 @@ def _reassign(c: Cluster, plan: Path, targets: dict[tuple[str, int], list[int]])
 def test_reassignment_tool_and_preferred_election(cluster3: Cluster, tmp_path: Path) -> None:
     from tools import leader_election, reassign_partitions
     c = cluster3
-    create_topic(c.brokers[0], "mv", {0: [0, 1, 2], 1: [0, 1, 2]})
+    create_topic(c, "mv", {0: [0, 1, 2], 1: [0, 1, 2]})
     until(lambda: [v[0] for v in leaders(c.brokers[0], "mv").values()] == [0, 0], 20,
           "mv leaders")
     # the leader's replica leaves (the target is in the ISR already: done at once)
@@ -176,7 +170,7 @@ def test_reassignment_tool_and_preferred_election(cluster3: Cluster, tmp_path: P
 
 def test_reassignment_onto_a_new_broker_completes(cluster3: Cluster, tmp_path: Path) -> None:
     c = cluster3
-    create_topic(c.brokers[0], "mv2", {0: [0, 1]})
+    create_topic(c, "mv2", {0: [0, 1]})
     until(lambda: leaders(c.brokers[0], "mv2").get(0, (-1,))[0] == 0, 20, "mv2 leader")
     for _ in range(5):
         assert produce_ok(c, "mv2", 0, 0) == 0
@@ -197,7 +191,7 @@ def test_admin_reassignment_and_election_verbs_report_per_partition(cluster3: Cl
     from client import KafkaAdmin
     from protocol.errors import ErrorCode
     c = cluster3
-    create_topic(c.brokers[0], "verbs", {0: [0, 1], 1: [1, 2]})
+    create_topic(c, "verbs", {0: [0, 1], 1: [1, 2]})
     until(lambda: all(v[0] >= 0 for v in leaders(c.brokers[0], "verbs").values()), 20,
           "verbs leaders")
 

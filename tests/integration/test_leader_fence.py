@@ -13,13 +13,12 @@ import signal
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 
 import pytest
 
 from protocol.errors import ErrorCode
 from protocol.records import build_batch
-from tests.integration.cluster import Cluster
+from tests.integration.cluster import Cluster, MakeCluster
 from tests.integration.multi import create_topic, partition_state, paused, produce, wait_until
 from tests.integration.zookeeper import PIDS
 
@@ -29,15 +28,11 @@ SESSION_MS = 9000
 
 
 @pytest.fixture
-def cluster(zookeeper: str, tmp_path: Path) -> Iterator[Cluster]:
-    c = Cluster(zookeeper, tmp_path, size=2, overrides={
+def cluster(make_fresh_cluster: MakeCluster) -> Cluster:
+    """Each test pauses ZooKeeper or a broker: a cluster of its own."""
+    return make_fresh_cluster("fence", 2, overrides={
         "zookeeper.session.timeout.ms": str(SESSION_MS),
         "replica.lag.time.max.ms": "60000"})          # the ISR keeps the paused follower
-    c.start()
-    try:
-        yield c
-    finally:
-        c.stop()
 
 
 def acks1(port: int) -> int:

@@ -41,7 +41,7 @@ from protocol.records import build_batch
 from protocol.spec import api
 from storage import filenames
 from tests.fault.disk_faults import LoopDisk, disk_skip_reason
-from tests.integration.cluster import BrokerProcess, Cluster, WireClient
+from tests.integration.cluster import BrokerProcess, Cluster, MakeCluster, WireClient
 from tests.integration.multi import until
 from tests.integration.zookeeper import free_port
 
@@ -93,10 +93,10 @@ class Env:
 
 
 @pytest.fixture(scope="module")
-def env(zookeeper: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
+def env(make_cluster: MakeCluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
     base = tmp_path_factory.mktemp("log-dir-failure")
     with LoopDisk(base / "mnt", base / "images", size_mb=64) as disk:
-        c = Cluster(zookeeper, base, 3, overrides=OVERRIDES)
+        c = make_cluster("log-dir-failure", 3, start=False, overrides=OVERRIDES)
         old = c.brokers[X]
         c.brokers[X] = DirsBroker(old.broker_id, old.port, old.dir, old.zk_connect, old.overrides,
                                   dirs=[old.log_dir, disk.mount_point / "logs"])
@@ -104,7 +104,7 @@ def env(zookeeper: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[En
         try:
             yield Env(c, disk, base)
         finally:
-            c.stop()
+            c.stop()              # before the disk its broker writes to is unmounted
             print("\n".join(disk.log))
 
 

@@ -347,9 +347,9 @@ def test_rolling_switch_classic_to_consumer_and_back(cluster: Any, tmp_path: Pat
     assert group_type(port, group) == "classic"
 
 
-def test_migration_policy_disabled(zookeeper: str, tmp_path: Path) -> None:
+def test_migration_policy_disabled(make_fresh_cluster: MakeCluster) -> None:
     overrides = {**OVERRIDES, "group.consumer.migration.policy": "disabled"}
-    with Cluster(zookeeper, tmp_path / "disabled", size=1, overrides=overrides) as c:
+    with make_fresh_cluster("disabled", 1, start=False, overrides=overrides) as c:
         port = c.brokers[0].port
         assert create_topic(port, TOPIC, PARTITIONS, 1) == 0
         sub = encode_subscription([TOPIC])
