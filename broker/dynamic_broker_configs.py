@@ -44,7 +44,7 @@ def apply(broker: DynamicConfigHost, updates: dict[str, str | None],
     """Check ``updates`` to this broker's own entry, then unless ``validate_only``
     apply them. Nothing changes when any key or value is refused (ReconfigureError)."""
     keys.check(updates, per_broker=True, broker=broker)
-    tls = {k: v for k, v in updates.items() if keys.is_listener_key(k)}
+    tls = keys.tls_updates(broker, updates)     # the other listener keys: stored only
     if tls:
         reconfigure.apply(broker, tls, validate_only)   # checks everything before it swaps
     if validate_only:
@@ -93,13 +93,8 @@ def _accepted(entry: dict[str, str], where: str) -> dict[str, str]:
     out = {}
     for key, value in live.normalise(entry).items():
         try:
-            if keys.is_listener_key(key):
-                parts = reconfigure.split(key)
-                if parts is None or parts[1] not in reconfigure.RECONFIGURABLE:
-                    raise ReconfigureError("not reconfigurable here")
-            else:
-                keys.check_level([key], per_broker=where != DEFAULT_ENTITY)
-                keys.check_value(key, value)
+            keys.check_level([key], per_broker=where != DEFAULT_ENTITY)
+            keys.check_value(key, value)
         except ReconfigureError as e:
             log.warning("dynamic broker config %s=%r in /config/brokers/%s not applied: %s",
                         key, value, where, e)

@@ -3,10 +3,12 @@ turned the request into ``updates`` (key -> value, None deletes):
 
 1. check every key (dynamic here? per-broker-only at the default?) and every value
    (keys.check): INVALID_REQUEST / INVALID_CONFIG, nothing changed;
-2. a TLS listener key: the new SSL context is built now (reconfigure.apply with
-   ValidateOnly), so a keystore OpenSSL refuses is INVALID_CONFIG before anything
-   is stored;
-3. ValidateOnly stops here;
+2. a TLS listener's keystore/truststore key (keys.tls_updates): the new SSL context
+   is built now (reconfigure.apply with ValidateOnly), so a keystore OpenSSL refuses
+   is INVALID_CONFIG before anything is stored; the other listener keys are stored
+   without effect;
+3. ValidateOnly stops here; then a password key is refused (keys.check_passwords:
+   INVALID_CONFIG, as Kafka's ZooKeeper mode without password.encoder.secret);
 4. the entry is written to ZooKeeper with a change notification (reconfigure.store);
 5. this broker applies it at once (TLS keys as given, so the same keystore path again
    reloads the files; then live.refresh); the others on the notification
@@ -31,11 +33,12 @@ async def alter(broker: DynamicConfigHost, default: bool, updates: dict[str, str
                 validate_only: bool) -> None:
     """Raises reconfigure.ReconfigureError (see the module docstring)."""
     keys.check(updates, per_broker=not default, broker=broker)
-    tls = {k: v for k, v in updates.items() if keys.is_listener_key(k)}
+    tls = {} if default else keys.tls_updates(broker, updates)
     if tls:
         reconfigure.apply(broker, tls, validate_only=True)
     if validate_only:
         return
+    keys.check_passwords(updates)
     if default:
         entry = await reconfigure.store(broker, updates, keys.DEFAULT_ENTITY)
         live.adopt_entry(broker, entry, default=True)

@@ -2,8 +2,10 @@
 
 BROKER "<id>" (``broker_rows``): every key we know: BrokerConfig's fields, the log
 defaults it does not model (log.cleaner.min.cleanable.ratio, log.preallocate, ...),
-the stored-only dynamic keys (num.io.threads, ...), the two replication throttle
-rates and the listener-prefixed keys. Per key (Kafka's ConfigHelper.configSynonyms):
+every other key of Kafka 3.9's dynamic list (kafka_keys.py: num.io.threads,
+sasl.kerberos.min.time.before.relogin, the replication throttle rates, ...) with
+Kafka's type and default, and the listener-prefixed keys (static or dynamic). Per key
+(Kafka's ConfigHelper.configSynonyms):
 
 * the synonym group: the broker synonyms of the topic key the key belongs to, from
   the key itself on (so log.retention.ms lists log.retention.ms, .minutes, .hours;
@@ -12,9 +14,14 @@ rates and the listener-prefixed keys. Per key (Kafka's ConfigHelper.configSynony
   (DYNAMIC_BROKER_CONFIG), in the default entry (DYNAMIC_DEFAULT_BROKER_CONFIG),
   statically (STATIC_BROKER_CONFIG: a value different from the default), then the
   defaults (DEFAULT_CONFIG);
-* value: the effective value of the key itself; source: the first synonym's;
-* ReadOnly false for the keys Kafka 3.9 updates dynamically (and those accepted here:
-  keys.py); a few of them (listeners, SASL) are still refused here, see keys.py.
+* value: the effective value of the key itself (for a key accepted without effect,
+  effects.py, the one its first synonym holds: it is never folded into the config);
+  source: the first synonym's;
+* a listener key ``listener.name.<l>.<key>`` lists its own values, then its base key's
+  (``<key>``; ``sasl.jaas.config`` for ``<mechanism>.sasl.jaas.config``), by source,
+  from its own first one on (Kafka's ``dropWhile``);
+* ReadOnly false for the keys Kafka 3.9 updates dynamically (kafka_keys.BROKER_DYNAMIC)
+  and the listener keys keys.py accepts.
 
 BROKER "" (``default_rows``): the keys the cluster default entry holds, source
 DYNAMIC_DEFAULT_BROKER_CONFIG (Kafka lists only those).
@@ -27,10 +34,10 @@ from typing import Any
 
 from broker import topic_config
 from broker.config import BrokerConfig, key_of
-from broker.dynamic_config import keys
+from broker.dynamic_config import effects, keys
+from broker.dynamic_config import kafka_keys as kafka
 from broker.dynamic_config.layers import DynamicLayers
-from broker.replication.throttle import UNLIMITED
-from broker.security import reconfigure
+from broker.replication.throttle import FOLLOWER_RATE, LEADER_RATE, UNLIMITED
 from broker.topic_config import ConfigEntry, ConfigSource, ConfigType, SynonymValue, to_text
 
 # Kafka's PASSWORD-type keys (and JAAS configs, which hold passwords): described
@@ -39,14 +46,17 @@ SENSITIVE_SUFFIXES = ("ssl.keystore.password", "ssl.key.password", "ssl.truststo
                       "ssl.keystore.key", "ssl.keystore.certificate.chain",
                       "ssl.truststore.certificates", "sasl.jaas.config")
 RATE_DOCS = {
-    keys.LEADER_RATE: "A long representing the upper bound (bytes/sec) on replication traffic "
+    LEADER_RATE: "A long representing the upper bound (bytes/sec) on replication traffic "
                       "for leaders enumerated in the property "
                       "leader.replication.throttled.replicas (for each topic).",
-    keys.FOLLOWER_RATE: "A long representing the upper bound (bytes/sec) on replication "
+    FOLLOWER_RATE: "A long representing the upper bound (bytes/sec) on replication "
                         "traffic for followers enumerated in the property "
                         "follower.replication.throttled.replicas (for each topic).",
 }
 _SKIP_FIELDS = ("listener_overrides", "dynamic")
+_FIELD_NAMES = frozenset(f.name for f in dataclasses.fields(BrokerConfig))
+_SOURCE_ORDER = (ConfigSource.DYNAMIC_BROKER_CONFIG, ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG,
+                 ConfigSource.STATIC_BROKER_CONFIG, ConfigSource.DEFAULT_CONFIG)
 
 
 def sensitive(key: str) -> bool:
@@ -85,15 +95,15 @@ def _static_and_default(static: BrokerConfig, name: str,
         if default is not None and default is not dataclasses.MISSING:
             out.append(SynonymValue(name, to_text(default), ConfigSource.DEFAULT_CONFIG))
         return out
-    extra = keys.STORED_ONLY.get(name)
-    if extra is not None:
-        return [SynonymValue(name, extra.default, ConfigSource.DEFAULT_CONFIG)]
     if name in keys.THROTTLE_RATES:
         return [SynonymValue(name, str(UNLIMITED), ConfigSource.DEFAULT_CONFIG)]
     if tk is not None:
         syn = next((s for s in tk.synonyms if s.key == name), None)
         if syn is not None and syn.default is not None:
             return [SynonymValue(name, syn.default, ConfigSource.DEFAULT_CONFIG)]
+    kafka_key = kafka.KEYS.get(name)
+    if kafka_key is not None and kafka_key.default is not None:
+        return [SynonymValue(name, kafka_key.default, ConfigSource.DEFAULT_CONFIG)]
     return out
 
 
@@ -112,7 +122,7 @@ def _row(layers: DynamicLayers, config: BrokerConfig, key: str, type_: ConfigTyp
     synonyms = synonyms_of(layers, key)
     own = [s for s in synonyms if s.name == key]
     attr = key.replace(".", "_")
-    if attr in {f.name for f in dataclasses.fields(BrokerConfig)}:
+    if attr in _FIELD_NAMES and key not in effects.WITHOUT_EFFECT:
         value = getattr(config, attr)
         text = None if value is None else to_text(value)
     else:
@@ -129,32 +139,56 @@ def _row(layers: DynamicLayers, config: BrokerConfig, key: str, type_: ConfigTyp
 def broker_rows(config: BrokerConfig, layers: DynamicLayers) -> list[ConfigEntry]:
     """Every key of this broker (see the module docstring), sorted by name; then the
     listener-prefixed keys."""
-    accepted = keys.accepted_keys() | topic_config.dynamic_broker_keys()   # Kafka's flags
+    accepted = keys.accepted_keys() | kafka.BROKER_DYNAMIC      # Kafka's ReadOnly flags
     rows: dict[str, ConfigEntry] = {}
     for f in dataclasses.fields(BrokerConfig):
         if f.name in _SKIP_FIELDS:
             continue
-        rows[key_of(f.name)] = _row(layers, config, key_of(f.name), type_of(f), "", accepted)
+        key = key_of(f.name)
+        rows[key] = _row(layers, config, key, _type_for(key), effects.doc(key), accepted)
     for key, tk in keys.log_default_keys().items():
         if key not in rows:
-            rows[key] = _row(layers, config, key, tk.type, tk.doc, accepted)
-    for key, extra in keys.STORED_ONLY.items():
-        rows[key] = _row(layers, config, key, extra.type, extra.doc, accepted)
-    for key in keys.THROTTLE_RATES:
-        rows[key] = _row(layers, config, key, ConfigType.LONG, RATE_DOCS[key], accepted)
-    out = [rows[k] for k in sorted(rows)]
-    for key, value in sorted(config.listener_overrides.items()):
-        source = ConfigSource.DYNAMIC_BROKER_CONFIG if key in layers.per_broker \
-            else ConfigSource.STATIC_BROKER_CONFIG
+            rows[key] = _row(layers, config, key, _type_for(key), tk.doc, accepted)
+    for key in kafka.BROKER_DYNAMIC - kafka.DYNAMIC_SECURITY:
+        if key not in rows:
+            rows[key] = _row(layers, config, key, _type_for(key),
+                             RATE_DOCS.get(key) or effects.doc(key), accepted)
+    return [rows[k] for k in sorted(rows)] + listener_rows(config, layers)
+
+
+def listener_rows(config: BrokerConfig, layers: DynamicLayers) -> list[ConfigEntry]:
+    """The listener-prefixed keys set anywhere: statically, in either dynamic entry, or
+    applied by reconfigure (``config.listener_overrides``)."""
+    names = set(layers.static.listener_overrides) | set(config.listener_overrides)
+    names |= {k for k in (*layers.per_broker, *layers.cluster_default) if keys.is_listener_key(k)}
+    out = []
+    for key in sorted(names):
+        base = keys.listener_base(key)
+        synonyms = listener_synonyms(layers, key, base)
+        own = [s for s in synonyms if s.name == key]
+        source = own[0].source if own else ConfigSource.STATIC_BROKER_CONFIG
+        value = own[0].value if own else config.listener_overrides.get(key)
         hidden = sensitive(key)
-        shown = None if hidden else value
-        parts = reconfigure.split(key)
-        out.append(ConfigEntry(key, shown, source,
-                               ConfigType.PASSWORD if hidden else ConfigType.STRING,
-                               (SynonymValue(key, shown, source),), "",
-                               read_only=parts is None or parts[1] not in reconfigure.RECONFIGURABLE,
-                               sensitive=hidden))
+        if hidden:
+            value = None
+            synonyms = [dataclasses.replace(s, value=None) for s in synonyms]
+        out.append(ConfigEntry(key, value, source,
+                               ConfigType.PASSWORD if hidden else _type_for(base or ""),
+                               tuple(synonyms), "", read_only=base is None, sensitive=hidden))
     return out
+
+
+def listener_synonyms(layers: DynamicLayers, key: str, base: str | None) -> list[SynonymValue]:
+    """Kafka's synonyms of a listener key: its own values and its base key's, ordered
+    by source (the listener key first within one), from its own first value on."""
+    own = [SynonymValue(key, entry[key], source) for entry, source in (
+        (layers.per_broker, ConfigSource.DYNAMIC_BROKER_CONFIG),
+        (layers.cluster_default, ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG),
+        (layers.static.listener_overrides, ConfigSource.STATIC_BROKER_CONFIG)) if key in entry]
+    of_base = [s for s in synonyms_of(layers, base) if s.name == base] if base else []
+    merged = sorted(own + of_base, key=lambda s: _SOURCE_ORDER.index(s.source))
+    first = next((i for i, s in enumerate(merged) if s.name == key), len(merged))
+    return merged[first:]
 
 
 def default_rows(layers: DynamicLayers) -> list[ConfigEntry]:
@@ -164,19 +198,19 @@ def default_rows(layers: DynamicLayers) -> list[ConfigEntry]:
         source = ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG
         synonyms = [s for s in synonyms_of(layers, key)
                     if s.source != ConfigSource.DYNAMIC_BROKER_CONFIG]
-        out.append(ConfigEntry(key, value, source, _type_for(key), tuple(synonyms), "",
-                               read_only=False))
+        out.append(ConfigEntry(key, value, source, _type_for(keys.listener_base(key) or key),
+                               tuple(synonyms), effects.doc(key), read_only=False))
     return out
 
 
 def _type_for(key: str) -> ConfigType:
-    """A dynamic key's ConfigType (STRING when we do not know it)."""
+    """A key's ConfigType: Kafka's for its dynamic keys, else guessed from BrokerConfig's
+    field, else the topic key's for a log default; STRING when we do not know it."""
+    kafka_key = kafka.KEYS.get(key)
+    if kafka_key is not None:
+        return kafka_key.type
     f = {key_of(f.name): f for f in dataclasses.fields(BrokerConfig)}.get(key)
     if f is not None:
         return type_of(f)
-    if key in keys.STORED_ONLY:
-        return keys.STORED_ONLY[key].type
-    if key in keys.THROTTLE_RATES:
-        return ConfigType.LONG
     tk = keys.log_default_keys().get(key)
     return tk.type if tk is not None else ConfigType.STRING

@@ -1,126 +1,57 @@
 """Which broker keys may be set dynamically, at which level, and checking their values
-(Kafka 3.9, ZooKeeper mode: DynamicBrokerConfig.AllDynamicConfigs).
+(Kafka 3.9, ZooKeeper mode: DynamicConfig.Broker, the data in kafka_keys.py).
 
-Three groups of keys are accepted (``check``):
+Accepted (``check``): every key of Kafka's list (kafka_keys.BROKER_DYNAMIC), but the
+DynamicSecurityConfigs (ssl.keystore.location, ...) only with a listener prefix, as
+Kafka ("These security configs can be dynamically updated only per-listener using the
+listener prefix"); and ``listener.name.<l>.<key>`` for every key Kafka reads per
+listener (``PER_LISTENER_KEYS``: the SSL, SASL and connection-limit keys of
+DynamicListenerConfig, and ``listener.name.<l>.<mechanism>.sasl.jaas.config``), for
+any listener name. Which of them act on anything: effects.py.
 
-* APPLIED live here (broker/dynamic_config/live.py): the log defaults (the first
-  broker synonym of every topic key but message.format.version: log.retention.ms,
-  log.segment.bytes, log.roll.ms, log.cleanup.policy, compression.type,
-  message.max.bytes, min.insync.replicas, unclean.leader.election.enable, ...), the
-  log cleaner's (log.cleaner.dedupe.buffer.size, log.cleaner.io.buffer.load.factor,
-  log.cleaner.backoff.ms), the connection limits (max.connections,
-  max.connections.per.ip, max.connections.per.ip.overrides,
-  max.connection.creation.rate), producer.id.expiration.ms, the replication throttle
-  rates (per broker), a TLS listener's keystore/truststore (per broker,
-  broker/security/reconfigure.py) and the listener keys (per broker: listeners,
-  advertised.listeners, listener.security.protocol.map; checked and applied by
-  broker/dynamic_config/listeners.py: listeners added and removed live).
-* STORED ONLY (``STORED_ONLY``): keys Kafka reconfigures that have nothing to act on
-  here: thread pool sizes (num.io.threads, num.network.threads,
-  num.replica.fetchers, num.recovery.threads.per.data.dir, background.threads,
-  log.cleaner.threads: pybroker has one event loop and worker threads on demand),
-  log.cleaner.io.max.bytes.per.second and log.cleaner.io.buffer.size (the cleaner
-  neither throttles nor sizes buffers by them), metric.reporters and the remote log
-  (tiered storage) keys. They are checked as Kafka types them, stored, described with
-  their sources, and otherwise ignored (documented in config/server.properties).
-* refused (INVALID_REQUEST): every other key, with Kafka's "Cannot update these configs
-  dynamically" for the keys Kafka refuses too, and a message of ours for the ones
-  Kafka would take but pybroker cannot change on a running broker (they still describe
-  ReadOnly false, as Kafka's): the SASL keys, listener-prefixed keys other than the
-  TLS stores; ssl.* keystore/truststore keys without a listener prefix get Kafka's
-  "only per-listener" message.
-
-Levels: the per-broker-only keys (Kafka's PerBrokerConfigs: the listener-prefixed
-keys and listeners.LISTENER_KEYS) are refused on the cluster default ("" /
-``<default>``) with Kafka's message "Cannot update these configs at default cluster
-level, broker id must be specified"; the
-throttle rates may be stored there but set no broker's quota (Kafka 3.9 ZooKeeper mode).
+Refused (INVALID_REQUEST with Kafka's messages; Kafka's ZooKeeper mode answers these
+INVALID_CONFIG): any other key ("Cannot update these configs
+dynamically"); at the cluster default ("" / ``<default>``) Kafka's PerBrokerConfigs
+(the SSL, SASL and listener keys) and the listener-prefixed keys but
+listener.name.<l>.{max.connections, max.connection.creation.rate, num.network.threads}
+("Cannot update these configs at default cluster level, broker id must be specified").
+The throttle rates may be stored at the default but set no broker's quota (Kafka 3.9
+ZooKeeper mode).
 
 A bad value is INVALID_CONFIG naming the key and the value (ReconfigureError with
-``invalid_config``), checked before anything changes.
+``invalid_config``), checked before anything changes: Kafka's type and validator
+(kafka_keys.problem; a listener-prefixed key as its base key), then pybroker's own
+rules for the keys it applies (BrokerConfig's, the topic keys' for the log defaults,
+listeners.check). Password keys (``check_passwords``) are refused when stored, with
+Kafka's "Password encoder secret not configured": pybroker keeps no
+password.encoder.secret to encrypt them in ZooKeeper with.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from broker import topic_config
 from broker.config import _FIELDS, ConfigError, _parse_value
+from broker.dynamic_config import effects
+from broker.dynamic_config import kafka_keys as kafka
 from broker.dynamic_config import listeners as listener_keys
-from broker.replication.throttle import FOLLOWER_RATE, LEADER_RATE, UNLIMITED
+from broker.replication.throttle import UNLIMITED
 from broker.security import reconfigure
 from broker.security.reconfigure import ReconfigureError
-from broker.topic_config import ConfigType
 
 if TYPE_CHECKING:
     from broker.dynamic_config.host import DynamicConfigHost
 
-THROTTLE_RATES = frozenset({LEADER_RATE, FOLLOWER_RATE})
+THROTTLE_RATES = effects.THROTTLE_RATES
 DEFAULT_ENTITY = "<default>"
-LONG_MAX = (1 << 63) - 1
-INT_MAX = (1 << 31) - 1
-DOUBLE_MAX = "1.7976931348623157E308"
 
-
-@dataclasses.dataclass(frozen=True)
-class ExtraKey:
-    """A dynamic key BrokerConfig does not model: its type, Kafka's default, the check."""
-    name: str
-    type: ConfigType
-    default: str
-    check: Callable[[Any], bool] = lambda _v: True
-    doc: str = ""
-
-
-def _at_least(n: float) -> Callable[[Any], bool]:
-    return lambda v: v >= n
-
-
-# Kafka 3.9's defaults; none of these acts on anything here (module docstring)
-STORED_ONLY: dict[str, ExtraKey] = {k.name: k for k in [
-    ExtraKey("num.io.threads", ConfigType.INT, "8", _at_least(1),
-             "Request handler threads (stored only: pybroker serves requests on one event loop)."),
-    ExtraKey("num.network.threads", ConfigType.INT, "3", _at_least(1),
-             "Network threads (stored only: asyncio serves every connection)."),
-    ExtraKey("num.replica.fetchers", ConfigType.INT, "1", _at_least(1),
-             "Fetcher threads per source broker (stored only)."),
-    ExtraKey("num.recovery.threads.per.data.dir", ConfigType.INT, "1", _at_least(1),
-             "Log recovery threads per data dir (stored only)."),
-    ExtraKey("background.threads", ConfigType.INT, "10", _at_least(1),
-             "Background threads (stored only)."),
-    ExtraKey("log.cleaner.threads", ConfigType.INT, "1", _at_least(0),
-             "Log cleaner threads (stored only: one cleaner task)."),
-    ExtraKey("log.cleaner.io.max.bytes.per.second", ConfigType.DOUBLE, DOUBLE_MAX,
-             doc="Cleaner I/O throttle (stored only: the cleaner is not throttled)."),
-    ExtraKey("log.cleaner.io.buffer.size", ConfigType.INT, "524288", _at_least(0),
-             "Cleaner I/O buffer size (stored only)."),
-    ExtraKey("metric.reporters", ConfigType.LIST, "",
-             doc="Metric reporter classes (stored only: see prometheus.listener)."),
-    ExtraKey("remote.log.index.file.cache.total.size.bytes", ConfigType.LONG, "1073741824",
-             _at_least(1), "Tiered storage (stored only)."),
-    ExtraKey("remote.fetch.max.wait.ms", ConfigType.INT, "500", _at_least(1),
-             "Tiered storage (stored only)."),
-    ExtraKey("remote.log.manager.copy.max.bytes.per.second", ConfigType.LONG, str(LONG_MAX),
-             _at_least(1), "Tiered storage (stored only)."),
-    ExtraKey("remote.log.manager.fetch.max.bytes.per.second", ConfigType.LONG, str(LONG_MAX),
-             _at_least(1), "Tiered storage (stored only)."),
-]}
-
-# Kafka's SslConfigs.RECONFIGURABLE_CONFIGS: dynamic only with a listener prefix
-SSL_RECONFIGURABLE = frozenset({
-    "ssl.keystore.type", "ssl.keystore.location", "ssl.keystore.password", "ssl.key.password",
-    "ssl.truststore.type", "ssl.truststore.location", "ssl.truststore.password",
-    "ssl.keystore.key", "ssl.keystore.certificate.chain", "ssl.truststore.certificates"})
-
-# BrokerConfig fields applied live besides the log defaults
-_APPLIED_FIELDS = frozenset({
-    "log.cleaner.dedupe.buffer.size", "log.cleaner.io.buffer.load.factor",
-    "log.cleaner.backoff.ms", "max.connections", "max.connections.per.ip",
-    "max.connections.per.ip.overrides", "max.connection.creation.rate",
-    "producer.id.expiration.ms", "transaction.partition.verification.enable",
-})
+# SslConfigs.RECONFIGURABLE_CONFIGS: dynamic only with a listener prefix
+SSL_RECONFIGURABLE = kafka.DYNAMIC_SECURITY
+# what a listener prefix may name: the keys Kafka reads per listener (not the keys
+# that define the listeners themselves)
+PER_LISTENER_KEYS = (kafka.DYNAMIC_SECURITY | kafka.DYNAMIC_LISTENER) - kafka.LISTENER_DEFINITION
 
 
 def log_default_keys() -> dict[str, topic_config.TopicKey]:
@@ -129,52 +60,80 @@ def log_default_keys() -> dict[str, topic_config.TopicKey]:
             if k.synonyms and k.name != "message.format.version"}
 
 
-def applied_keys() -> frozenset[str]:
-    """Keys (not listener-prefixed) accepted and applied live."""
-    return (frozenset(log_default_keys()) | _APPLIED_FIELDS | THROTTLE_RATES
-            | listener_keys.LISTENER_KEYS)
-
-
 def accepted_keys() -> frozenset[str]:
-    """Every key a dynamic entry may hold, but the listener-prefixed TLS keys."""
-    return applied_keys() | frozenset(STORED_ONLY)
+    """Every key (not listener-prefixed) a dynamic entry may hold."""
+    return kafka.BROKER_DYNAMIC - kafka.DYNAMIC_SECURITY
 
 
 def is_listener_key(key: str) -> bool:
     return reconfigure.split(key) is not None
 
 
-def check_level(keys: list[str], per_broker: bool,
-                broker: DynamicConfigHost | None = None) -> None:
-    """INVALID_REQUEST for keys not dynamic here (or per-broker-only at the default)."""
-    accepted = accepted_keys()
-    per_broker_only = [k for k in keys if is_listener_key(k) or k in listener_keys.LISTENER_KEYS]
-    prefixed = [k for k in keys if is_listener_key(k)]
-    others = sorted(k for k in keys if not is_listener_key(k) and k not in accepted)
-    unprefixed = [k for k in others if k in SSL_RECONFIGURABLE]
+def listener_base(key: str) -> str | None:
+    """The key a listener-prefixed key sets for its listener, as Kafka looks it up:
+    ``listener.name.<l>.<key>`` -> key, ``listener.name.<l>.<mechanism>.sasl.jaas.config``
+    -> sasl.jaas.config; None for keys without the prefix or with one we do not take."""
+    parts = reconfigure.split(key)
+    if parts is None:
+        return None
+    sub = parts[1]
+    if sub in PER_LISTENER_KEYS:
+        return sub
+    mechanism, dot, rest = sub.partition(".")
+    if dot and mechanism and rest in kafka.LISTENER_MECHANISM & kafka.BROKER_DYNAMIC:
+        return rest
+    return None
+
+
+def applies_tls(broker: DynamicConfigHost, key: str) -> bool:
+    """A listener key reconfigure applies: a keystore/truststore key of a TLS listener
+    this broker runs. Other listener keys are stored without effect."""
+    parts = reconfigure.split(key)
+    if parts is None or parts[1] not in reconfigure.RECONFIGURABLE:
+        return False
+    sec = broker.listener_security.get(parts[0])
+    return sec is not None and sec.uses_tls
+
+
+def tls_updates(broker: DynamicConfigHost,
+                updates: dict[str, str | None]) -> dict[str, str | None]:
+    """The part of ``updates`` reconfigure.apply swaps TLS contexts for."""
+    return {k: v for k, v in updates.items() if applies_tls(broker, k)}
+
+
+def per_broker_only(key: str) -> bool:
+    """Kafka's PerBrokerConfigs, and listener keys but the cluster-level ones."""
+    base = listener_base(key)
+    if base is not None:
+        return base not in kafka.CLUSTER_LEVEL_LISTENER
+    return key in kafka.PER_BROKER
+
+
+def check_level(keys: list[str], per_broker: bool) -> None:
+    """INVALID_REQUEST for keys not dynamic (or per-broker-only at the default)."""
+    unprefixed = sorted(k for k in keys if k in SSL_RECONFIGURABLE)
     if unprefixed:
         raise ReconfigureError("These security configs can be dynamically updated only "
                                "per-listener using the listener prefix: " + ", ".join(unprefixed))
-    kafkas = [k for k in others if k in topic_config.dynamic_broker_keys()]
-    if kafkas:
-        raise ReconfigureError("pybroker cannot update these configs dynamically (Kafka can; "
-                               "set them in server.properties and restart): "
-                               + ", ".join(kafkas))
+    accepted = accepted_keys()
+    others = sorted(k for k in keys if k not in accepted and listener_base(k) is None)
     if others:
         raise ReconfigureError("Cannot update these configs dynamically: " + ", ".join(others))
-    if per_broker_only and not per_broker:
+    only = sorted(k for k in keys if per_broker_only(k))
+    if only and not per_broker:
         raise ReconfigureError("Cannot update these configs at default cluster level, "
-                               "broker id must be specified: "
-                               + ", ".join(sorted(per_broker_only)))
-    if prefixed and broker is not None:
-        reconfigure.check_keys(broker, prefixed)
+                               "broker id must be specified: " + ", ".join(only))
 
 
 def check_value(key: str, value: str) -> None:
     """ReconfigureError(INVALID_CONFIG) naming key and value when ``value`` is bad."""
-    def bad(why: str) -> ReconfigureError:
-        return ReconfigureError(f"Invalid value {value} for configuration {key}: {why}",
-                                invalid_config=True)
+    base = listener_base(key) or key
+    why = kafka.problem(base, value)
+    if why is not None:
+        raise ReconfigureError(f"Invalid value {value} for configuration {key}: {why}",
+                               invalid_config=True)
+    if base != key or key not in effects.APPLIED:
+        return      # without effect (or per listener: for_listener parses it when read)
     if key in THROTTLE_RATES:
         check_rate(key, value)
         return
@@ -190,29 +149,18 @@ def check_value(key: str, value: str) -> None:
             topic_config.parse(dataclasses.replace(topic_key, name=key), value)
         except topic_config.InvalidConfig as e:
             raise ReconfigureError(str(e), invalid_config=True) from None
-    if f is not None or topic_key is not None:
-        return
-    extra = STORED_ONLY.get(key)
-    if extra is not None:
-        parsed = parse_extra(extra, value)
-        if parsed is None or not extra.check(parsed):
-            raise bad(f"Not a valid {extra.type.name}" if parsed is None
-                      else "Value out of range")
 
 
-def parse_extra(extra: ExtraKey, value: str) -> Any:
-    """The typed value, or None when it does not parse."""
-    text = value.strip()
-    try:
-        if extra.type in (ConfigType.INT, ConfigType.LONG):
-            number = int(text)
-            limit = INT_MAX if extra.type == ConfigType.INT else LONG_MAX
-            return number if -limit - 1 <= number <= limit else None
-        if extra.type == ConfigType.DOUBLE:
-            return float(text)
-    except ValueError:
-        return None
-    return text
+def check_passwords(updates: dict[str, str | None]) -> None:
+    """Kafka's ZooKeeper mode stores a password key encrypted with
+    password.encoder.secret and refuses it without one (DynamicBrokerConfig.
+    toPersistentProps); pybroker has none, so it refuses to store them (INVALID_CONFIG).
+    ValidateOnly does not get here, as in Kafka."""
+    passwords = sorted(k for k, v in updates.items() if v is not None and kafka.is_password(k))
+    if passwords:
+        raise ReconfigureError("Password encoder secret not configured (pybroker keeps no "
+                               "password.encoder.secret; set passwords in server.properties): "
+                               + ", ".join(passwords), invalid_config=True)
 
 
 def check_rate(key: str, value: str) -> int:
@@ -232,9 +180,9 @@ def check(updates: dict[str, str | None], per_broker: bool,
           broker: DynamicConfigHost | None = None) -> None:
     """Keys then values of an update (None deletes: only the key is checked); with
     ``broker``, the listener keys against its listeners too."""
-    check_level(list(updates), per_broker, broker)
+    check_level(list(updates), per_broker)
     for key, value in updates.items():
-        if value is not None and not is_listener_key(key):
+        if value is not None:
             check_value(key, value)
     if per_broker and broker is not None:
         listener_keys.check(broker, updates)

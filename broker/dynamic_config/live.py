@@ -34,8 +34,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from broker.config import BrokerConfig
-from broker.dynamic_config import listeners
-from broker.dynamic_config.keys import DEFAULT_ENTITY, is_listener_key
+from broker.dynamic_config import limits, listeners
+from broker.dynamic_config.keys import DEFAULT_ENTITY, applies_tls
 from broker.dynamic_config.layers import DynamicLayers, default_entry, effective_config, static_of
 from broker.dynamic_config.rates import apply_rates
 from broker.security import reconfigure
@@ -69,6 +69,7 @@ def refresh(broker: DynamicConfigHost) -> None:
     if broker.replicas is not None:
         broker.replicas.producer_id_expiration_ms = new.producer_id_expiration_ms
     apply_rates(broker, broker.dynamic_configs)
+    limits.apply_listener_limits(broker)
     if not broker.servers:
         listeners.prepare(broker)       # start-up: the listeners open from these
     changed = sorted(f.name for f in dataclasses.fields(new)
@@ -130,9 +131,10 @@ def normalise(entry: dict[str, str]) -> dict[str, str]:
 
 
 def tls_changes(broker: DynamicConfigHost, new_entry: dict[str, str]) -> dict[str, str | None]:
-    """The listener keys whose value differs between the applied entry and ``new_entry``."""
-    old = {k: v for k, v in broker.dynamic_configs.items() if is_listener_key(k)}
-    new = {k: v for k, v in new_entry.items() if is_listener_key(k)}
+    """The TLS listener keys reconfigure applies (keys.applies_tls) whose value differs
+    between the applied entry and ``new_entry``; other listener keys are stored only."""
+    old = {k: v for k, v in broker.dynamic_configs.items() if applies_tls(broker, k)}
+    new = {k: v for k, v in new_entry.items() if applies_tls(broker, k)}
     changes: dict[str, str | None] = {k: v for k, v in new.items() if old.get(k) != v}
     changes.update({k: None for k in old if k not in new})
     return changes
@@ -141,9 +143,8 @@ def tls_changes(broker: DynamicConfigHost, new_entry: dict[str, str]) -> dict[st
 def adopt_entry(broker: DynamicConfigHost, entry: dict[str, str], default: bool) -> None:
     """Make ``entry`` the broker's own (or the default) entry and apply it. TLS keys
     that changed are applied through reconfigure (refused ones logged, kept out)."""
-    if default:
-        broker.dynamic_default_configs = {k: v for k, v in entry.items()
-                                          if not is_listener_key(k)}
+    if default:     # listener keys there are cluster-level ones (keys.per_broker_only)
+        broker.dynamic_default_configs = normalise(entry)
     else:
         entry = normalise(entry)
         tls = tls_changes(broker, entry)
@@ -190,7 +191,7 @@ async def _reload(broker: DynamicConfigHost, name: str) -> None:
         default = name == DEFAULT_ENTITY
         entry = await read_entry(broker.cluster, name)
         current = default_entry(broker) if default else dict(broker.dynamic_configs)
-        if (normalise(entry) if not default else entry) == current:
+        if normalise(entry) == current:
             return
         adopt_entry(broker, entry, default)
         if not default:

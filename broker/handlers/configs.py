@@ -30,10 +30,13 @@ Alter (both APIs)
   writes /config/topics/<t> plus a /config/changes notification, on which every
   broker applies the new LogConfig to its live partition logs.
 * BROKER "<this broker's id>" / "" (the cluster default, /config/brokers/<default>):
-  the keys Kafka 3.9 marks dynamic, checked (INVALID_CONFIG naming key and value;
-  other keys INVALID_REQUEST), stored in ZooKeeper with a change notification and
-  applied without a restart on every broker (broker/dynamic_config/alter.py);
-  AlterConfigs replaces the whole entry; APPEND/SUBTRACT -> INVALID_CONFIG.
+  every key Kafka 3.9 takes dynamically (broker/dynamic_config/kafka_keys.py), checked
+  (INVALID_CONFIG naming key and value; other keys INVALID_REQUEST), stored in
+  ZooKeeper with a change notification and applied without a restart on every broker
+  where pybroker has the feature, else stored and described only (broker/dynamic_config/
+  alter.py, effects.py); a password key is INVALID_CONFIG when stored (no
+  password.encoder.secret); AlterConfigs replaces the whole entry; APPEND/SUBTRACT ->
+  INVALID_CONFIG.
 * BROKER_LOGGER "<id>": IncrementalAlterConfigs SET (a level) / DELETE (inherit
   again), not persisted; a bad level or unknown logger -> INVALID_CONFIG;
   AlterConfigs or APPEND/SUBTRACT -> INVALID_REQUEST.

@@ -163,7 +163,7 @@ class ConnectionQuotas:
     def remove_listener(self, listener: str) -> None:
         self.per_listener.pop(listener, None)
         self.listener_max.pop(listener, None)
-        self._wake_slot_waiters()        # a waiting accept loop of that listener ends
+        self.wake_slot_waiters()        # a waiting accept loop of that listener ends
 
     def is_protected(self, listener: str) -> bool:
         """The inter-broker listener, when there is another one to protect it from."""
@@ -234,9 +234,9 @@ class ConnectionQuotas:
         if self.per_listener.get(listener, 0) > 0:
             self.per_listener[listener] -= 1
         if self._slot_waiters:
-            self._wake_slot_waiters()
+            self.wake_slot_waiters()
 
-    def _wake_slot_waiters(self) -> None:
+    def wake_slot_waiters(self) -> None:
         waiters, self._slot_waiters = self._slot_waiters, deque()
         for waiter in waiters:
             if not waiter.done():

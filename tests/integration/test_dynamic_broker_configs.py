@@ -14,6 +14,12 @@ broker processes (ids 0, 1; log.retention.check.interval.ms=500).
    in broker 0's log; DELETE makes them stop.
 5. compression.type=zstd on a topic: lz4 batches from librdkafka are stored as zstd
    (the batch attributes of a Fetch say so) and read back intact.
+6. Issue 30: keys Kafka takes dynamically that pybroker has no feature for (Kerberos,
+   the SSL engine factory, the remote log manager, a listener-prefixed SASL key):
+   librdkafka's AlterConfigs on BROKER 1 (its 0081-admin test sets
+   sasl.kerberos.min.time.before.relogin) answers NONE, DescribeConfigs shows them as
+   DYNAMIC_BROKER_CONFIG, and they survive a restart of broker 1; a bad value is
+   INVALID_CONFIG naming key and value.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ import asyncio
 import io
 import subprocess
 import time
+import warnings
 from pathlib import Path
 
 import pytest
@@ -31,7 +38,8 @@ from tests.integration.clients.test_java_client import java_classpath  # noqa: F
 from tests.integration.multi import wait_until
 
 ck = pytest.importorskip("confluent_kafka")
-from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource  # noqa: E402
+from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry,  # noqa: E402
+                                   ConfigResource, ConfigSource)
 
 from client import KafkaAdmin  # noqa: E402
 from client.admin import NewTopic  # noqa: E402
@@ -239,3 +247,65 @@ def test_topic_compression_type_recompresses(cluster: Cluster) -> None:
             got.append((m.key(), m.value()))
     consumer.close()
     assert got == [(b"k%d" % i, b"value-%d " % i * 20) for i in range(50)]
+
+
+WITHOUT_EFFECT = {"sasl.kerberos.min.time.before.relogin": "58000",
+                  "ssl.engine.factory.class": "com.example.EngineFactory",
+                  "remote.fetch.max.wait.ms": "600",
+                  "listener.name.external.sasl.kerberos.service.name": "kafka"}
+
+
+def test_keys_without_effect_are_accepted_stored_and_described(cluster: Cluster) -> None:
+    b1 = cluster.broker(1)
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    res = ConfigResource(ConfigResource.Type.BROKER, "1", set_config=WITHOUT_EFFECT)
+    with warnings.catch_warnings():     # AlterConfigs (deprecated), as librdkafka's test sends
+        warnings.simplefilter("ignore", DeprecationWarning)
+        admin.alter_configs([res])[res].result(timeout=20)     # NONE (else it raises)
+
+    def described() -> dict[str, object]:
+        return describe_broker(b1.bootstrap, "1")
+    rows = described()
+    for key, value in WITHOUT_EFFECT.items():
+        assert (rows[key].value, rows[key].source) == \
+            (value, ConfigSource.DYNAMIC_BROKER_CONFIG.value), key
+        assert not rows[key].is_read_only, key
+    # synonyms (confluent-kafka keys them by name, so read them as kafka-configs.sh prints)
+    code, out, err = tool("--bootstrap-server", b1.bootstrap, "--describe", "--entity-type",
+                          "brokers", "--entity-name", "1")
+    assert code == 0, err
+    assert "sasl.kerberos.min.time.before.relogin=58000 sensitive=false synonyms={" \
+        "DYNAMIC_BROKER_CONFIG:sasl.kerberos.min.time.before.relogin=58000, " \
+        "DEFAULT_CONFIG:sasl.kerberos.min.time.before.relogin=60000}" in out, out
+    untouched = describe_broker(cluster.broker(0).bootstrap, "0")
+    assert untouched["sasl.kerberos.min.time.before.relogin"].value == "60000"
+    assert untouched["sasl.kerberos.min.time.before.relogin"].source == \
+        ConfigSource.DEFAULT_CONFIG.value
+
+    # a bad value of a typed key: INVALID_CONFIG naming key and value, nothing stored
+    bad = ConfigResource(ConfigResource.Type.BROKER, "1", incremental_configs=[ConfigEntry(
+        "sasl.kerberos.min.time.before.relogin", "abc",
+        incremental_operation=AlterConfigOpType.SET)])
+    with pytest.raises(ck.KafkaException) as e:
+        admin.incremental_alter_configs([bad])[bad].result(timeout=20)
+    error = e.value.args[0]
+    assert error.code() == ck.KafkaError.INVALID_CONFIG, error
+    assert "sasl.kerberos.min.time.before.relogin" in error.str() and "abc" in error.str()
+    assert described()["sasl.kerberos.min.time.before.relogin"].value == "58000"
+
+    # read back from ZooKeeper at start-up, still described as dynamic
+    cluster.restart(b1)
+    rows = described()
+    assert {k: (rows[k].value, rows[k].source) for k in WITHOUT_EFFECT} == \
+        {k: (v, ConfigSource.DYNAMIC_BROKER_CONFIG.value) for k, v in WITHOUT_EFFECT.items()}
+
+    # deleted again (IncrementalAlterConfigs DELETE): Kafka's default, the listener key gone
+    gone = ConfigResource(ConfigResource.Type.BROKER, "1", incremental_configs=[
+        ConfigEntry(k, None, incremental_operation=AlterConfigOpType.DELETE)
+        for k in WITHOUT_EFFECT])
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    admin.incremental_alter_configs([gone])[gone].result(timeout=20)
+    rows = described()
+    assert rows["sasl.kerberos.min.time.before.relogin"].source == \
+        ConfigSource.DEFAULT_CONFIG.value
+    assert "listener.name.external.sasl.kerberos.service.name" not in rows

@@ -7,6 +7,7 @@ Broker.start makes (logs, replicas, controller, cleaner) are None until a test s
 from __future__ import annotations
 
 import socket
+from types import SimpleNamespace
 from collections.abc import Callable
 from typing import Any
 
@@ -48,6 +49,17 @@ class FakeZk:
 
     def watch_config_entity_changes(self, fn: Callable[[str], None]) -> Callable[[], None]:
         return lambda: None
+
+
+class FakeLogs:
+    """A LogManager's partition logs (iterated as ((topic, partition), log)) and default."""
+
+    def __init__(self, logs: dict[tuple[str, int], Any]) -> None:
+        self.logs = logs
+        self.config = LogConfig()
+
+    def __iter__(self) -> Any:
+        return iter(self.logs.items())
 
 
 class FakeController:
@@ -94,3 +106,15 @@ class FakeHost:
 
     def log_config_for(self, topic: str) -> LogConfig:
         return topic_config.log_config(self.config, self.topic_overrides.get(topic))
+
+
+class FakeBroker(FakeHost):
+    """A broker with two partition logs (one topic with its own retention.ms) and a
+    controller: what refresh pushes the effective config to."""
+
+    def __init__(self) -> None:
+        super().__init__(BrokerConfig(broker_id=0))
+        self.topic_overrides = {"own": {"retention.ms": "42"}}
+        self.logs = FakeLogs({("plain", 0): SimpleNamespace(config=LogConfig()),
+                              ("own", 0): SimpleNamespace(config=LogConfig())})
+        self.controller = FakeController()

@@ -7,8 +7,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from types import SimpleNamespace
-from typing import Any
 
 import pytest
 
@@ -18,8 +16,7 @@ from broker.dynamic_config import alter, describe, keys, live, loggers
 from broker.dynamic_config.layers import DynamicLayers, effective_config
 from broker.security.reconfigure import ReconfigureError
 from broker.topic_config import ConfigSource as S
-from storage.config import LogConfig
-from tests.unit.broker.dynamic_config.fakes import FakeController, FakeHost
+from tests.unit.broker.dynamic_config.fakes import FakeBroker
 
 
 # ---- keys ---------------------------------------------------------------------------------
@@ -104,27 +101,6 @@ def test_broker_rows_sources_synonyms_and_read_only() -> None:
 
 
 # ---- live application and the alter flow over a fake ZooKeeper ---------------------------
-
-class FakeLogs:
-    def __init__(self, logs: dict[tuple[str, int], Any]) -> None:
-        self.logs = logs
-        self.config = LogConfig()
-
-    def __iter__(self) -> Any:
-        return iter(self.logs.items())
-
-
-class FakeBroker(FakeHost):
-    """A broker with two partition logs (one topic with its own retention.ms) and a
-    controller: what refresh pushes the effective config to."""
-
-    def __init__(self) -> None:
-        super().__init__(BrokerConfig(broker_id=0))
-        self.topic_overrides = {"own": {"retention.ms": "42"}}
-        self.logs = FakeLogs({("plain", 0): SimpleNamespace(config=LogConfig()),
-                              ("own", 0): SimpleNamespace(config=LogConfig())})
-        self.controller = FakeController()
-
 
 def test_alter_default_stores_notifies_and_applies_live() -> None:
     b = FakeBroker()
@@ -225,10 +201,13 @@ def test_logger_levels_set_described_and_unset() -> None:
         loggers.check({"root": None})
 
 
-def test_keys_kafka_takes_but_pybroker_cannot_are_refused_with_a_reason() -> None:
-    with pytest.raises(ReconfigureError, match="pybroker cannot update these configs "
-                                               "dynamically .*: sasl.enabled.mechanisms"):
-        keys.check({"sasl.enabled.mechanisms": "PLAIN"}, per_broker=True)
+def test_keys_kafka_takes_pybroker_cannot_act_on_are_accepted_per_broker() -> None:
+    # sasl.enabled.mechanisms: Kafka's PerBrokerConfigs (issue 30: accepted without effect)
+    keys.check({"sasl.enabled.mechanisms": "PLAIN"}, per_broker=True)
+    with pytest.raises(ReconfigureError, match="broker id must be specified: "
+                                               "sasl.enabled.mechanisms") as e:
+        keys.check({"sasl.enabled.mechanisms": "PLAIN"}, per_broker=False)
+    assert not e.value.invalid_config
     keys.check({"listeners": "PLAINTEXT://:9093"}, per_broker=True)   # issue 18: dynamic
     with pytest.raises(ReconfigureError, match="only per-listener using the listener prefix: "
                                                "ssl.keystore.location"):
