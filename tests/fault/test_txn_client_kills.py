@@ -41,7 +41,8 @@ which fault 3 kills: the same client bug then hangs send_offsets_to_transaction 
 killed broker leaves the Metadata brokers, librdkafka decommissions it and never
 re-queries the coordinator -- also against Apache Kafka, whose Metadata lists only live
 brokers too). Before fault 3 the test then moves the group's coordinator to another
-broker (``Run.move_group_coordinator``: replicas reordered, preferred election).
+broker (``Run.move_group_coordinator``: replicas reordered, preferred election) and
+waits for two commits, so that the client has found the new one before the kill.
 ``CTP_LOOP_DEBUG=eos,broker,protocol`` shows the client's side should the confluent
 loop stall ("Decommissioning this broker" for the group coordinator and no
 TxnOffsetCommit sent is that client bug).
@@ -363,6 +364,14 @@ class Run:
                   10, f"group {self.group} coordinated by broker {order[0]}")
         self.say(f"group {self.group}: coordinator moved from broker {away_from} to "
                  f"{order[0]} ({tp[0]}-{tp[1]} replicas {order}, preferred election)")
+        # the client learns of the move only when its next TxnOffsetCommit meets
+        # NOT_COORDINATOR at the old broker; killing that broker first is the very
+        # librdkafka hang the move avoids (a stall seen once in CI: the kill came at the
+        # commit right after the move). The transaction in flight may have sent its
+        # offsets before the move; the one after it sends them after: two commits.
+        done = len(self.loop.commits)
+        self.wait(lambda: len(self.loop.commits) >= done + 2, BOUND_S,
+                  f"two commits after the move: the client found broker {order[0]}")
 
     # -- faults -------------------------------------------------------------------------
 
