@@ -43,6 +43,7 @@ The services the handlers use:
     acl/                the ZooKeeper-mode ACL authorizer and the handlers' shared checks
     security/           listeners' protocols, TLS, SASL, principals, SCRAM credentials
     metadata_cache.py   what the controller told us of the cluster
+    broker_id.py        which broker id this process runs as (config vs meta.properties)
     config.py, topic_config.py, listeners.py   configuration (topic names: protocol/)
     producer_ids.py     InitProducerId's id blocks
     tasks.py            stopping asyncio tasks for certain (cancel, then wait, bounded)

@@ -39,9 +39,10 @@ from coordinator.runtime.runtime import PartitionOwner
 from coordinator.transaction import TransactionCoordinator
 from protocol.topic_names import GROUP_METADATA_TOPIC, TRANSACTION_STATE_TOPIC
 from broker.acl.authorizer import AclAuthorizer, build_authorizer
+from broker.broker_id import settle_broker_id
 from client import BrokerPool
 from client.inter_broker import controlled_shutdown
-from broker.config import BrokerConfig, ConfigError
+from broker.config import BrokerConfig
 from broker.listeners import Endpoint, parse_listeners
 from broker.metrics.broker_metrics import BrokerMetrics
 from broker.log_dirs import LogDirFailureChannel, LogDirFailureHandler
@@ -68,7 +69,7 @@ from controller import Endpoint as ZkEndpoint
 from protocol.errors import ErrorCode
 from storage.cleaner import CleanerConfig, LogCleaner
 from storage.config import LogConfig
-from storage.log_manager import LogManager, NoLiveLogDirError, read_meta_properties
+from storage.log_manager import LogManager, NoLiveLogDirError
 
 log = logging.getLogger("pybroker")
 
@@ -186,7 +187,8 @@ class Broker:
         self.cluster_id = await self.cluster.cluster_id()
         if self.authorizer is not None:
             await self.authorizer.start()
-        self.broker_id = await self._settle_broker_id()
+        self.broker_id = await settle_broker_id(
+            self.config.broker_id, self.config.log_dir_list, self.cluster.allocate_broker_id)
         await self._load_dynamic_configs()
         await self._load_topic_overrides()
         # ---- client quotas (issue 17): loaded, and kept current from /config/changes,
@@ -355,24 +357,6 @@ class Broker:
         except reconfigure.ReconfigureError as e:
             log.error("dynamic broker configs in /config/brokers/%d not applied: %s",
                       self.broker_id, e)
-
-    async def _settle_broker_id(self) -> int:
-        stored = {_stored_broker_id(d) for d in self.config.log_dir_list}
-        stored.discard(None)
-        if len(stored) > 1:
-            raise ConfigError(f"log.dirs disagree on broker.id in meta.properties: {stored}")
-        kept = int(stored.pop()) if stored else None  # type: ignore[arg-type]
-        if self.config.broker_id >= 0:
-            if kept is not None and kept != self.config.broker_id:
-                raise ConfigError(
-                    f"Invalid value {self.config.broker_id} for configuration broker.id: "
-                    f"meta.properties in log.dirs says broker.id={kept}")
-            return self.config.broker_id
-        if kept is not None:
-            return kept
-        new_id = await self.cluster.allocate_broker_id()
-        log.info("generated broker id %d from /brokers/seqid", new_id)
-        return new_id
 
     # -- topic configs -------------------------------------------------------------------
 
@@ -592,12 +576,3 @@ class Broker:
             await asyncio.sleep(0.5)
         log.warning("controlled shutdown did not complete; proceeding with a clean shutdown")
 
-
-def _stored_broker_id(log_dir: str) -> str | None:
-    """broker.id from the dir's meta.properties; None when absent or unreadable (a
-    dir that cannot be read goes offline in LogManager.startup)."""
-    try:
-        return read_meta_properties(log_dir).get("broker.id")
-    except OSError as e:
-        log.warning("cannot read meta.properties in %s: %s", log_dir, e)
-        return None

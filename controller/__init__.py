@@ -9,6 +9,7 @@ Map:
 
     controller.py               Controller: active while it holds /controller
     controller_ops.py           ControllerOps: what the duty modules below use of it
+    restarts.py                 brokers restarted while no controller watched (failover)
     election.py                 the ephemeral /controller znode and /controller_epoch
     event_manager.py, events.py one queue, one consumer: the only writer of ControllerContext
     context.py                  ControllerContext: the active controller's picture

@@ -284,7 +284,7 @@ class ClusterStore(FencedPartitionAccess, GenericZnodeAccess, ControllerZnodeAcc
              When no controller sees it (none was alive, or the dead session was
              the controller's), the next one finds this broker leading partitions
              whose state is older than its registration and handles it as
-             restarted then (controller.restarted_leaders). Waiting instead left the
+             restarted then (controller.restarts.restarted_leaders). Waiting instead left the
              broker out of the cluster's metadata between the expiry and our
              registration, and librdkafka forgets a broker that leaves the
              metadata, with a group coordinator cached on it

@@ -183,7 +183,7 @@ async def test_a_leader_restarted_between_controllers_is_handled_as_restarted() 
     """Broker 1 leads t-0 and registers anew (a restart) while no controller runs: the
     next controller finds the state older than broker 1's registration and handles a
     restart, so the partition gets a new leader and a new leader epoch. Without
-    that, broker 1 would lead again at the old epoch (controller.restarted_leaders)."""
+    that, broker 1 would lead again at the old epoch (controller.restarts.restarted_leaders)."""
     server, nodes = await cluster(3)
     await nodes[0].store.create_topic("t", {0: [1, 2, 0]}, {})
     await settle(*nodes)

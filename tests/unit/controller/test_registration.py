@@ -188,7 +188,7 @@ def test_our_own_dead_registration_is_replaced_at_once_and_outlives_the_expiry(
 def test_with_no_controller_or_a_dead_one_our_own_registration_is_still_replaced(
         caplog: pytest.LogCaptureFixture) -> None:
     """Nobody sees the restart then; the next controller finds it from the zxids
-    (controller.restarted_leaders). The former controller's /controller stays
+    (controller.restarts.restarted_leaders). The former controller's /controller stays
     with its dead session until the expiry."""
     caplog.set_level(logging.INFO, logger="pybroker.zk")
 

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from broker import dynamic_broker_configs, topic_config
+from broker import dynamic_broker_configs
 from broker.dynamic_config import alter, describe, effects, keys, live
 from broker.dynamic_config import kafka_keys as kafka
 from broker.handlers import configs as handlers
@@ -83,8 +83,7 @@ def stored(b: FakeBroker, entity: str) -> dict[str, str]:
 def test_kafka_39_list_size_and_cross_checks() -> None:
     assert len(kafka.ALL_DYNAMIC) == 89 and len(kafka.BROKER_DYNAMIC) == 92
     assert set(kafka.KEYS) == kafka.BROKER_DYNAMIC
-    # two lists written apart agree: topic_config's ReadOnly flags and its log defaults
-    assert kafka.ALL_DYNAMIC == topic_config.dynamic_broker_keys()
+    # the log defaults of the list are the topic keys' first broker synonyms
     assert kafka.DYNAMIC_LOG == set(keys.log_default_keys())
     for name, tk in keys.log_default_keys().items():
         assert kafka.KEYS[name].type == tk.type, name
