@@ -33,7 +33,7 @@ help:
 	@echo "make test       install what the tests need, then run pytest over tests/"
 	@echo "make test-fast  the unit tests only (tests/unit: every layer, the codec, layering; ~2 min)"
 	@echo "make bench      run each bench/*.py and print its figures"
-	@echo "make fault      the fault campaign on virtual hosts (FAULT_SCHEDULES=100; root)"
+	@echo "make fault      the fault campaigns on virtual hosts (FAULT_SCHEDULES=100, FAULT_CLIENT_ROUNDS=5; root)"
 	@echo "make fault-process  the process-fault campaign on loopback (FAULT_MINUTES=10)"
 	@echo "make fault-txn  the transactional fault campaign (FAULT_TXN_RECORDS=100000, 10 kills of each of 3 kinds)"
 	@echo "make fuzz       the structure-aware fuzzer against a real broker (FUZZ_FRAMES=1000000)"
@@ -129,11 +129,19 @@ bench: $(STAMP)
 # queue checker, the replicas on disk and availability figures. Needs root (network
 # namespaces, loop-mounted ext4). Each schedule prints its seed: FAULT_ARGS="--replay SEED".
 # Short version in `make test`: tests/fault/test_net_campaign.py.
+# Then the client campaign (tests/fault/client_campaign.py): a leader, then the controller,
+# cut from ZooKeeper and the other brokers (the clients still reach it) FAULT_CLIENT_ROUNDS
+# times each, while librdkafka (idempotent and not), the Java client, kafka-python and
+# aiokafka produce on their default settings; per fault kind and client, the seconds from
+# the cut and from the heal to a write on every partition (targets: session timeout + 5 s,
+# 5 s), no acknowledged write lost, none duplicated by the idempotent producers.
 FAULT_SCHEDULES ?= 100
 FAULT_SEED ?= 1
 FAULT_ARGS ?=
-fault: $(STAMP)
+FAULT_CLIENT_ROUNDS ?= 5
+fault: $(STAMP) java-client
 	$(PY) tests/fault/net_campaign.py --schedules $(FAULT_SCHEDULES) --seed $(FAULT_SEED) $(FAULT_ARGS)
+	$(PY) tests/fault/client_campaign.py --rounds $(FAULT_CLIENT_ROUNDS) --seed $(FAULT_SEED)
 
 # The process-fault campaign on loopback (tests/fault/campaign.py): random SIGKILL / SIGSTOP /
 # SIGTERM faults on three brokers under an idempotent acks=all load for FAULT_MINUTES, then

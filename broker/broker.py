@@ -263,6 +263,7 @@ class Broker:
                 self.config.leader_imbalance_per_broker_percentage))
         await self.controller.start()
         self._every(self.config.replica_lag_time_max_ms / 2000, self.replicas.maybe_shrink_isr)
+        self._every(self.replicas.fence.quiet_ms / 2000, self.replicas.sweep_fenced)
         self._every(HW_CHECKPOINT_INTERVAL_S, self._checkpoint_high_watermarks)
         self._every(self.config.log_flush_offset_checkpoint_interval_ms / 1000,
                     self._checkpoint_recovery_points)

@@ -193,7 +193,15 @@ class LeaderAppends:
         if p is None:
             return True, (ErrorCode.KAFKA_STORAGE_ERROR if tp in self.offline_partitions
                           else ErrorCode.NOT_LEADER_OR_FOLLOWER)
-        return p.check_enough_replicas_reach_offset(required, self.min_insync_replicas(tp[0]))
+        done, error = p.check_enough_replicas_reach_offset(required, self.min_insync_replicas(tp[0]))
+        if not done and self.fence.fenced(tp, p, self.clock()):
+            # appended but not committed, and we are fenced: answered now, as Kafka's
+            # DelayedProduce answers a leader that lost its leadership, so the client
+            # asks for metadata and resends to the new leader instead of waiting out
+            # its request timeout here (the idempotent producer's resend is
+            # de-duplicated there if the batch got across before the cut)
+            return True, ErrorCode.NOT_LEADER_OR_FOLLOWER
+        return done, error
 
 
 # As Kafka 3.9's ReplicaManager.appendToLocalLog: these errors are not counted as

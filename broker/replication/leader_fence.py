@@ -16,7 +16,19 @@ The rule, and its timing next to Kafka's:
   NOT_LEADER_OR_FOLLOWER refresh their metadata from the other brokers and find
   the new leader there; our own Metadata answers name no leader for a fenced
   partition (LEADER_NOT_AVAILABLE, leader -1), or a client that asks only us
-  would be sent straight back. While every ISR follower still fetches (ZooKeeper down
+  would be sent straight back. Produces already waiting (acks=all, appended, not
+  yet committed: their followers went quiet with the cut) are answered
+  NOT_LEADER_OR_FOLLOWER too, by the fence sweep (``ReplicaManager.sweep_fenced``,
+  every ``quiet_ms`` / 2 while the fence is up, as Kafka's DelayedProduce answers
+  a leader that lost its leadership): held to their request timeout (30 s by
+  default) they kept every stock client measured on this broker for the whole
+  fault: a client asks for new metadata when an answer tells it to, and the
+  waiting requests fill its in-flight window (5 per connection for the Java
+  client, kafka-python, aiokafka and librdkafka's idempotent producer) (issue 30;
+  tests/fault/client_campaign.py measures them). The resend
+  of such a batch at the new leader is de-duplicated there for an idempotent
+  producer if the batch got across before the cut; a plain producer may write it
+  twice (at least once, as Kafka). While every ISR follower still fetches (ZooKeeper down
   for everyone, or we alone lost it) writes go on: no other broker can be made
   leader without ZooKeeper, and acks=all writes wait for those followers anyway;
   an RF-1 partition (no follower) is never fenced for the same reason.

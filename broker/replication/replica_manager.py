@@ -372,6 +372,22 @@ class ReplicaManager(LeaderAppends):
         return sum(1 for p in list(self.partitions.values())
                    if p.maybe_shrink_isr(self.replica_lag_time_max_ms))
 
+    def sweep_fenced(self) -> int:
+        """The periodic fence sweep (every ``fence.quiet_ms`` / 2 while the fence is
+        up): acks=all produces waiting on a partition we now fence are answered
+        NOT_LEADER_OR_FOLLOWER (``LeaderAppends._enough_replicas``). A partition
+        becomes fenced by time passing (its followers fall quiet), not by an event
+        the purgatory hears of. -> partitions swept."""
+        fence = self.fence
+        if fence.reason is None and not fence.until_leader_and_isr:
+            return 0
+        now, swept = self.clock(), 0
+        for p in self.leader_partitions():
+            if fence.fenced(p.tp, p, now):
+                self.produce_purgatory.check_and_complete(p.tp)
+                swept += 1
+        return swept
+
     async def stop_replication(self) -> None:
         """Stop the fetchers and the AlterPartition sender (broker shutdown)."""
         await self.fetchers.shutdown()

@@ -182,11 +182,13 @@ def skip_reason() -> str | None:
 
 
 @contextlib.contextmanager
-def virtual_cluster(work: Path, brokers: Sequence[str], zk_hosts: Sequence[str] = ("zk",)
+def virtual_cluster(work: Path, brokers: Sequence[str], zk_hosts: Sequence[str] = ("zk",),
+                    overrides: dict[str, str] | None = None
                     ) -> Iterator[tuple[VirtualNetwork, NetFaultCluster]]:
     """ZooKeeper on ``zk_hosts`` (one: standalone, three: a quorum; ``fc.ensemble``
     reaches the servers, files under ``work/zk/<host>``), ``brokers`` on theirs, a
-    "client" host; started, and on exit stopped and checked: no thread of the test
+    "client" host; the brokers' settings FAULT_OVERRIDES and ``overrides``; started,
+    and on exit stopped and checked: no thread of the test
     left inside a host (librdkafka may take a moment to tear a closed client down),
     nothing left with the run's prefix."""
     from tests.fault.netns import leftovers
@@ -195,7 +197,7 @@ def virtual_cluster(work: Path, brokers: Sequence[str], zk_hosts: Sequence[str] 
     try:
         with net, ZkEnsemble(net, zk_hosts, work / "zk", probe_from="client") as ensemble:
             fc = NetFaultCluster(net, ensemble.connect, work, list(brokers),
-                                 ensemble=ensemble)
+                                 overrides=overrides, ensemble=ensemble)
             try:
                 fc.start()
                 yield net, fc

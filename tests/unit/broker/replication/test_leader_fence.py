@@ -82,3 +82,52 @@ def test_fenced_is_the_predicate_the_metadata_answer_uses(tmp_path: Path) -> Non
     fence.connection_back()
     fence.leader_and_isr(TP)
     assert not fence.fenced(TP, p, b.clock())
+
+
+def test_a_waiting_acks_all_produce_is_answered_once_its_partition_is_fenced(
+        tmp_path: Path) -> None:
+    """A leader cut off while acks=all produces wait for its followers: the fence sweep
+    answers them NOT_LEADER_OR_FOLLOWER (the client goes to the new leader) instead of
+    holding them for their whole request timeout."""
+    b = FakeBroker(tmp_path)
+    b.lead("t", replicas=(1, 2))
+    fence = b.replicas.fence
+    fence.quiet_ms = 1000
+    follower_fetches(b, 2)
+
+    async def scenario() -> tuple[int, int, int, bool, int]:
+        batch = build_batch([(None, b"v", b.clock())])
+        waiting = asyncio.ensure_future(b.replicas.append_records(-1, 30_000, {TP: batch}))
+        await asyncio.sleep(0.01)
+        swept_before = b.replicas.sweep_fenced()      # no fence: nothing to do
+        fence.connection_lost()
+        swept_quiet = b.replicas.sweep_fenced()       # followers fetched lately: not fenced
+        await asyncio.sleep(0.01)
+        still_waiting = not waiting.done()
+        b.clock.advance(1500)                         # ... and now they are quiet
+        swept = b.replicas.sweep_fenced()
+        results = await asyncio.wait_for(waiting, 1.0)
+        return swept_before, swept_quiet, swept, still_waiting, results[TP].error
+
+    swept_before, swept_quiet, swept, still_waiting, error = asyncio.run(scenario())
+    assert (swept_before, swept_quiet, swept) == (0, 0, 1)
+    assert still_waiting
+    assert error == ErrorCode.NOT_LEADER_OR_FOLLOWER
+
+
+def test_a_produce_committed_before_the_fence_is_still_acknowledged(tmp_path: Path) -> None:
+    """The fence answers only what is not committed: a batch the followers already
+    have (HW past it) is acknowledged even if the fence is up by the time it is checked."""
+    b = FakeBroker(tmp_path)
+    b.lead("t", replicas=(1, 2))
+    fence = b.replicas.fence
+    fence.quiet_ms = 1000
+    follower_fetches(b, 2)
+    p = b.replicas.partitions[TP]
+    offset = p.high_watermark
+    fence.connection_lost()
+    b.clock.advance(1500)
+    assert fence.fenced(TP, p, b.clock())
+    assert b.replicas._enough_replicas(TP, offset) == (True, ErrorCode.NONE)
+    assert b.replicas._enough_replicas(TP, offset + 1) == (
+        True, ErrorCode.NOT_LEADER_OR_FOLLOWER)
