@@ -49,7 +49,8 @@ from broker.log_dirs import LogDirFailureChannel, LogDirFailureHandler
 from broker.metadata_cache import MetadataCache
 from broker.producer_ids import ProducerIdManager
 from broker.quotas.client_quotas import ClientQuotas
-from broker.replication.alter_partition_manager import AlterPartitionManager, metadata_controller
+from broker.replication.alter_partition_manager import RELAY_CLIENT_ID, \
+    AlterPartitionManager, AlterPartitionRelay, metadata_controller, metadata_relays
 from broker.replication.fetcher import ReplicaFetcherManager
 from broker.replication.leader_endpoint import metadata_resolver, remote_endpoint_factory
 from broker.replication.partition_state import PartitionState
@@ -156,6 +157,14 @@ class Broker:
         self.marker_pool = BrokerPool(client_id="pybroker-txn-markers",
                                       timeout=config.request_timeout_ms / 1000,
                                       security=self.inter_broker_security)
+        # AlterPartition forwarded for a leader that cannot reach the controller: its own
+        # connections, whose client id tells the controller side not to forward again
+        self.relay_pool = BrokerPool(client_id=RELAY_CLIENT_ID,
+                                     timeout=config.request_timeout_ms / 1000,
+                                     security=self.inter_broker_security)
+        self.alter_partition_relay = AlterPartitionRelay(
+            self.broker_id, self.relay_pool, metadata_controller(self.metadata),
+            lambda: self.metadata.controller_id)
         self.servers: list[KafkaServer] = []
         # what every listener shares: connection quotas, request queue and memory
         self.network_limits = NetworkLimits.from_config(config)
@@ -220,7 +229,8 @@ class Broker:
                 security=self.inter_broker_security)),
             alter_partitions=AlterPartitionManager(
                 self.broker_id, lambda: self.broker_epoch, self.pool,
-                metadata_controller(self.metadata)),
+                metadata_controller(self.metadata),
+                relays=metadata_relays(self.metadata, self.broker_id)),
             replica_lag_time_max_ms=self.config.replica_lag_time_max_ms)
         # issue 17: replication quotas (rates from the dynamic configs loaded above)
         dynamic_broker_configs.install_replication_quotas(self)
@@ -539,6 +549,7 @@ class Broker:
             await self._shutdown_step("metrics endpoint", self.metrics.stop())
         await self._shutdown_step("broker connections", self.pool.close())
         await self._shutdown_step("transaction marker connections", self.marker_pool.close())
+        await self._shutdown_step("AlterPartition relay connections", self.relay_pool.close())
         if self.controller_pool is not self.pool:
             await self._shutdown_step("controller connections", self.controller_pool.close())
         if self.replicas is not None:

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from broker.metadata_cache import MetadataCache
     from broker.producer_ids import ProducerIdManager
     from broker.quotas.client_quotas import ClientQuotas
+    from broker.replication.alter_partition_manager import AlterPartitionRelay
     from broker.replication.partition_state import PartitionState
     from broker.replication.replica_manager import ReplicaManager
     from broker.security.sasl_server import SaslAuthenticator
@@ -57,6 +58,8 @@ class BrokerServices(Protocol):
     quotas: ClientQuotas | None       # client quotas (broker/quotas/); None: not enforced
     metrics: BrokerMetrics | None     # broker/metrics/; None: prometheus.listener not set
     zk_session: ZkSessionWatch        # the ZooKeeper session's state and this run's uptime
+    # a leader's AlterPartition forwarded to the controller (None: answered NOT_CONTROLLER)
+    alter_partition_relay: AlterPartitionRelay | None
 
     @property
     def logs(self) -> LogManager: ...

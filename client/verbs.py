@@ -314,10 +314,11 @@ class AlterPartitionResponse:
 
 
 async def alter_partition(conn: KafkaConnection, proposals: Mapping[TP, IsrProposal], *,
-                          broker_id: int, broker_epoch: int,
-                          max_version: int | None = None) -> AlterPartitionResponse:
+                          broker_id: int, broker_epoch: int, max_version: int | None = None,
+                          timeout: float | None = None) -> AlterPartitionResponse:
     """Propose new ISRs to the controller. Topics go by name up to v1 and by id
-    from v2, so the version is capped at 1 unless every proposal has a topic id."""
+    from v2, so the version is capped at 1 unless every proposal has a topic id.
+    ``timeout``: seconds for the answer (the connection's own by default)."""
     with_ids = all(p.topic_id != uuid.UUID(int=0) for p in proposals.values())
     cap = 3 if with_ids else 1
     version = _version(conn, ApiKey.ALTER_PARTITION, 0,
@@ -337,7 +338,7 @@ async def alter_partition(conn: KafkaConnection, proposals: Mapping[TP, IsrPropo
                 leader_recovery_state=0, partition_epoch=prop.partition_epoch)
             for p, prop in parts]))
     body = spec.new(broker_id=broker_id, broker_epoch=broker_epoch, topics=topics)
-    resp = await conn.request(ApiKey.ALTER_PARTITION, body, version)
+    resp = await conn.request(ApiKey.ALTER_PARTITION, body, version, timeout=timeout)
     assert resp is not None
     out: dict[TP, IsrAnswer] = {}
     for t in resp.topics:

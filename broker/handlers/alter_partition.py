@@ -2,8 +2,12 @@
 
 A leader proposes a new ISR; only the active controller may accept it
 (controller/alter_partition.py holds the checks and the ZooKeeper write). Any
-other broker answers NOT_CONTROLLER at the top level, so the sender (the
-leader's AlterPartitionManager) looks the controller up again and retries.
+other broker forwards a leader's request, one hop, to the controller it knows
+and hands back the answer (``AlterPartitionRelay``: a leader that cannot reach
+the controller asks through a peer; broker/replication/alter_partition_manager.py,
+point 5); a forwarded request, or one it cannot forward, is answered
+NOT_CONTROLLER at the top level, so the sender looks the controller up again
+and retries.
 ACLs (broker/acl): CLUSTER_ACTION on the cluster first, else a top-level
 CLUSTER_AUTHORIZATION_FAILED.
 """
@@ -27,7 +31,11 @@ async def handle_alter_partition(ctx: RequestContext, request: Struct) -> Struct
         return SPEC.new(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, topics=[])
     ctl = ctx.broker.controller
     if ctl is None or not ctl.is_active:
-        return SPEC.new(error_code=ErrorCode.NOT_CONTROLLER, topics=[])
+        relay = ctx.broker.alter_partition_relay
+        forwarded = None if relay is None else await relay.forward(
+            ctx.header.client_id, request, ctx.version)
+        return forwarded if forwarded is not None else SPEC.new(
+            error_code=ErrorCode.NOT_CONTROLLER, topics=[])
     try:
         return await ctl.alter_partition(request, ctx.version)
     except NotControllerError:

@@ -39,7 +39,8 @@ class FakeController:
     def version_for(self, api_key: int, max_version: int | None = None) -> int:
         return min(self.max_version, max_version if max_version is not None else 99)
 
-    async def request(self, api_key: int, body: Struct, version: int | None = None) -> Struct:
+    async def request(self, api_key: int, body: Struct, version: int | None = None,
+                      timeout: float | None = None) -> Struct:
         assert version is not None
         body = decode(REQ, encode(body, version), version)
         self.requests.append((version, body))
@@ -160,4 +161,141 @@ def test_fenced_answer_stays_pending_and_superseded_items_are_dropped(tmp_path: 
         assert manager2.pending == 0
         await manager.shutdown()
         await manager2.shutdown()
+    asyncio.run(main())
+
+
+class RoutingPool:
+    """A pool whose connection to ``down`` cannot be opened; every other address
+    reaches ``ctl``."""
+
+    def __init__(self, ctl: FakeController, down: tuple[str, int]) -> None:
+        self.ctl, self.down = ctl, down
+        self.asked: list[tuple[str, int]] = []
+
+    async def get(self, host: str, port: int) -> FakeController:
+        self.asked.append((host, port))
+        if (host, port) == self.down:
+            raise KafkaConnectionError(f"cannot connect to {host}:{port}")
+        return self.ctl
+
+
+def test_a_controller_out_of_reach_is_asked_through_a_peer(tmp_path: Path) -> None:
+    """The leader cannot connect to the controller (a bridge partition): the ISR change
+    goes through the first peer whose answer is not NOT_CONTROLLER, and is applied."""
+    async def main() -> None:
+        ctl = FakeController()
+        controller, peer_a, peer_b = ("10.0.0.1", 9092), ("10.0.0.2", 9092), ("10.0.0.3", 9092)
+        pool = RoutingPool(ctl, down=controller)
+        c, manager, parts = setup(tmp_path, ctl, partitions=1, address=controller)
+        manager.pool = pool
+        manager.relays = lambda: [peer_a, peer_b]
+        ctl.fail_next = [("top", ErrorCode.NOT_CONTROLLER)]     # peer a does not forward
+        c.clock.advance(LAG + 1)
+        c.nodes[1].replicas.maybe_shrink_isr()
+        for _ in range(50):
+            await asyncio.sleep(0.01)
+            if parts[0].pending_isr is None:
+                break
+        assert pool.asked == [controller, peer_a, peer_b]
+        assert parts[0].isr == {1} and manager.requests_relayed == 1
+        await manager.shutdown()
+    asyncio.run(main())
+
+
+def test_no_peer_reaches_it_either_retried_after_the_backoff(tmp_path: Path) -> None:
+    async def main() -> None:
+        ctl = FakeController()
+        controller = ("10.0.0.1", 9092)
+        pool = RoutingPool(ctl, down=controller)
+        c, manager, parts = setup(tmp_path, ctl, partitions=1, address=controller)
+        manager.pool = pool
+        manager.relays = lambda: [controller]                  # the controller is no relay
+        c.clock.advance(LAG + 1)
+        c.nodes[1].replicas.maybe_shrink_isr()
+        await asyncio.sleep(0.05)
+        assert set(pool.asked) == {controller} and len(pool.asked) >= 2   # retried
+        assert parts[0].pending_isr is not None and not ctl.requests
+        manager.relays = lambda: [("10.0.0.2", 9092)]          # a peer appears
+        for _ in range(50):
+            await asyncio.sleep(0.01)
+            if parts[0].pending_isr is None:
+                break
+        assert parts[0].isr == {1} and manager.requests_relayed == 1
+        await manager.shutdown()
+    asyncio.run(main())
+
+
+def _request(broker_id: int) -> Struct:
+    s = REQ.structs
+    return REQ.new(broker_id=broker_id, broker_epoch=77, topics=[s["TopicData"].new(
+        topic_name="t", partitions=[s["PartitionData"].new(
+            partition_index=0, leader_epoch=3, new_isr=[1, 2], partition_epoch=5)])])
+
+
+def test_the_relay_forwards_one_hop_to_the_controller_it_knows() -> None:
+    from broker.replication.alter_partition_manager import RELAY_CLIENT_ID, AlterPartitionRelay
+
+    async def main() -> None:
+        ctl = FakeController()
+        controller = ("10.0.0.1", 9092)
+        relay = AlterPartitionRelay(2, ctl, lambda: controller, lambda: 0)
+        resp = await relay.forward("pybroker-controller", _request(1), 2)
+        assert resp is not None and resp.error_code == 0
+        assert [tuple(p.isr) for p in resp.topics[0].partitions] == [(1, 2)]
+        assert len(ctl.requests) == 1 and ctl.requests[0][1].broker_id == 1
+        # not again: a forwarded request, our own, or no other controller known
+        assert await relay.forward(RELAY_CLIENT_ID, _request(1), 2) is None
+        assert await relay.forward("pybroker-controller", _request(2), 2) is None
+        assert await AlterPartitionRelay(2, ctl, lambda: controller, lambda: 2).forward(
+            "pybroker-controller", _request(1), 2) is None
+        assert await AlterPartitionRelay(2, ctl, lambda: None, lambda: -1).forward(
+            "pybroker-controller", _request(1), 2) is None
+        # the controller out of its reach too: not forwarded
+        down = AlterPartitionRelay(2, RoutingPool(ctl, down=controller), lambda: controller,
+                                   lambda: 0)
+        assert await down.forward("pybroker-controller", _request(1), 2) is None
+        assert len(ctl.requests) == 1 and relay.forwarded == 1
+    asyncio.run(main())
+
+
+class SilentConnection:
+    """A connection open to a controller cut off by dropped packets: no answer comes;
+    the request times out after its ``timeout`` as KafkaConnection's does."""
+
+    def __init__(self) -> None:
+        self.timeouts: list[float | None] = []
+
+    def version_for(self, api_key: int, max_version: int | None = None) -> int:
+        return min(3, max_version if max_version is not None else 99)
+
+    async def request(self, api_key: int, body: Struct, version: int | None = None,
+                      timeout: float | None = None) -> Struct:
+        from client.errors import RequestTimedOut
+        self.timeouts.append(timeout)
+        await asyncio.sleep(timeout if timeout is not None else 3600)
+        raise RequestTimedOut("no response", "10.0.0.1", 9092)
+
+
+def test_a_silent_controller_connection_is_given_controller_timeout_then_a_peer(
+        tmp_path: Path) -> None:
+    async def main() -> None:
+        ctl, silent = FakeController(), SilentConnection()
+        controller, peer = ("10.0.0.1", 9092), ("10.0.0.2", 9092)
+
+        class Pool:
+            async def get(self, host: str, port: int) -> Any:
+                return silent if (host, port) == controller else ctl
+
+        c, manager, parts = setup(tmp_path, ctl, partitions=1, address=controller)
+        manager.pool, manager.relays = Pool(), lambda: [peer]
+        manager.controller_timeout = 0.05
+        c.clock.advance(LAG + 1)
+        c.nodes[1].replicas.maybe_shrink_isr()
+        for _ in range(100):
+            await asyncio.sleep(0.01)
+            if parts[0].pending_isr is None:
+                break
+        assert silent.timeouts == [0.05]
+        assert parts[0].isr == {1} and manager.requests_relayed == 1
+        await manager.shutdown()
     asyncio.run(main())
