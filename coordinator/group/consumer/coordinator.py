@@ -61,7 +61,7 @@ import logging
 from collections.abc import Awaitable, Callable, Iterable
 from functools import partial
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from coordinator.group.consumer import classic_glue
 from coordinator.group.consumer import group_logic as gl
@@ -71,7 +71,7 @@ from coordinator.group.consumer.model import ConsumerGroup, MemberState
 from coordinator.group.consumer.records import Record
 from coordinator.group.consumer.replay import replay
 from coordinator.group.consumer.target_assignment import preferred_assignor
-from coordinator.group.consumer.topic_view import StaticTopics
+from coordinator.group.consumer.topic_view import LiveTopicView, StaticTopics
 from coordinator.group.classic.coordinator_types import group_write_error
 from coordinator.group.why import consumer_group_facts
 from protocol.errors import ErrorCode
@@ -112,11 +112,11 @@ class _GroupLock:
 
 class ConsumerGroupCoordinator:
     def __init__(self, classic: ClassicGroups, config: gl.GroupConfig | None = None,
-                 topics: Any = None, *, enabled: bool = True) -> None:
+                 topics: LiveTopicView | None = None, *, enabled: bool = True) -> None:
         self.classic = classic
         self.runtime = classic.runtime   # shared with the classic side: one group id space
         self.config = config or gl.GroupConfig()
-        self.topics = topics if topics is not None else StaticTopics()
+        self.topics: LiveTopicView = topics if topics is not None else StaticTopics()
         self.enabled = enabled                       # group.coordinator.rebalance.protocols
         self.groups: dict[str, ConsumerGroup] = {}
         self._locks: dict[str, _GroupLock] = {}
@@ -126,7 +126,7 @@ class ConsumerGroupCoordinator:
         # (group, member, "join" | "sync") -> (member epoch when armed, timer)
         self.classic_timers: dict[tuple[str, str, str], tuple[int, asyncio.TimerHandle]] = {}
 
-    def configure(self, config: gl.GroupConfig, topics: Any, *, enabled: bool) -> None:
+    def configure(self, config: gl.GroupConfig, topics: LiveTopicView, *, enabled: bool) -> None:
         """The broker's group.consumer.* settings (``enabled``: the consumer protocol is
         in group.coordinator.rebalance.protocols) and its view of the topics."""
         self.config, self.topics, self.enabled = config, topics, enabled
@@ -482,9 +482,7 @@ class ConsumerGroupCoordinator:
 
     def on_metadata_update(self) -> None:
         """The broker's metadata changed: when what groups see changed, refresh them."""
-        mark_stale = getattr(self.topics, "mark_stale", None)
-        if mark_stale is not None:
-            mark_stale()
+        self.topics.mark_stale()
         if self.groups and self.topics.refresh():
             self.runtime.spawn(self._refresh(list(self.groups)))
 

@@ -30,7 +30,9 @@ from coordinator.group.consumer.records import Record, TargetAssignmentEpoch, Ta
 
 class TopicView(Protocol):
     """The cluster's topics as the coordinator sees them."""
-    version: int
+
+    @property
+    def version(self) -> int: ...
 
     def by_name(self, name: str) -> TopicMeta | None: ...
 

@@ -21,9 +21,25 @@ for walking the whole cache.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Protocol
 
 from coordinator.group.consumer.model import TopicMeta
+
+
+class LiveTopicView(Protocol):
+    """A TopicView (target_assignment.TopicView) that follows the broker's metadata:
+    what the consumer-group coordinator holds (``StaticTopics`` or ``MetadataTopics``)."""
+
+    @property
+    def version(self) -> int: ...
+
+    def by_name(self, name: str) -> TopicMeta | None: ...
+
+    def names(self) -> Iterable[str]: ...
+
+    def mark_stale(self) -> None: ...
+
+    def refresh(self) -> bool: ...
 
 
 class StaticTopics:
@@ -44,6 +60,9 @@ class StaticTopics:
         if new != self._topics:
             self._topics = new
             self.version += 1
+
+    def mark_stale(self) -> None:
+        """Nothing to re-read: ``set`` changes it."""
 
     def refresh(self) -> bool:
         return False
