@@ -404,7 +404,7 @@ class Broker:
                 if t == topic:
                     plog.config = config
             log.info("applied config change for topic %s", topic)
-        self._spawn(reload())
+        self.spawn(reload())
 
     # -- leadership changes (called by the LeaderAndIsr / StopReplica handlers) ------------
 
@@ -450,13 +450,21 @@ class Broker:
                     log.exception("periodic task %s failed", fn.__name__)
         self._tasks.append(asyncio.create_task(loop(), name=fn.__name__))
 
-    def _spawn(self, coro: Awaitable[None]) -> None:
+    def spawn(self, coro: Awaitable[None]) -> None:
+        """Run ``coro`` in the background: a failure is logged, shutdown cancels it,
+        and once done it is forgotten."""
         async def guarded() -> None:
             try:
                 await coro
             except Exception:
                 log.exception("background task failed")
-        self._tasks.append(asyncio.create_task(guarded()))
+        task = asyncio.create_task(guarded())
+        self._tasks.append(task)
+        task.add_done_callback(self._forget)
+
+    def _forget(self, task: asyncio.Task[None]) -> None:
+        if task in self._tasks:
+            self._tasks.remove(task)
 
     # The periodic checkpoints run in a worker thread: each is a write, an fsync and a
     # directory fsync per log dir, which under disk load took the event loop for tens

@@ -49,11 +49,6 @@ Clock = Callable[[], int]
 SNAPSHOTS_KEPT = 2              # producer snapshots kept (the newest ones)
 
 
-# The flush-time seam (the broker's LogFlushRateAndTimeMs metric): when set, called
-# with the seconds each flush that synced something took, on the flushing thread.
-flush_observer: Callable[[float], None] | None = None
-
-
 def wall_clock_ms() -> int:
     return time.time_ns() // 1_000_000
 
@@ -68,6 +63,12 @@ def _locked(method: Callable[..., Any]) -> Callable[..., Any]:
 
 
 class PartitionLog:
+    # The flush-time seam (the broker's LogFlushRateAndTimeMs metric): when set (the
+    # LogManager sets it on every log it holds), called with the seconds each flush that
+    # synced something took, on the flushing thread. A class default, so a log reopened
+    # in place keeps its own (log_manager._reopen_in_place).
+    flush_observer: Callable[[float], None] | None = None
+
     def __init__(self, dir_path: str, config: LogConfig, segments: list[LogSegment], *,
                  log_start_offset: int, recovery_point: int, clock: Clock,
                  epoch_cache: LeaderEpochCache) -> None:
@@ -279,7 +280,7 @@ class PartitionLog:
         self.recovery_point = offset
         self._unflushed_messages = 0
         self._last_flush_ms = self.clock()
-        observer = flush_observer
+        observer = self.flush_observer
         if observer is not None:
             observer(time.perf_counter() - started)
 

@@ -68,6 +68,7 @@ class LogManager:
         self.log_dirs = [os.path.abspath(d) for d in log_dirs]
         self.config = config or LogConfig()
         self.clock = clock
+        self._flush_observer: Callable[[float], None] | None = None
         self.topic_config = topic_config or (lambda _topic: self.config)
         self.on_dir_failure = on_dir_failure
         self.logs: dict[TopicPartition, PartitionLog] = {}
@@ -82,6 +83,17 @@ class LogManager:
         self._unsynced_lock = threading.Lock()
 
     # -- offline log dirs (see the module docstring) ----------------------------------
+
+    @property
+    def flush_observer(self) -> Callable[[float], None] | None:
+        """PartitionLog.flush_observer of every log held, now and later (the metrics)."""
+        return self._flush_observer
+
+    @flush_observer.setter
+    def flush_observer(self, observer: Callable[[float], None] | None) -> None:
+        self._flush_observer = observer
+        for plog in list(self.logs.values()):
+            plog.flush_observer = observer
 
     @property
     def live_log_dirs(self) -> list[str]:
@@ -126,6 +138,7 @@ class LogManager:
 
     def _adopt(self, tp: TopicPartition, plog: PartitionLog, log_dir: str) -> None:
         plog.failure_sink = self.report_failure
+        plog.flush_observer = self._flush_observer
         self.logs[tp] = plog
         self._dir_of[tp] = log_dir
 

@@ -11,6 +11,7 @@ use checks.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
@@ -84,3 +85,5 @@ class DynamicConfigHost(Protocol):
     def default_log_config(self) -> LogConfig: ...
 
     def log_config_for(self, topic: str) -> LogConfig: ...
+
+    def spawn(self, coro: Awaitable[None]) -> None: ...   # a background task the broker owns

@@ -59,7 +59,6 @@ ADVERTISED = "advertised.listeners"
 PROTOCOL_MAP = "listener.security.protocol.map"
 LISTENER_KEYS = frozenset({LISTENERS, ADVERTISED, PROTOCOL_MAP})
 CLOSE_DELAY_S = 0.5     # how long a listener removed by a request on it stays open
-_closing: set[asyncio.Future[None]] = set()     # listeners closing in the background
 
 
 def _bad(key: str, value: Any, why: str) -> ReconfigureError:
@@ -203,8 +202,7 @@ async def sync(broker: DynamicConfigHost) -> None:
             if asyncio.current_task() in server._tasks:
                 # the alter came in on this listener: its connection's task must not
                 # await its own cancellation; close in the background
-                _closing.add(task := asyncio.ensure_future(_stop_later(server)))
-                task.add_done_callback(_closing.discard)
+                broker.spawn(_stop_later(server))
             else:
                 await server.stop()
             broker.servers.remove(server)

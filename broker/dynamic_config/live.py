@@ -27,7 +27,6 @@ start-up (``load`` before the listeners open).
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import logging
 from collections.abc import Callable
@@ -48,7 +47,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-_tasks: set[asyncio.Task[None]] = set()
 
 
 def layers_of(broker: DynamicConfigHost) -> DynamicLayers:
@@ -169,9 +167,7 @@ def watch(broker: DynamicConfigHost) -> Callable[[], None]:
         kind, _, name = entity_path.partition("/")
         if kind != "brokers" or name not in (str(broker.broker_id), DEFAULT_ENTITY):
             return
-        task = asyncio.ensure_future(_reload(broker, name))
-        _tasks.add(task)
-        task.add_done_callback(_tasks.discard)
+        broker.spawn(_reload(broker, name))
     return broker.cluster.watch_config_entity_changes(on_change)
 
 

@@ -34,7 +34,6 @@ from broker.metrics.registry import COUNTER, GAUGE, MetricFamily, Registry
 from broker.metrics.remote_offsets import RemoteHighWatermarks
 from broker.metrics.request_timing import LATENCY_BUCKETS_MS, RequestMetrics
 from broker.metrics.topic_stats import BrokerTopicStats
-from storage import log as storage_log
 
 log = logging.getLogger(__name__)
 
@@ -96,8 +95,9 @@ class BrokerMetrics:
 
     async def stop(self) -> None:
         self.loop_busy.stop()
-        if storage_log.flush_observer == self._on_flush:
-            storage_log.flush_observer = None
+        logs = self.broker.logs
+        if logs is not None and logs.flush_observer == self._on_flush:
+            logs.flush_observer = None
         zk = self.broker.cluster.zk
         if zk.on_latency == self._on_zk_latency:
             zk.on_latency = None
@@ -108,7 +108,8 @@ class BrokerMetrics:
         if b.replicas is not None:
             b.replicas.topic_stats = self.topic_stats
         b.cluster.zk.on_latency = self._on_zk_latency
-        storage_log.flush_observer = self._on_flush
+        if b.logs is not None:
+            b.logs.flush_observer = self._on_flush
         b.cluster.add_connection_listener(self._on_zk_connection)
         b.cluster.add_session_listener(self._on_zk_session)
 

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from client import BrokerPool
     from controller import ClusterStore, Controller
     from coordinator.group.classic import GroupCoordinator
+    from storage.log_manager import LogManager
 
 
 class ListenerServer(Protocol):
@@ -43,6 +44,7 @@ class MetricsHost(Protocol):
     pool: BrokerPool                         # ListOffsets to those leaders (group lag)
     group_coordinator: GroupCoordinator | None
     controller: Controller | None            # None until it starts (after the listeners)
+    logs: LogManager | None                  # flush times (LogFlushRateAndTimeMs)
 
     @property
     def network_limits(self) -> NetworkLimits | None: ...

@@ -249,3 +249,28 @@ def test_log_creation_and_deletion_fsyncs_are_deferred_to_the_checkpoint(
     assert all(p.endswith(filenames.REPLICATION_CHECKPOINT) or p == os.path.abspath(root)
                for p in synced)
     assert os.path.abspath(log.dir) not in synced
+
+
+def test_flush_observer_is_the_managers_for_every_log_it_holds(tmp_path: object) -> None:
+    """The flush-time seam (the LogFlushRateAndTimeMs metric) belongs to the LogManager:
+    set, it reaches the logs held and those created later; unset, none calls it; another
+    manager's logs never see it (no process-wide hook)."""
+    seen: list[float] = []
+    mgr = LogManager([os.path.join(str(tmp_path), "a")], LogConfig())
+    mgr.startup(broker_id=1, cluster_id="abc")
+    other = LogManager([os.path.join(str(tmp_path), "b")], LogConfig())
+    other.startup(broker_id=2, cluster_id="abc")
+    before = mgr.get_or_create_log("t", 0)
+    mgr.flush_observer = seen.append
+    after = mgr.get_or_create_log("t", 1)
+    stranger = other.get_or_create_log("t", 0)
+    for log in (before, after, stranger):
+        log.append(batch(1))
+        log.flush()
+    assert len(seen) == 2 and all(s >= 0 for s in seen)
+    mgr.flush_observer = None
+    before.append(batch(2))
+    before.flush()
+    assert len(seen) == 2
+    mgr.shutdown()
+    other.shutdown()

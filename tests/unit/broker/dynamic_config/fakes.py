@@ -6,6 +6,7 @@ Broker.start makes (logs, replicas, controller, cleaner) are None until a test s
 
 from __future__ import annotations
 
+import asyncio
 import socket
 from types import SimpleNamespace
 from collections.abc import Callable
@@ -100,9 +101,14 @@ class FakeHost:
         self.replicas: Any = None
         self.controller: Any = None
         self.cleaner: Any = None
+        self.background: set[asyncio.Future[None]] = set()
 
     def default_log_config(self) -> LogConfig:
         return topic_config.log_config(self.config)
+
+    def spawn(self, coro: Any) -> None:
+        self.background.add(task := asyncio.ensure_future(coro))
+        task.add_done_callback(self.background.discard)
 
     def log_config_for(self, topic: str) -> LogConfig:
         return topic_config.log_config(self.config, self.topic_overrides.get(topic))
