@@ -33,12 +33,15 @@ import math
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
 
 log = logging.getLogger(__name__)
 
 COUNTER, GAUGE, HISTOGRAM, SUMMARY, UNTYPED = "counter", "gauge", "histogram", "summary", \
     "untyped"
 Labels = tuple[tuple[str, str], ...]
+Child = TypeVar("Child")                        # a family's child: what labels() gives
+F = TypeVar("F", bound="_Family[Any]")          # a family as registered
 INF = math.inf
 
 
@@ -62,8 +65,9 @@ class MetricFamily:
         self.samples.append(Sample(suffix, labels, value))
 
 
-class _Family:
-    """What counters, gauges and histograms share: the name, help and children."""
+class _Family(Generic[Child]):
+    """What counters, gauges and histograms share: the name, help and children (of
+    type ``Child``: CounterChild, GaugeChild, HistogramChild)."""
 
     type = UNTYPED
 
@@ -74,7 +78,7 @@ class _Family:
         self.name = name
         self.help = help
         self.labelnames = tuple(labelnames)
-        self._children: dict[tuple[str, ...], object] = {}
+        self._children: dict[tuple[str, ...], Child] = {}
         self._lock = threading.Lock()        # child creation only
         if type(self) is not Histogram:
             self._init_unlabelled()
@@ -84,7 +88,7 @@ class _Family:
         if not self.labelnames:
             self.labels()
 
-    def labels(self, *values: object) -> object:
+    def labels(self, *values: object) -> Child:
         key = tuple(str(v) for v in values)
         child = self._children.get(key)
         if child is None:
@@ -97,7 +101,7 @@ class _Family:
     def remove(self, *values: object) -> None:
         self._children.pop(tuple(str(v) for v in values), None)
 
-    def _new_child(self) -> object:
+    def _new_child(self) -> Child:
         raise NotImplementedError
 
     def _label_pairs(self, key: tuple[str, ...]) -> Labels:
@@ -119,7 +123,7 @@ class CounterChild:
         self.value += amount
 
 
-class Counter(_Family):
+class Counter(_Family[CounterChild]):
     """Only goes up. The exposition names it ``<name>_total`` (``name`` is given
     without the suffix, as the Prometheus clients take it)."""
 
@@ -128,16 +132,13 @@ class Counter(_Family):
     def _new_child(self) -> CounterChild:
         return CounterChild()
 
-    def labels(self, *values: object) -> CounterChild:
-        return super().labels(*values)  # type: ignore[return-value]
-
     def inc(self, amount: float = 1.0) -> None:
         self.labels().inc(amount)
 
     def collect(self) -> MetricFamily:
         fam = MetricFamily(self.name + "_total", COUNTER, self.help)
         for key, child in list(self._children.items()):
-            fam.add(child.value, self._label_pairs(key))  # type: ignore[attr-defined]
+            fam.add(child.value, self._label_pairs(key))
         return fam
 
 
@@ -165,14 +166,11 @@ class GaugeChild:
         return float(self.callback()) if self.callback is not None else self.value
 
 
-class Gauge(_Family):
+class Gauge(_Family[GaugeChild]):
     type = GAUGE
 
     def _new_child(self) -> GaugeChild:
         return GaugeChild()
-
-    def labels(self, *values: object) -> GaugeChild:
-        return super().labels(*values)  # type: ignore[return-value]
 
     def set(self, value: float) -> None:
         self.labels().set(value)
@@ -184,7 +182,7 @@ class Gauge(_Family):
         fam = MetricFamily(self.name, GAUGE, self.help)
         for key, child in list(self._children.items()):
             try:
-                value = child.get()  # type: ignore[attr-defined]
+                value = child.get()
             except Exception:
                 log.exception("gauge %s%s failed", self.name, key)
                 continue
@@ -222,7 +220,7 @@ class HistogramChild:
             return list(self.counts), self.sum, self.count
 
 
-class Histogram(_Family):
+class Histogram(_Family[HistogramChild]):
     type = HISTOGRAM
 
     def __init__(self, name: str, help: str, labelnames: Sequence[str] = (), *,
@@ -240,16 +238,13 @@ class Histogram(_Family):
     def _new_child(self) -> HistogramChild:
         return HistogramChild(self.bounds, self.thread_safe)
 
-    def labels(self, *values: object) -> HistogramChild:
-        return super().labels(*values)  # type: ignore[return-value]
-
     def observe(self, value: float) -> None:
         self.labels().observe(value)
 
     def collect(self) -> MetricFamily:
         fam = MetricFamily(self.name, HISTOGRAM, self.help)
         for key, child in list(self._children.items()):
-            counts, total, count = child.snapshot()  # type: ignore[attr-defined]
+            counts, total, count = child.snapshot()
             add_histogram(fam, self._label_pairs(key), self.bounds, counts, total, count)
         return fam
 
@@ -279,24 +274,24 @@ Collector = Callable[[], Iterable[MetricFamily]]
 
 class Registry:
     def __init__(self) -> None:
-        self._metrics: list[_Family] = []
+        self._metrics: list[_Family[Any]] = []
         self._collectors: list[Collector] = []
 
-    def register(self, metric: _Family) -> _Family:
+    def register(self, metric: F) -> F:
         if any(m.name == metric.name for m in self._metrics):
             raise ValueError(f"metric {metric.name} registered twice")
         self._metrics.append(metric)
         return metric
 
     def counter(self, name: str, help: str, labelnames: Sequence[str] = ()) -> Counter:
-        return self.register(Counter(name, help, labelnames))  # type: ignore[return-value]
+        return self.register(Counter(name, help, labelnames))
 
     def gauge(self, name: str, help: str, labelnames: Sequence[str] = ()) -> Gauge:
-        return self.register(Gauge(name, help, labelnames))  # type: ignore[return-value]
+        return self.register(Gauge(name, help, labelnames))
 
     def histogram(self, name: str, help: str, labelnames: Sequence[str] = (), *,
                   buckets: Sequence[float], thread_safe: bool = False) -> Histogram:
-        return self.register(Histogram(  # type: ignore[return-value]
+        return self.register(Histogram(
             name, help, labelnames, buckets=buckets, thread_safe=thread_safe))
 
     def add_collector(self, collector: Collector) -> None:
