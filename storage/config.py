@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 LONG_MAX = (1 << 63) - 1
 
@@ -62,13 +63,13 @@ class LogConfig:
     def log_append_time(self) -> bool:
         return self.message_timestamp_type == "LogAppendTime"
 
-    def replace(self, **changes: object) -> LogConfig:
-        return dataclasses.replace(self, **changes)  # type: ignore[arg-type]
+    def replace(self, **changes: Any) -> LogConfig:   # field name -> value, as dataclasses'
+        return dataclasses.replace(self, **changes)
 
     @classmethod
     def from_properties(cls, props: Mapping[str, str], base: LogConfig | None = None) -> LogConfig:
         """Apply broker (``log.*``) or topic keys from ``props`` over ``base`` (defaults)."""
-        values: dict[str, object] = {}
+        values: dict[str, Any] = {}           # field name -> parsed value
         # Kafka: *.ms beats *.minutes beats *.hours, so apply them in that order.
         for key, raw in sorted(props.items(), key=lambda kv: _PRIORITY.get(kv[0], 0)):
             spec = _KEYS.get(key)
@@ -86,7 +87,7 @@ class LogConfig:
             else:
                 number = int(raw)
                 values[name] = number * scale if number >= 0 else number
-        return dataclasses.replace(base or cls(), **values)  # type: ignore[arg-type]
+        return dataclasses.replace(base or cls(), **values)
 
 
 _KEYS: dict[str, tuple[str, int]] = {

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 NO_PRODUCER_ID = -1
 NO_PRODUCER_EPOCH = -1
@@ -107,14 +108,13 @@ class TxnMetadata:
     last_producer_id: int = NO_PRODUCER_ID
     last_producer_epoch: int = NO_PRODUCER_EPOCH
 
-    def transition(self, to: TxnState, now_ms: int, **changes: object) -> TxnMetadata:
+    def transition(self, to: TxnState, now_ms: int, **changes: Any) -> TxnMetadata:
         """A copy in state ``to`` (with ``changes``), last updated at ``now_ms``;
         IllegalTransition when ``to`` may not follow the current state."""
         if self.state not in VALID_PREVIOUS[to]:
             raise IllegalTransition(f"transactional id {self.transactional_id!r}: "
                                     f"{self.state.display_name} -> {to.display_name}")
-        return replace(self, state=to, txn_last_update_timestamp=now_ms,
-                       **changes)  # type: ignore[arg-type]
+        return replace(self, state=to, txn_last_update_timestamp=now_ms, **changes)
 
     def has_timed_out(self, now_ms: int) -> bool:
         """An Ongoing transaction past its timeout (the coordinator aborts it)."""

@@ -61,6 +61,7 @@ import dataclasses
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from coordinator.group.consumer import regex as regex_mod
 from coordinator.group.consumer.group_records import current_assignment_record, \
@@ -459,7 +460,7 @@ def _members_after(group: ConsumerGroup, updated: Member, replaced: str | None
 
 def _apply_request(member: Member, hb: Heartbeat) -> Member:
     """The member with the request's non-null fields applied."""
-    changes: dict[str, object] = {"client_id": hb.client_id, "client_host": hb.client_host,
+    changes: dict[str, Any] = {"client_id": hb.client_id, "client_host": hb.client_host,
                                   "classic": hb.classic}
     if hb.instance_id is not None:
         changes["instance_id"] = hb.instance_id
@@ -475,7 +476,7 @@ def _apply_request(member: Member, hb: Heartbeat) -> Member:
         changes["subscribed_topic_regex"] = hb.subscribed_topic_regex or None
     if all(getattr(member, k) == v for k, v in changes.items()):
         return member
-    return dataclasses.replace(member, **changes)  # type: ignore[arg-type]
+    return dataclasses.replace(member, **changes)
 
 
 def _subscription_of(m: Member) -> tuple[object, ...]:
