@@ -46,7 +46,8 @@ async def send_batches(admin: KafkaAdmin, batches: Mapping[TP, Records], *, acks
     topics = sorted({t for t, _ in pending})
     refresh = admin.cluster is None
     for attempt in range(retries + 1):
-        if refresh or any(admin.cluster.leader(*tp) is None for tp in pending):  # type: ignore[union-attr]
+        cluster = admin.cluster
+        if refresh or cluster is None or any(cluster.leader(*tp) is None for tp in pending):
             await admin.metadata(topics)
         assert admin.cluster is not None
         by_leader: dict[int, dict[TP, Records]] = {}

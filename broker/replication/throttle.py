@@ -189,12 +189,13 @@ class ReplicationQuota:
         text = self.topic_configs(tp[0]).get(self.replicas_key, "")
         if not text:
             return False
-        parsed = self._parsed.get(text, False)
-        if parsed is False:
+        if text in self._parsed:
+            parsed = self._parsed[text]
+        else:
             if len(self._parsed) > 1000:
                 self._parsed.clear()
             parsed = self._parsed[text] = parse_throttled_replicas(text, self.broker_id)
-        return parsed is ALL_PARTITIONS or tp[1] in parsed    # type: ignore[operator]
+        return parsed is None or tp[1] in parsed     # None: ALL_PARTITIONS ("*")
 
 
 def leader_throttle(quota: ReplicationQuota | None, replica_id: int
