@@ -17,6 +17,7 @@ the replica that was that leader records them.
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable, Sequence
 from itertools import pairwise
 from pathlib import Path
@@ -63,12 +64,33 @@ def compare_epoch_caches(caches: dict[int, list[tuple[int, int]]], hw: int,
     return problems
 
 
+# ListOffsets answers of a leader elected a moment ago: OFFSET_NOT_AVAILABLE (78) until
+# its HW reaches the start of its epoch (KIP-207), NOT_LEADER_OR_FOLLOWER (6),
+# LEADER_NOT_AVAILABLE (5) and FENCED_LEADER_EPOCH (74) while the metadata moves on.
+# The check needs a HW no replica can still lose, so it waits for one (SETTLE_S at most).
+SETTLING = frozenset({5, 6, 74, 78})
+SETTLE_S = 15.0
+
+
+def leader_hw(fc: Any, topic: str, p: int) -> tuple[Any, int, int]:
+    """(the partition's metadata, its leader's ListOffsets error, the HW)."""
+    deadline = time.monotonic() + SETTLE_S
+    while True:
+        md = fc.metadata(topic)[p]
+        if md.leader < 0:
+            err, hw = -1, -1
+        else:
+            err, hw = fc.list_offset(md.leader, topic, p)
+        if (err not in SETTLING and md.leader >= 0) or time.monotonic() > deadline:
+            return md, err, hw
+        time.sleep(0.2)
+
+
 def check_partition(fc: Any, topic: str, p: int, log_dirs: LogDirs) -> list[str]:
     """Both checks for one partition, against the HW its leader reports now."""
-    md = fc.metadata(topic)[p]
+    md, err, hw = leader_hw(fc, topic, p)
     if md.leader < 0:
         return [f"p{p}: no leader"]
-    err, hw = fc.list_offset(md.leader, topic, p)
     if err:
         return [f"p{p}: ListOffsets from leader {md.leader}: error {err}"]
     label = f"p{p}:"

@@ -54,6 +54,9 @@ def _factory(zookeeper: str, mktemp: Callable[[str], Path]) -> Iterator[MakeClus
         except BaseException as e:  # noqa: BLE001 - stop the others, then raise the first
             if first is None:
                 first = e
+        for b in c.brokers:     # a broker that died on its own: its last words
+            if b.proc is not None and b.proc.returncode not in (0, None):
+                print(f"broker {b.broker_id} exited with {b.proc.returncode}\n{b.tail()}")
     if first is not None:
         raise first
 

@@ -7,23 +7,14 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.integration.cluster import Cluster
+from tests.integration.cluster import Cluster, MakeCluster
 
 pytestmark = pytest.mark.integration
 
 
 @pytest.fixture(scope="module")
-def cluster(zookeeper: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    c = Cluster(zookeeper, tmp_path_factory.mktemp("clients"), size=1,
-                overrides={"auto.create.topics.enable": "false"})
-    c.start()
-    try:
-        yield c
-    finally:
-        c.stop()
-        for b in c.brokers:
-            if b.proc is not None and b.proc.returncode not in (0, None):
-                print(f"broker {b.broker_id} exited with {b.proc.returncode}\n{b.tail()}")
+def cluster(make_cluster: MakeCluster) -> Cluster:
+    return make_cluster("clients", overrides={"auto.create.topics.enable": "false"})
 
 
 @pytest.fixture(scope="module")
