@@ -147,7 +147,7 @@ def _hide_fenced_leaders(ctx: RequestContext, topics: list[Struct]) -> None:
     straight back to the refusal, while the others know the new leader."""
     replicas = ctx.broker.replicas
     fence = replicas.fence
-    if fence.reason is None and not fence.until_leader_and_isr:
+    if not fence.up:
         return
     me, now = ctx.broker.broker_id, replicas.clock()
     for t in topics:

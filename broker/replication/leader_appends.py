@@ -194,7 +194,7 @@ class LeaderAppends:
             return True, (ErrorCode.KAFKA_STORAGE_ERROR if tp in self.offline_partitions
                           else ErrorCode.NOT_LEADER_OR_FOLLOWER)
         done, error = p.check_enough_replicas_reach_offset(required, self.min_insync_replicas(tp[0]))
-        if not done and self.fence.fenced(tp, p, self.clock()):
+        if not done and self.fence.up and self.fence.fenced(tp, p, self.clock()):
             # appended but not committed, and we are fenced: answered now, as Kafka's
             # DelayedProduce answers a leader that lost its leadership, so the client
             # asks for metadata and resends to the new leader instead of waiting out

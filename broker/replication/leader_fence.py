@@ -80,9 +80,14 @@ class LeaderFence:
                              f"broker {self.broker_id}: its ZooKeeper session expired; "
                              f"{tp[0]}-{tp[1]} waits for the controller's LeaderAndIsr")
 
+    @property
+    def up(self) -> bool:
+        """Some partition may be fenced (the cheap question the hot paths ask first)."""
+        return self.reason is not None or bool(self.until_leader_and_isr)
+
     def fenced(self, tp: TopicPartition, partition: Any, now_ms: int) -> bool:
         """``check`` as a predicate (the Metadata handler's question)."""
-        if self.reason is None and not self.until_leader_and_isr:
+        if not self.up:
             return False
         try:
             self.check(tp, partition, now_ms)

@@ -379,7 +379,7 @@ class ReplicaManager(LeaderAppends):
         becomes fenced by time passing (its followers fall quiet), not by an event
         the purgatory hears of. -> partitions swept."""
         fence = self.fence
-        if fence.reason is None and not fence.until_leader_and_isr:
+        if not fence.up:
             return 0
         now, swept = self.clock(), 0
         for p in self.leader_partitions():
