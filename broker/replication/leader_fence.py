@@ -95,6 +95,21 @@ class LeaderFence:
             return True
         return False
 
+    def cut_off(self, led: Iterable[tuple[TopicPartition, Any]], now_ms: int) -> bool:
+        """The broker as a whole is of no use to clients: its ZooKeeper connection is
+        lost and it leads partitions, every one of them fenced (``led``: (tp,
+        partition) of each partition we lead). Its Metadata answers then leave it out
+        of the brokers (handlers/metadata.py), so that a client that picks the broker
+        it asks for metadata by load -- the Java client's least-loaded node, which
+        a broker with nothing left to send it always is -- asks the others, which
+        know the new leaders. A broker that still leads one writable partition (an
+        RF-1 one, or one whose followers still fetch) stays, as does one leading
+        nothing."""
+        if self.reason is None:
+            return False
+        led = list(led)
+        return bool(led) and all(self.fenced(tp, p, now_ms) for tp, p in led)
+
     def quiet_followers(self, partition: Any, now_ms: int) -> list[int]:
         """ISR followers that have not fetched (nor been caught up) for ``quiet_ms``."""
         out = []

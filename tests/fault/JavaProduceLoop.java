@@ -12,6 +12,8 @@
 //     ACK <partition> <value> <offset> <sent ns> <acked ns>
 //     ERR <partition> <value> <sent ns> <exception class>
 //     DONE <sent>               stdin said "stop" or closed: flushed and closed
+//     LEADER <partition> <node> <ns>   the leader the client's metadata names changed
+//                               (-1: none), polled every 50 ms: when it learned of a move
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.io.PrintStream;
@@ -54,6 +56,26 @@ public class JavaProduceLoop {
         props.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
         KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(props);
         line("READY");
+        Thread leaders = new Thread(() -> {
+            int[] known = new int[partitions];
+            java.util.Arrays.fill(known, -2);
+            while (!stop.get()) {
+                try {
+                    for (org.apache.kafka.common.PartitionInfo pi : producer.partitionsFor(topic)) {
+                        int node = pi.leader() == null ? -1 : pi.leader().id();
+                        if (pi.partition() < partitions && known[pi.partition()] != node) {
+                            known[pi.partition()] = node;
+                            line("LEADER " + pi.partition() + " " + node + " " + System.nanoTime());
+                        }
+                    }
+                    Thread.sleep(50);
+                } catch (Exception e) {
+                    return;
+                }
+            }
+        });
+        leaders.setDaemon(true);
+        leaders.start();
 
         long t0 = System.nanoTime();
         long i = 0;

@@ -98,6 +98,16 @@ def _secs(v: float | None) -> str:
     return "none" if v is None else f"{v:.2f}s"
 
 
+def _leader_view(lp: ProduceLoop, led: Sequence[int], t_cut: float, t_heal: float) -> str:
+    """When a client that reports its metadata (the Java loop) saw the cut leader's
+    partitions move: '; saw p0: -1 @4.1s, 2 @6.5s'."""
+    moves = [(t - t_cut, p, node) for t, p, node in list(lp.leaders)
+             if p in led and t_cut <= t <= t_heal]
+    if not moves:
+        return ""
+    return "; saw " + ", ".join(f"p{p}->{node} @{dt:.1f}s" for dt, p, node in moves)
+
+
 class Campaign:
     def __init__(self, fc: NetFaultCluster, loops: list[ProduceLoop], session_s: float,
                  rng: random.Random) -> None:
@@ -151,7 +161,8 @@ class Campaign:
             cut = self.slowest(lp, t_cut, t_heal)
             healed = self.slowest(lp, t_heal, float("inf"))
             self.figures.add(kind, lp.client, i, cut, healed, self.session_s + 5)
-            self.log(f"  {lp.client:22} from cut {_secs(cut):>7}  from heal {_secs(healed):>7}")
+            self.log(f"  {lp.client:22} from cut {_secs(cut):>7}  from heal {_secs(healed):>7}"
+                     + _leader_view(lp, led, t_cut, t_heal))
         self.settle()
 
     def settle(self) -> None:

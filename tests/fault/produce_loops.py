@@ -21,6 +21,8 @@ the test compares them with its own ``time.monotonic_ns``):
     ACK <partition> <value> <offset> <sent ns> <acked ns>
     ERR <partition> <value> <sent ns> <error name>   a send the client gave up on
     DONE <sent>                                 stdin closed (or ``stop``): flushed
+    LEADER <partition> <node> <ns>              (Java only) the leader its metadata
+                                                names changed; kept in ``leaders``
 
 ``ProduceLoop`` is the test side: it starts one (inside a virtual host with
 ``popen``), keeps each partition's acknowledgements, and answers "the first
@@ -251,6 +253,7 @@ class ProduceLoop:
         self.errors: dict[str, int] = {}
         self.failed: set[int] = set()
         self.sent = -1                      # DONE's count; -1 until then
+        self.leaders: list[tuple[float, int, int]] = []   # (monotonic s, partition, node)
         self.ready = threading.Event()
         self.done = threading.Event()
         self._lock = threading.Lock()
@@ -287,6 +290,8 @@ class ProduceLoop:
                 elif words[0] == "ERR":
                     self.errors[words[4]] = self.errors.get(words[4], 0) + 1
                     self.failed.add(int(words[2]))
+                elif words[0] == "LEADER":
+                    self.leaders.append((int(words[3]) / 1e9, int(words[1]), int(words[2])))
                 elif words[0] == "READY":
                     self.ready.set()
                 elif words[0] == "DONE":

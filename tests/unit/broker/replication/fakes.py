@@ -67,6 +67,9 @@ class FakeCluster:
         self.next_block += count
         return first, first + count - 1
 
+    async def cluster_id(self) -> str:
+        return "fake-cluster-id-00000"
+
 
 @dataclass
 class PartitionMeta:
@@ -91,6 +94,7 @@ class FakeMetadata:
         self.parts: dict[str, list[PartitionMeta]] = {}
         self.ids: dict[str, uuid.UUID] = {}
         self.nodes: dict[int, BrokerMeta] = {}
+        self.controller_id: int | None = None
 
     async def wait_received(self, timeout_s: float) -> bool:
         return True                     # the controller's UpdateMetadata came
@@ -100,6 +104,9 @@ class FakeMetadata:
 
     def topic_id(self, name: str) -> uuid.UUID | None:
         return self.ids.get(name)
+
+    def has_topic(self, name: str) -> bool:
+        return name in self.parts
 
     def partitions(self, topic: str) -> list[PartitionMeta]:
         return self.parts.get(topic, [])
