@@ -28,7 +28,11 @@ The rule, and its timing next to Kafka's:
   tests/fault/client_campaign.py measures them). The resend
   of such a batch at the new leader is de-duplicated there for an idempotent
   producer if the batch got across before the cut; a plain producer may write it
-  twice (at least once, as Kafka). While every ISR follower still fetches (ZooKeeper down
+  twice (at least once, as Kafka). A broker whose every led partition is fenced
+  (``cut_off``) also leaves itself out of its Metadata answers' brokers: the Java
+  client asks its least-loaded node for metadata, which the cut-off broker is once
+  nothing can be sent to it, and kept getting leaderless answers from it for 2-3 s
+  longer than the other clients. While every ISR follower still fetches (ZooKeeper down
   for everyone, or we alone lost it) writes go on: no other broker can be made
   leader without ZooKeeper, and acks=all writes wait for those followers anyway;
   an RF-1 partition (no follower) is never fenced for the same reason.

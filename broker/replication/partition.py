@@ -250,7 +250,13 @@ class Partition:
         max.message.bytes (MESSAGE_TOO_LARGE); more than a segment
         (RECORD_LIST_TOO_LARGE); acks=all with ISR < min.insync.replicas
         (NOT_ENOUGH_REPLICAS); producer epoch/sequence errors. An exact
-        duplicate of a recent batch is answered with its original offsets.
+        duplicate of a recent batch is answered with its original offsets, also
+        while the ISR is short: its acks=all wait then answers
+        NOT_ENOUGH_REPLICAS_AFTER_APPEND ("possibly persisted": it is in the log),
+        where Kafka, checking min.insync.replicas first, answers NOT_ENOUGH_REPLICAS,
+        which librdkafka takes as "not persisted" -- its idempotent producer may then
+        re-send the batch under a new epoch, written twice (confluentinc/librdkafka#4953;
+        seen in ``make fault``: a leader's ISR down to itself while a producer retried).
         ``single_batch``: Produce v3+ must carry exactly one batch (INVALID_RECORD).
         ``check_sequences`` False: a coordinator's write (no duplicate or sequence checks;
         the producer epoch is still checked). ``records_checked``: the records were
@@ -260,9 +266,6 @@ class Partition:
             raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER,
                              f"broker {self.local_broker_id} is not the leader of {self.topic}-{self.partition}")
         plog = self.local_log()
-        if required_acks == -1 and len(self.isr) < min_insync_replicas:
-            raise KafkaError(ErrorCode.NOT_ENOUGH_REPLICAS,
-                             f"ISR {sorted(self.isr)} is smaller than min.insync.replicas {min_insync_replicas}")
         headers = validate_records(data, plog.config, self.topic, self.partition, self.clock(),
                                    records_inside=check_sequences and not records_checked)
         if single_batch and len(headers) != 1:
@@ -277,6 +280,9 @@ class Partition:
             if duplicate is not None:
                 return LeaderAppendResult(duplicate.first_offset, duplicate.last_offset,
                                           duplicate.timestamp, plog.log_start_offset, duplicate=True)
+        if required_acks == -1 and len(self.isr) < min_insync_replicas:
+            raise KafkaError(ErrorCode.NOT_ENOUGH_REPLICAS,
+                             f"ISR {sorted(self.isr)} is smaller than min.insync.replicas {min_insync_replicas}")
         try:
             info = plog.append(data, leader_epoch=self.leader_epoch)
         except RecordBatchTooLargeError as e:

@@ -307,6 +307,8 @@ def run(seeds: Sequence[int], partitions: int = 6, rate: float = 100.0,
             (work / "faults.log").write_text("\n".join(w.net.log_lines()) + "\n")
             print(f"# schedules {out.schedules}/{len(seeds)}; kinds {out.counts}")
             print(report.summary())
+            if not report.ok:       # tells a broker de-duplication bug from librdkafka's
+                print(load.client_logs())
             print("# availability (seconds; from fault: partitions that must stay writable)")
             print(figures.table())
             for m in figures.misses:

@@ -272,3 +272,33 @@ def test_list_offsets_and_delete_records(tmp_path: Path) -> None:
     assert rm.delete_records(TP, 2) == (0, 2)
     assert rm.fetch_offset_for_timestamp(TP, -2, 0)[0] == 2
     assert rm.legacy_offsets_before(TP, -1, 10, True)[0] == 3
+
+
+def test_a_retried_batch_already_in_the_log_is_never_answered_not_persisted(
+        tmp_path: Path) -> None:
+    """ISR down to the leader (below min.insync.replicas) while an idempotent producer
+    retries a batch the log already holds: NOT_ENOUGH_REPLICAS_AFTER_APPEND ("possibly
+    persisted", the same offsets), not NOT_ENOUGH_REPLICAS ("not persisted", which
+    makes librdkafka re-send it under a new epoch: a duplicate). A new batch is still
+    refused before the append."""
+    from protocol.records import build_batch
+
+    def idem(seq: int, n: int = 1) -> bytearray:
+        return build_batch([(None, b"v%d" % (seq + i), 1) for i in range(n)],
+                           producer_id=7, producer_epoch=0, base_sequence=seq)
+
+    async def main() -> None:
+        b = FakeBroker(tmp_path, min_isr=2)
+        b.lead("t", replicas=(1, 2))
+        first = asyncio.ensure_future(b.replicas.append_records(-1, 5000, {TP: idem(0, 2)}))
+        await asyncio.sleep(0)
+        assert not first.done()
+        b.lead("t", replicas=(1, 2), isr=(1,))      # the follower left the ISR
+        await asyncio.sleep(0)
+        retry = (await b.replicas.append_records(-1, 5000, {TP: idem(0, 2)}))[TP]
+        assert (retry.error, retry.base_offset) == (ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND, 0)
+        fresh = (await b.replicas.append_records(-1, 5000, {TP: idem(2)}))[TP]
+        assert fresh.error == ErrorCode.NOT_ENOUGH_REPLICAS
+        assert b.replicas.partition(*TP).log_end_offset == 2      # nothing written twice
+        first.cancel()
+    run(main())
