@@ -140,15 +140,6 @@ async def _topics(ctx: RequestContext, request: Struct) -> list[Struct]:
     return out
 
 
-def _cut_off(ctx: RequestContext) -> bool:
-    """LeaderFence.cut_off for this broker now: left out of its own answer."""
-    replicas = ctx.broker.replicas
-    if not replicas.fence.up:
-        return False
-    return replicas.fence.cut_off(((p.tp, p) for p in replicas.leader_partitions()),
-                                  replicas.clock())
-
-
 def _hide_fenced_leaders(ctx: RequestContext, topics: list[Struct]) -> None:
     """Partitions we lead but fence (broker/replication/leader_fence.py: cut off from
     ZooKeeper and our followers, or our session expired) are answered leaderless,
@@ -193,12 +184,6 @@ async def handle_metadata(ctx: RequestContext, request: Struct) -> Struct:
     brokers = [BROKER.new(node_id=b.id, host=b.host, port=b.port, rack=b.rack)
                for b in sorted(metadata.brokers_on(ctx.connection.listener),
                                key=lambda b: b.id)]
-    controller = controller_id(metadata)
-    me = ctx.broker.broker_id
-    if _cut_off(ctx) and any(b.node_id != me for b in brokers):
-        # cut off with nothing to serve: name only the others (LeaderFence.cut_off)
-        brokers = [b for b in brokers if b.node_id != me]
-        controller = -1 if controller == me else controller
     return SPEC.new(throttle_time_ms=0, brokers=brokers, cluster_id=await cluster_id(ctx.broker),
-                    controller_id=controller, topics=topics,
+                    controller_id=controller_id(metadata), topics=topics,
                     cluster_authorized_operations=cluster_ops)

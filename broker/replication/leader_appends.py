@@ -195,12 +195,11 @@ class LeaderAppends:
                           else ErrorCode.NOT_LEADER_OR_FOLLOWER)
         done, error = p.check_enough_replicas_reach_offset(required, self.min_insync_replicas(tp[0]))
         if not done and self.fence.up and self.fence.fenced(tp, p, self.clock()):
-            # appended but not committed, and we are fenced: answered now, as Kafka's
-            # DelayedProduce answers a leader that lost its leadership, so the client
-            # asks for metadata and resends to the new leader instead of waiting out
-            # its request timeout here (the idempotent producer's resend is
-            # de-duplicated there if the batch got across before the cut)
-            return True, ErrorCode.NOT_LEADER_OR_FOLLOWER
+            # appended but not committed, and we are fenced: answered now rather than
+            # at the client's request timeout, "possibly persisted" (leader_fence.py:
+            # not NOT_LEADER_OR_FOLLOWER, which librdkafka takes as "not persisted");
+            # the client's retry is refused NOT_LEADER_OR_FOLLOWER and it moves
+            return True, ErrorCode.REQUEST_TIMED_OUT
         return done, error
 
 

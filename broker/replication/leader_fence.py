@@ -17,22 +17,22 @@ The rule, and its timing next to Kafka's:
   the new leader there; our own Metadata answers name no leader for a fenced
   partition (LEADER_NOT_AVAILABLE, leader -1), or a client that asks only us
   would be sent straight back. Produces already waiting (acks=all, appended, not
-  yet committed: their followers went quiet with the cut) are answered
-  NOT_LEADER_OR_FOLLOWER too, by the fence sweep (``ReplicaManager.sweep_fenced``,
-  every ``quiet_ms`` / 2 while the fence is up, as Kafka's DelayedProduce answers
-  a leader that lost its leadership): held to their request timeout (30 s by
-  default) they kept every stock client measured on this broker for the whole
-  fault: a client asks for new metadata when an answer tells it to, and the
-  waiting requests fill its in-flight window (5 per connection for the Java
-  client, kafka-python, aiokafka and librdkafka's idempotent producer) (issue 30;
-  tests/fault/client_campaign.py measures them). The resend
-  of such a batch at the new leader is de-duplicated there for an idempotent
-  producer if the batch got across before the cut; a plain producer may write it
-  twice (at least once, as Kafka). A broker whose every led partition is fenced
-  (``cut_off``) also leaves itself out of its Metadata answers' brokers: the Java
-  client asks its least-loaded node for metadata, which the cut-off broker is once
-  nothing can be sent to it, and kept getting leaderless answers from it for 2-3 s
-  longer than the other clients. While every ISR follower still fetches (ZooKeeper down
+  yet committed: their followers went quiet with the cut) are answered at once
+  by the fence sweep (``ReplicaManager.sweep_fenced``, every ``quiet_ms`` / 2
+  while the fence is up) with REQUEST_TIMED_OUT: held to their request timeout
+  (30 s by default) they kept every stock client measured on this broker for the
+  whole fault, since the waiting requests fill a client's in-flight window (5 per
+  connection for the Java client, kafka-python, aiokafka and librdkafka's
+  idempotent producer) and a client asks for new metadata only when an answer
+  tells it to (issue 30; tests/fault/client_campaign.py measures them). The client
+  retries, is refused NOT_LEADER_OR_FOLLOWER and moves. Not NOT_LEADER_OR_FOLLOWER
+  for these (Kafka's DelayedProduce answer when leadership moves): the batch is in
+  our log and may be in the new leader's, and librdkafka takes NOT_LEADER_OR_
+  FOLLOWER as "not persisted" -- its idempotent producer may then re-send the
+  batch under a new epoch, written twice (confluentinc/librdkafka#4953);
+  REQUEST_TIMED_OUT is "possibly persisted", retried with the same sequence and
+  de-duplicated wherever the batch got to. A plain producer may write it twice
+  (at least once, as Kafka). While every ISR follower still fetches (ZooKeeper down
   for everyone, or we alone lost it) writes go on: no other broker can be made
   leader without ZooKeeper, and acks=all writes wait for those followers anyway;
   an RF-1 partition (no follower) is never fenced for the same reason.
@@ -98,21 +98,6 @@ class LeaderFence:
         except KafkaError:
             return True
         return False
-
-    def cut_off(self, led: Iterable[tuple[TopicPartition, Any]], now_ms: int) -> bool:
-        """The broker as a whole is of no use to clients: its ZooKeeper connection is
-        lost and it leads partitions, every one of them fenced (``led``: (tp,
-        partition) of each partition we lead). Its Metadata answers then leave it out
-        of the brokers (handlers/metadata.py), so that a client that picks the broker
-        it asks for metadata by load -- the Java client's least-loaded node, which
-        a broker with nothing left to send it always is -- asks the others, which
-        know the new leaders. A broker that still leads one writable partition (an
-        RF-1 one, or one whose followers still fetch) stays, as does one leading
-        nothing."""
-        if self.reason is None:
-            return False
-        led = list(led)
-        return bool(led) and all(self.fenced(tp, p, now_ms) for tp, p in led)
 
     def quiet_followers(self, partition: Any, now_ms: int) -> list[int]:
         """ISR followers that have not fetched (nor been caught up) for ``quiet_ms``."""
