@@ -257,6 +257,8 @@ class Partition:
         which librdkafka takes as "not persisted" -- its idempotent producer may then
         re-send the batch under a new epoch, written twice (confluentinc/librdkafka#4953;
         seen in ``make fault``: a leader's ISR down to itself while a producer retried).
+        Only an exact repeat is let through: every other batch meets the ISR check
+        before the sequence checks, as in Kafka.
         ``single_batch``: Produce v3+ must carry exactly one batch (INVALID_RECORD).
         ``check_sequences`` False: a coordinator's write (no duplicate or sequence checks;
         the producer epoch is still checked). ``records_checked``: the records were
@@ -272,6 +274,15 @@ class Partition:
             raise KafkaError(ErrorCode.INVALID_RECORD,
                              f"produce v3+ needs exactly one record batch, not {len(headers)}")
         producer_batches = [h for h in headers if h.has_producer_id]
+        if required_acks == -1 and len(self.isr) < min_insync_replicas:
+            repeated = (self.producers.duplicate_of(producer_batches[0])
+                        if check_sequences and len(headers) == 1 and producer_batches else None)
+            if repeated is None:
+                raise KafkaError(ErrorCode.NOT_ENOUGH_REPLICAS,
+                                 f"ISR {sorted(self.isr)} is smaller than min.insync.replicas "
+                                 f"{min_insync_replicas}")
+            return LeaderAppendResult(repeated.first_offset, repeated.last_offset,
+                                      repeated.timestamp, plog.log_start_offset, duplicate=True)
         for header in producer_batches:
             if not check_sequences:
                 self.producers.check_coordinator_batch(header)
@@ -280,9 +291,6 @@ class Partition:
             if duplicate is not None:
                 return LeaderAppendResult(duplicate.first_offset, duplicate.last_offset,
                                           duplicate.timestamp, plog.log_start_offset, duplicate=True)
-        if required_acks == -1 and len(self.isr) < min_insync_replicas:
-            raise KafkaError(ErrorCode.NOT_ENOUGH_REPLICAS,
-                             f"ISR {sorted(self.isr)} is smaller than min.insync.replicas {min_insync_replicas}")
         try:
             info = plog.append(data, leader_epoch=self.leader_epoch)
         except RecordBatchTooLargeError as e:

@@ -132,6 +132,15 @@ class ProducerStateManager:
     def entry(self, producer_id: int) -> ProducerEntry | None:
         return self.producers.get(producer_id)
 
+    def duplicate_of(self, header: BatchHeader) -> BatchMetadata | None:
+        """The batch already appended that ``header`` repeats exactly (same producer,
+        epoch and sequences), or None; never raises (check_client_batch's rule 1 alone)."""
+        entry = self.producers.get(header.producer_id)
+        if entry is None:
+            return None
+        return entry.find_duplicate(header.producer_epoch, header.base_sequence,
+                                    last_sequence(header))
+
     def check_client_batch(self, header: BatchHeader) -> BatchMetadata | None:
         """Validate a client batch (rules 1-4 above) before it is appended.
 
