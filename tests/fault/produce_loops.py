@@ -314,9 +314,6 @@ class ProduceLoop:
         with self._lock:
             return {p: list(a.values) for p, a in self.acks.items()}
 
-    def alive(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
-
     def stop(self, timeout: float = 150.0) -> None:
         """Stop sending, let the client flush, wait for it to exit (killed past
         ``timeout``)."""

@@ -67,10 +67,6 @@ class FakeCluster:
         self.next_block += count
         return first, first + count - 1
 
-    async def cluster_id(self) -> str:
-        return "fake-cluster-id-00000"
-
-
 @dataclass
 class PartitionMeta:
     partition: int
@@ -94,7 +90,6 @@ class FakeMetadata:
         self.parts: dict[str, list[PartitionMeta]] = {}
         self.ids: dict[str, uuid.UUID] = {}
         self.nodes: dict[int, BrokerMeta] = {}
-        self.controller_id: int | None = None
 
     async def wait_received(self, timeout_s: float) -> bool:
         return True                     # the controller's UpdateMetadata came
@@ -104,9 +99,6 @@ class FakeMetadata:
 
     def topic_id(self, name: str) -> uuid.UUID | None:
         return self.ids.get(name)
-
-    def has_topic(self, name: str) -> bool:
-        return name in self.parts
 
     def partitions(self, topic: str) -> list[PartitionMeta]:
         return self.parts.get(topic, [])
