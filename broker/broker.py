@@ -30,7 +30,7 @@ import asyncio
 import logging
 import socket
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from broker import topic_config
 from broker.coordination import groups, transactions
@@ -71,6 +71,11 @@ from protocol.errors import ErrorCode
 from storage.cleaner import CleanerConfig, LogCleaner
 from storage.config import LogConfig
 from storage.log_manager import LogManager, NoLiveLogDirError
+
+if TYPE_CHECKING:
+    from broker.context import BrokerServices
+    from broker.dynamic_config.host import DynamicConfigHost, ServedListener
+    from broker.security.listeners import ListenerSecurity
 
 log = logging.getLogger("pybroker")
 
@@ -165,7 +170,7 @@ class Broker:
         self.alter_partition_relay = AlterPartitionRelay(
             self.broker_id, self.relay_pool, metadata_controller(self.metadata),
             lambda: self.metadata.controller_id)
-        self.servers: list[KafkaServer] = []
+        self.servers: list[ServedListener] = []
         # what every listener shares: connection quotas, request queue and memory
         self.network_limits = NetworkLimits.from_config(config)
         # ---- Prometheus metrics (broker/metrics/): None unless prometheus.listener is set
@@ -250,8 +255,7 @@ class Broker:
         if self.metrics is not None:
             await self.metrics.start()
         for endpoint in self.listeners:
-            server = KafkaServer(self, endpoint, self.listener_security[endpoint.name],
-                                 self.network_limits)
+            server = self.open_listener(endpoint, self.listener_security[endpoint.name])
             await server.start()
             self.servers.append(server)
         bound = {s.endpoint.name: s.port for s in self.servers}   # port 0: the one taken
@@ -461,6 +465,26 @@ class Broker:
         task = asyncio.create_task(guarded())
         self._tasks.append(task)
         task.add_done_callback(self._forget)
+
+    def open_listener(self, endpoint: Endpoint, security: ListenerSecurity) -> ServedListener:
+        """A listener on ``endpoint`` serving requests with this broker's services (not
+        started; start() and dynamic listener configs open them)."""
+        return KafkaServer(self.request_services(), endpoint, security, self.network_limits)
+
+    def request_services(self) -> BrokerServices:
+        """This broker as its request handlers see it (broker/context.py). The Broker
+        declares the logs, the replica manager and the producer ids Optional for the time
+        before start() builds them; handlers run only after that, which is checked here,
+        where the Broker is handed out as BrokerServices."""
+        if self.logs is None or self.replicas is None or self.producer_ids is None:
+            raise RuntimeError("request handlers need a started broker: start() builds "
+                               "the logs, the replica manager and the producer ids first")
+        return cast("BrokerServices", self)
+
+    @property
+    def dynamic_config_host(self) -> DynamicConfigHost:
+        """This broker as the dynamic configs see it (broker/dynamic_config/host.py)."""
+        return self
 
     def _forget(self, task: asyncio.Task[None]) -> None:
         if task in self._tasks:

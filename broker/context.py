@@ -19,6 +19,7 @@ from protocol.headers import RequestHeader
 if TYPE_CHECKING:
     from broker.acl.authorizer import AclAuthorizer
     from broker.config import BrokerConfig
+    from broker.dynamic_config.host import DynamicConfigHost
     from broker.metrics.broker_metrics import BrokerMetrics
     from coordinator.group.classic import GroupCoordinator
     from broker.metadata_cache import MetadataCache
@@ -69,6 +70,10 @@ class BrokerServices(Protocol):
 
     @property
     def producer_ids(self) -> ProducerIdManager: ...
+
+    @property
+    def dynamic_config_host(self) -> DynamicConfigHost: ...   # the broker as the dynamic
+    #   configs see it (broker/dynamic_config/): DescribeConfigs / AlterConfigs of BROKER
 
     def ensure_topic_configs(self, topics: set[str]) -> Awaitable[None]: ...
 

@@ -37,6 +37,7 @@ import socket
 import ssl
 from typing import Any
 
+from broker.context import BrokerServices
 from broker.listeners import Endpoint
 from broker.network.connection import Connection
 from broker.network.connection_quotas import UNLIMITED
@@ -59,10 +60,7 @@ STREAM_LIMIT = 64 * 1024
 class KafkaServer:
     """Accepts on one endpoint; every connection runs ``Connection.run``."""
 
-    # ``broker: Any``: the Broker, which each Connection takes as the handlers'
-    # BrokerServices; the Broker declares logs, replicas and producer_ids Optional (None
-    # before start()), so the type checker does not take it for one (broker/broker.py).
-    def __init__(self, broker: Any, endpoint: Endpoint,
+    def __init__(self, broker: BrokerServices, endpoint: Endpoint,
                  security: ListenerSecurity = PLAINTEXT_LISTENER,
                  limits: NetworkLimits | None = None) -> None:
         self.broker = broker
@@ -192,6 +190,11 @@ class KafkaServer:
                      _peer(writer), self.endpoint.name, reason)
             writer.close()
             return None
+
+    def serves_current_task(self) -> bool:
+        """Whether the running task serves one of this listener's connections (a
+        request that closes its own listener must not await its own cancellation)."""
+        return asyncio.current_task() in self._tasks
 
     async def stop(self) -> None:
         for task in self._accepting:

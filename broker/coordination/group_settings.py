@@ -14,10 +14,8 @@ stops the broker with a ConfigError naming the keys and values):
 
 from __future__ import annotations
 
-import dataclasses
-from typing import Any
-
-from broker.config import ConfigError, check_consumer_group_bounds
+from broker.config import BrokerConfig, ConfigError, check_consumer_group_bounds
+from coordinator.group.consumer.group_logic import GroupConfig
 
 _CLASS_NAMES = {
     "org.apache.kafka.coordinator.group.assignor.UniformAssignor": "uniform",
@@ -44,14 +42,13 @@ def assignor_names(text: str) -> tuple[str, ...]:
     return tuple(names)
 
 
-def protocol_enabled(config: Any) -> bool:
-    text = getattr(config, "group_coordinator_rebalance_protocols", "classic,consumer")
-    return "consumer" in {n.strip().lower() for n in str(text).split(",")}
+def protocol_enabled(config: BrokerConfig) -> bool:
+    text = config.group_coordinator_rebalance_protocols
+    return "consumer" in {n.strip().lower() for n in text.split(",")}
 
 
-def group_config_from(config: Any) -> Any:
+def group_config_from(config: BrokerConfig) -> GroupConfig:
     """A group_logic.GroupConfig from a BrokerConfig (ConfigError on bad values)."""
-    from coordinator.group.consumer.group_logic import GroupConfig
     from coordinator.group.consumer.migration import MigrationPolicy
 
     check_consumer_group_bounds(config)
@@ -65,16 +62,13 @@ def group_config_from(config: Any) -> Any:
         policy = MigrationPolicy.parse(config.group_consumer_migration_policy).value
     except ValueError as e:
         raise ConfigError(str(e)) from None
-    values = {
-        "session_timeout_ms": session, "min_session_timeout_ms": session_lo,
-        "max_session_timeout_ms": session_hi, "heartbeat_interval_ms": beat,
-        "min_heartbeat_interval_ms": beat_lo, "max_heartbeat_interval_ms": beat_hi,
-        "max_size": config.group_consumer_max_size,
-        "assignors": assignor_names(config.group_consumer_assignors),
-        "migration_policy": policy,
-    }
-    known = {f.name for f in dataclasses.fields(GroupConfig)}
     try:
-        return GroupConfig(**{k: v for k, v in values.items() if k in known})
+        return GroupConfig(
+            session_timeout_ms=session, min_session_timeout_ms=session_lo,
+            max_session_timeout_ms=session_hi, heartbeat_interval_ms=beat,
+            min_heartbeat_interval_ms=beat_lo, max_heartbeat_interval_ms=beat_hi,
+            max_size=config.group_consumer_max_size,
+            assignors=assignor_names(config.group_consumer_assignors),
+            migration_policy=policy)
     except ValueError as e:
         raise ConfigError(str(e)) from None

@@ -21,11 +21,28 @@ if TYPE_CHECKING:
     from broker.replication.replica_manager import ReplicaManager
     from broker.replication.throttle import ReplicationQuota
     from broker.security.listeners import ListenerSecurity
-    from broker.server import KafkaServer
     from controller import ClusterStore, Controller
     from storage.cleaner import LogCleaner
     from storage.config import LogConfig
     from storage.log_manager import LogManager
+
+
+class ServedListener(Protocol):
+    """A listener open on this broker (``broker.server.KafkaServer``) as the room
+    handles it: it opens and closes listeners (listeners.py) and hands a running one
+    reloaded TLS stores (broker/security/reconfigure.py)."""
+
+    endpoint: Endpoint
+    security: ListenerSecurity             # read for each new connection
+
+    @property
+    def port(self) -> int: ...             # the bound port (an endpoint's port 0: the one taken)
+
+    def serves_current_task(self) -> bool: ...   # the caller runs on one of its connections
+
+    async def start(self) -> None: ...
+
+    async def stop(self) -> None: ...
 
 
 class DynamicConfigHost(Protocol):
@@ -65,7 +82,7 @@ class DynamicConfigHost(Protocol):
     def control_plane_listener(self) -> str: ...
 
     @property
-    def servers(self) -> list[KafkaServer]: ...      # empty until start-up opens them
+    def servers(self) -> list[ServedListener]: ...   # empty until start-up opens them
 
     @property
     def network_limits(self) -> NetworkLimits: ...
@@ -87,3 +104,7 @@ class DynamicConfigHost(Protocol):
     def log_config_for(self, topic: str) -> LogConfig: ...
 
     def spawn(self, coro: Awaitable[None]) -> None: ...   # a background task the broker owns
+
+    def open_listener(self, endpoint: Endpoint, security: ListenerSecurity) -> ServedListener:
+        """A listener for ``endpoint``, not started (its ``start`` binds the socket)."""
+        ...

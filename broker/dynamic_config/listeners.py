@@ -24,7 +24,7 @@ start-up before the listeners open): the wanted endpoints come from
 ``broker.listener_security`` are set: the start-up loop opens them. On a running
 broker every listener whose endpoint went (or changed) gets KafkaServer.stop (its
 listening sockets and its connections closed), every new one a KafkaServer
-(``listening on ...`` logged with the bound port), and when the advertised
+(``DynamicConfigHost.open_listener``; ``listening on ...`` logged with the bound port), and when the advertised
 endpoints differ the broker's own ephemeral ``/brokers/ids/<id>`` is rewritten
 (ClusterStore.update_broker_registration, same JSON shape): the controller's data
 watch on it (controller/broker_modifications.py) sends UpdateMetadata to every
@@ -49,8 +49,7 @@ from broker.listeners import Endpoint, parse_listeners
 from broker.security.reconfigure import ReconfigureError
 
 if TYPE_CHECKING:
-    from broker.dynamic_config.host import DynamicConfigHost
-    from broker.server import KafkaServer
+    from broker.dynamic_config.host import DynamicConfigHost, ServedListener
 
 log = logging.getLogger(__name__)
 
@@ -186,7 +185,6 @@ async def sync(broker: DynamicConfigHost) -> None:
         log.error("dynamic listener configs not applied: %s", e)
         return
     from broker.security.listeners import listener_security
-    from broker.server import KafkaServer
     if not broker.servers:      # before start-up opened any
         prepare(broker)
         return
@@ -199,7 +197,7 @@ async def sync(broker: DynamicConfigHost) -> None:
                       "around the checks?)", name, "inter-broker/control-plane")
             want[name] = server.endpoint
         elif want.get(name) != server.endpoint:
-            if asyncio.current_task() in server._tasks:
+            if server.serves_current_task():
                 # the alter came in on this listener: its connection's task must not
                 # await its own cancellation; close in the background
                 broker.spawn(_stop_later(server))
@@ -216,7 +214,7 @@ async def sync(broker: DynamicConfigHost) -> None:
         try:
             security = broker.listener_security.get(name) or listener_security(
                 broker.config, name)
-            server = KafkaServer(broker, endpoint, security, broker.network_limits)
+            server = broker.open_listener(endpoint, security)
             await server.start()
         except (OSError, ConfigError, ValueError) as e:
             log.error("listener %s://%s:%d not started: %s", name, endpoint.host,
@@ -235,7 +233,7 @@ async def sync(broker: DynamicConfigHost) -> None:
         await _reregister(broker)
 
 
-async def _stop_later(server: KafkaServer) -> None:
+async def _stop_later(server: ServedListener) -> None:
     """Close a listener once the alter's own answer went out on it (CLOSE_DELAY_S)."""
     await asyncio.sleep(CLOSE_DELAY_S)
     await server.stop()

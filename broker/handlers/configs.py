@@ -54,11 +54,11 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from collections.abc import Callable
-from typing import Any
 
 from broker import topic_config
 from protocol import topic_names
 from broker.dynamic_config import alter, describe, live, loggers
+from broker.dynamic_config.host import DynamicConfigHost
 from broker.dynamic_config.layers import DynamicLayers
 from broker.acl.acl_model import AclOperation, ResourceType
 from broker.acl.authorizer import allowed, allowed_cluster
@@ -134,12 +134,10 @@ def broker_id_of(config: BrokerConfig, name: str) -> None:
                          f"but received {name}")
 
 
-# ``broker: Any`` here and in _alter_broker: both hand it to the dynamic-config room
-# (live.catch_up / layers_of / default_entry, alter.alter), which takes a DynamicConfigHost,
-# a surface the handlers' BrokerServices does not declare (the Broker provides both).
-async def _describe_rows(broker: Any, rtype: int, name: str) -> list[ConfigEntry]:
+async def _describe_rows(broker: BrokerServices, rtype: int, name: str) -> list[ConfigEntry]:
+    host = broker.dynamic_config_host
     if rtype in (TOPIC, BROKER):
-        await live.catch_up(broker)     # read-your-writes across brokers (live.catch_up)
+        await live.catch_up(host)     # read-your-writes across brokers (live.catch_up)
     if rtype == TOPIC:
         try:
             topic_names.validate(name)
@@ -151,9 +149,9 @@ async def _describe_rows(broker: Any, rtype: int, name: str) -> list[ConfigEntry
         # (broker.config carries the dynamic layers: sources DYNAMIC_*_BROKER_CONFIG)
     if rtype == BROKER:
         if name == "":
-            return describe.default_rows(live.layers_of(broker))
+            return describe.default_rows(live.layers_of(host))
         broker_id_of(broker.config, name)
-        return describe.broker_rows(broker.config, live.layers_of(broker))
+        return describe.broker_rows(broker.config, live.layers_of(host))
     if rtype == BROKER_LOGGER:
         broker_id_of(broker.config, name)
         return loggers.describe()
@@ -262,13 +260,13 @@ async def _alter_topic(broker: BrokerServices, name: str, edit: Edit,
     log.info("updated topic %s configuration: %s", name, new)
 
 
-# ``broker: Any``: handed to the dynamic-config room, as in _describe_rows
-async def _alter_broker(broker: Any, r: Struct, incremental: bool, validate_only: bool) -> None:
+async def _alter_broker(host: DynamicConfigHost, r: Struct, incremental: bool,
+                        validate_only: bool) -> None:
     """This broker's dynamic entry or the cluster default "" (broker/dynamic_config/)."""
     default = r.resource_name == ""
     updates: dict[str, str | None] = {}
     if not incremental:                      # AlterConfigs replaces the whole dynamic set
-        current = (live.default_entry(broker) if default else broker.dynamic_configs)
+        current = (live.default_entry(host) if default else host.dynamic_configs)
         updates = {k: None for k in current}
     for c in r.configs:
         op = c.config_operation if incremental else SET
@@ -282,7 +280,7 @@ async def _alter_broker(broker: Any, r: Struct, incremental: bool, validate_only
     if not updates:
         return
     try:
-        await alter.alter(broker, default, updates, validate_only)
+        await alter.alter(host, default, updates, validate_only)
     except reconfigure.ReconfigureError as e:
         raise TopicError(ErrorCode.INVALID_CONFIG if e.invalid_config
                          else ErrorCode.INVALID_REQUEST, str(e)) from None
@@ -331,7 +329,8 @@ async def _alter(ctx: RequestContext, request: Struct, incremental: bool) -> lis
             elif r.resource_type == BROKER:
                 if r.resource_name != "":
                     broker_id_of(ctx.broker.config, r.resource_name)
-                await _alter_broker(ctx.broker, r, incremental, request.validate_only)
+                await _alter_broker(ctx.broker.dynamic_config_host, r, incremental,
+                                    request.validate_only)
             elif r.resource_type == BROKER_LOGGER:
                 _alter_loggers(ctx.broker, r, incremental, request.validate_only)
             else:

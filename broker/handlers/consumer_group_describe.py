@@ -25,6 +25,7 @@ from broker.acl.acl_model import AclOperation, ResourceType
 from broker.acl.authorizer import allowed, authorized_operations
 from coordinator.group.consumer.group_logic import state_of
 from coordinator.group.consumer.model import Assignment, ConsumerGroup
+from coordinator.group.consumer.topic_view import LiveTopicView
 from broker.context import RequestContext
 from broker.coordination.groups import coordinator_of
 from broker.dispatch import handler
@@ -99,16 +100,15 @@ async def handle_consumer_group_describe(ctx: RequestContext, request: Struct) -
             out.append(_error(group_id, ErrorCode.GROUP_ID_NOT_FOUND, message))
             continue
         if names is None:
-            names = topic_names(consumer)
+            names = topic_names(consumer.topics)
         ops = (authorized_operations(ctx, ResourceType.GROUP, group_id, GROUP_OPERATIONS)
                if with_ops else OPERATIONS_NOT_REQUESTED)
         out.append(describe(group, names, consumer.assignor_of(group), ops))
     return SPEC.new(throttle_time_ms=0, groups=out)
 
 
-def topic_names(consumer: object) -> dict[uuid.UUID, str]:
+def topic_names(topics: LiveTopicView) -> dict[uuid.UUID, str]:
     """topic id -> name of every topic the consumer coordinator's view knows."""
-    topics = getattr(consumer, "topics")
     out: dict[uuid.UUID, str] = {}
     for name in topics.names():
         meta = topics.by_name(name)

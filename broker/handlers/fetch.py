@@ -266,8 +266,8 @@ async def handle_fetch(ctx: RequestContext, request: Struct) -> Struct:
                                                          r.caught_up_seq)
             response_session = created.id
     if replica_id >= 0:
-        _record_replication(getattr(replicas, "leader_quota", None), results)
-    stats = getattr(replicas, "topic_stats", None)      # metrics (broker/metrics/)
+        _record_replication(replicas.leader_quota, results)
+    stats = replicas.topic_stats      # metrics (broker/metrics/); None without them
     if stats is not None:
         _count_out(stats, replica_id, results)
     topic_ids = dict(req.topic_ids)

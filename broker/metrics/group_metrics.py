@@ -28,21 +28,23 @@ Which groups are which: the consumer group coordinator's groups
 (``group_coordinator.consumer.groups``) are consumer groups; every other group
 of the classic coordinator (``group_coordinator.groups``) is classic, so a
 classic entry that only holds a consumer group's committed offsets is not
-counted twice. A consumer group's committed offsets are the classic entry's
-``offsets`` when there is one, else ``group_coordinator.consumer.offsets_of(id)``
-when the consumer coordinator has that method.
+counted twice. A consumer group's committed offsets are in the classic entry of
+its id (``offsets``), where OffsetCommit stores them for both kinds.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from coordinator.group.consumer.group_logic import state_of
 from broker.metrics.registry import GAUGE, MetricFamily
 
 if TYPE_CHECKING:
     from broker.metrics.host import MetricsHost
+    from coordinator.group.classic import GroupCoordinator, OffsetAndMetadata
+    from coordinator.group.classic.group_metadata import GroupMetadata
+    from coordinator.group.consumer.model import ConsumerGroup
 
 _GCM = "kafka_server_group_coordinator_metrics_"
 _GMM = "kafka_coordinator_group_groupmetadatamanager_"
@@ -50,35 +52,25 @@ CONSUMER_STATES = ("Empty", "Assigning", "Reconciling", "Stable", "Dead")
 CLASSIC_STATES = ("PreparingRebalance", "CompletingRebalance", "Stable", "Dead", "Empty")
 
 
-def consumer_groups_of(gc: Any) -> Mapping[str, Any]:
-    """The KIP-848 consumer groups this coordinator holds (none without the
-    consumer group coordinator)."""
-    groups = getattr(getattr(gc, "consumer", None), "groups", None)
-    return groups if groups is not None else {}
+def consumer_groups_of(gc: GroupCoordinator) -> Mapping[str, ConsumerGroup]:
+    """The KIP-848 consumer groups this coordinator holds."""
+    return gc.consumer.groups
 
 
-def classic_groups_of(gc: Any) -> dict[str, Any]:
+def classic_groups_of(gc: GroupCoordinator) -> dict[str, GroupMetadata]:
     consumer = consumer_groups_of(gc)
     return {gid: g for gid, g in list(gc.groups.items()) if gid not in consumer}
 
 
-def committed_offsets_of(gc: Any) -> list[tuple[str, Mapping[tuple[str, int], Any]]]:
-    """[(group id, {(topic, partition): committed (has .offset)})] for every group
-    of either kind with offsets here, sorted by id."""
-    out: dict[str, Mapping[tuple[str, int], Any]] = {
-        gid: g.offsets for gid, g in list(gc.groups.items())}
-    consumer = getattr(gc, "consumer", None)
-    offsets_of = getattr(consumer, "offsets_of", None)
-    if callable(offsets_of):
-        for gid in list(consumer_groups_of(gc)):
-            if gid not in out:
-                found = offsets_of(gid)
-                if found:
-                    out[gid] = found
-    return sorted(out.items())
+def committed_offsets_of(gc: GroupCoordinator
+                         ) -> list[tuple[str, Mapping[tuple[str, int], OffsetAndMetadata]]]:
+    """[(group id, {(topic, partition): committed offset})] for every group of either
+    kind with offsets here, sorted by id (a consumer group's offsets are kept in the
+    classic coordinator's entry of the same id)."""
+    return sorted((gid, g.offsets) for gid, g in list(gc.groups.items()))
 
 
-def member_counts_of(gc: Any) -> list[tuple[str, int]]:
+def member_counts_of(gc: GroupCoordinator) -> list[tuple[str, int]]:
     """[(group id, members)] of both kinds, sorted by id."""
     counts = {gid: len(g.members) for gid, g in classic_groups_of(gc).items()}
     counts.update({gid: len(g.members) for gid, g in list(consumer_groups_of(gc).items())})
@@ -113,8 +105,8 @@ def group_coordinator_families(broker: MetricsHost, now_ms: int) -> list[MetricF
     count.add(len(classic), (("protocol", "classic"),))
     count.add(len(consumer), (("protocol", "consumer"),))
     states = dict.fromkeys(CONSUMER_STATES, 0)
-    for g in list(consumer.values()):
-        s = state_of(g).value
+    for cg in list(consumer.values()):
+        s = state_of(cg).value
         states[s] = states.get(s, 0) + 1
     for s, n in states.items():
         by_state.add(n, (("state", s),))
@@ -124,7 +116,7 @@ def group_coordinator_families(broker: MetricsHost, now_ms: int) -> list[MetricF
     total.add(len(classic))
     classic_states = dict.fromkeys(CLASSIC_STATES, 0)
     for g in classic.values():
-        state = getattr(g.state, "value", str(g.state))
+        state = g.state.value
         classic_states[state] = classic_states.get(state, 0) + 1
     for s, fam in classic_fams.items():
         fam.add(classic_states.get(s, 0))

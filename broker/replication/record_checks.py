@@ -89,7 +89,7 @@ async def check_and_recompress(partitions: Mapping[TopicPartition, Partition],
         plog = p.log
         if plog is None:
             continue
-        codec = target_codec(getattr(plog.config, "compression_type", None))
+        codec = target_codec(plog.config.compression_type)
         if not is_heavy(data) and not needs_recompression(data, codec):
             continue
         work.append((tp, data, plog.config, codec))

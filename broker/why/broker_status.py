@@ -18,7 +18,8 @@ clock from the watch's creation (at broker start).
 from __future__ import annotations
 
 import time
-from typing import Any, Protocol
+from collections.abc import Callable
+from typing import Protocol
 
 from protocol.why_model import BrokerStatus
 
@@ -31,18 +32,29 @@ class ControllerView(Protocol):
 
     active_controller_id: int | None
 
+class WatchedStore(Protocol):
+    """What the watch uses of the ClusterStore (controller/zk.py)."""
+
+    @property
+    def closed(self) -> bool: ...
+
+    def add_connection_listener(self, fn: Callable[[str], None]) -> None: ...
+
+    def add_session_listener(self, fn: Callable[[str], None]) -> None: ...
+
+
 CONNECTED, SUSPENDED, LOST, CLOSED, NOT_STARTED = (
     "CONNECTED", "SUSPENDED", "LOST", "CLOSED", "NOT_STARTED")
 
 
 class ZkSessionWatch:
-    def __init__(self, monotonic: Any = time.monotonic) -> None:
+    def __init__(self, monotonic: Callable[[], float] = time.monotonic) -> None:
         self._monotonic = monotonic
         self.started = monotonic()
         self._state = NOT_STARTED
-        self._store: Any = None
+        self._store: WatchedStore | None = None
 
-    def attach(self, store: Any) -> None:
+    def attach(self, store: WatchedStore) -> None:
         """Follow ``store`` (a connected ClusterStore)."""
         self._store = store
         self._state = CONNECTED
@@ -57,7 +69,7 @@ class ZkSessionWatch:
 
     @property
     def state(self) -> str:
-        if self._store is not None and getattr(self._store, "closed", False):
+        if self._store is not None and self._store.closed:
             return CLOSED
         return self._state
 

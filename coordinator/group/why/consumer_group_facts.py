@@ -39,8 +39,7 @@ session timeout, a member's rebalance timeout).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
 
 from coordinator.group.consumer.group_logic import state_of
 from coordinator.group.consumer.model import ConsumerGroup, Member, TopicMeta
@@ -155,15 +154,16 @@ def epoch_bumped(why: GroupHistories, group: ConsumerGroup | None, records: Sequ
     return new_epoch
 
 
-def consumer_group_why(coordinator: Any, group_id: str) -> GroupWhy | None:
-    """The GroupWhy of a consumer group this broker coordinates (state, group
-    epoch as the generation, its epoch bumps); None when it is not one."""
-    groups = getattr(getattr(coordinator, "consumer", None), "groups", None)
-    group = groups.get(group_id) if groups else None
+def consumer_group_why(groups: Mapping[str, ConsumerGroup], why: GroupHistories,
+                       group_id: str) -> GroupWhy | None:
+    """The GroupWhy of a consumer group this broker coordinates (``groups``: the
+    consumer group coordinator's; state, group epoch as the generation, its epoch bumps
+    from ``why``); None when it is not one."""
+    group = groups.get(group_id)
     if group is None:
         return None
     return GroupWhy(group_id=group_id, state=state_of(group).value,
-                    generation=group.group_epoch, rebalances=coordinator.why.events(group_id))
+                    generation=group.group_epoch, rebalances=why.events(group_id))
 
 
 __all__ = ["METADATA_CHANGED", "MEMBER_FENCED", "MEMBER_JOINED", "MEMBER_LEFT",

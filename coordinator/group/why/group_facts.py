@@ -104,7 +104,7 @@ def group_why(coordinator: Any, group_id: str) -> GroupWhy:
     "Dead" at generation -1, with whatever history is left. A consumer group
     (KIP-848) answers its state, its group epoch as the generation and its epoch
     bumps (consumer_group_facts)."""
-    consumer = consumer_group_why(coordinator, group_id)
+    consumer = consumer_group_why(coordinator.consumer.groups, coordinator.why, group_id)
     if consumer is not None:
         return consumer
     group = coordinator.groups.get(group_id)

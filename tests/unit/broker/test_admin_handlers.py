@@ -181,6 +181,11 @@ class FakeBroker:
         self.broker_id = self.config.broker_id
         self.static_config = self.config
 
+    @property
+    def dynamic_config_host(self) -> FakeBroker:
+        """The same object, as Broker: the dynamic configs see the broker itself."""
+        return self
+
 
 @dataclass
 class FakeReplicas:

@@ -113,6 +113,10 @@ class FakeHost:
     def log_config_for(self, topic: str) -> LogConfig:
         return topic_config.log_config(self.config, self.topic_overrides.get(topic))
 
+    def open_listener(self, endpoint: Endpoint, security: ListenerSecurity) -> Any:
+        from broker.server import KafkaServer
+        return KafkaServer(self, endpoint, security, self.network_limits)
+
 
 class FakeBroker(FakeHost):
     """A broker with two partition logs (one topic with its own retention.ms) and a

@@ -58,10 +58,11 @@ def coordinator(consumer_offsets: dict[str, dict[tuple[str, int], int]]) -> Simp
                "old-empty": classic_group("old-empty", ClassicState.EMPTY, 0),
                # a classic entry that only holds a consumer group's offsets: not counted
                "cg-stable": classic_group("cg-stable", ClassicState.EMPTY, 0, {("t", 1): 4})}
-    return SimpleNamespace(
-        groups=classic, why=GroupHistories(),
-        consumer=SimpleNamespace(groups=consumer, offsets_of=lambda gid: {
-            tp: SimpleNamespace(offset=o) for tp, o in consumer_offsets.get(gid, {}).items()}))
+    # a consumer group's commits go to the classic entry of its id (offsets_holder)
+    for gid, offsets in consumer_offsets.items():
+        classic[gid] = classic_group(gid, ClassicState.EMPTY, 0, offsets)
+    return SimpleNamespace(groups=classic, why=GroupHistories(),
+                           consumer=SimpleNamespace(groups=consumer))
 
 
 def test_counts_by_protocol_and_state_and_bumps() -> None:
@@ -86,9 +87,9 @@ def test_counts_by_protocol_and_state_and_bumps() -> None:
     assert f'{GCM}group_count{{protocol="consumer"}} 4\n' in text
 
 
-def test_no_consumer_coordinator_and_no_coordinator() -> None:
+def test_no_consumer_group_and_no_coordinator() -> None:
     gc = SimpleNamespace(groups={"old": classic_group("old", ClassicState.STABLE, 1)},
-                         why=GroupHistories())
+                         why=GroupHistories(), consumer=SimpleNamespace(groups={}))
     s = samples(gm.group_coordinator_families(SimpleNamespace(group_coordinator=gc), 0))
     assert s[(GCM + "group_count", (("protocol", "consumer"),))] == 0
     assert s[(GCM + "group_count", (("protocol", "classic"),))] == 1
@@ -105,7 +106,7 @@ def test_lag_and_members_cover_consumer_groups(tmp_path: Any) -> None:
         {"cg-reconciling": {("t", 0): 7, ("elsewhere", 0): 5}})
     s = samples(kf.group_families(b, lambda tp: 50 if tp == ("elsewhere", 0) else None))
     lag = "kafka_consumergroup_lag"
-    # offsets held by the consumer coordinator
+    # offsets of a consumer group without a classic entry of its own before the commit
     assert s[(lag, (("consumergroup", "cg-reconciling"), ("topic", "t"), ("partition", "0")))] \
         == 3
     assert s[(lag, (("consumergroup", "cg-reconciling"), ("topic", "elsewhere"),
