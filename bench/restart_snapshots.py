@@ -74,7 +74,7 @@ def fill(log_dir: Path, config: LogConfig, size: int, producers: int, batch_kb: 
                 chunk += build_batch([(None, value, now)] * per_batch, producer_id=1000 + pid,
                                      producer_epoch=0, base_sequence=sequences[pid])
                 sequences[pid] += per_batch
-            r = await rm.append_records(1, 1000, {(TOPIC, 0): chunk})
+            r = await rm.appends.append_records(1, 1000, {(TOPIC, 0): chunk})
             assert r[(TOPIC, 0)].error == 0, r
             written += len(chunk)
             batches += producers

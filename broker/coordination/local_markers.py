@@ -19,7 +19,7 @@ async def write_markers(broker: GroupHost, producer_id: int, producer_epoch: int
     for the partitions it leads (no request to itself)."""
     replicas = broker.replicas
     assert replicas is not None, "markers arrive once the broker has started"
-    errors = await replicas.append_markers(
+    errors = await replicas.appends.append_markers(
         int(broker.config.request_timeout_ms), producer_id, producer_epoch, commit,
         coordinator_epoch, tps)
     offsets = [p for (topic, p) in tps

@@ -38,7 +38,7 @@ class BrokerOffsetsLog:
         replicas = self.broker.replicas
         if replicas is None:        # not started: nothing is led, nothing to write to
             return int(ErrorCode.NOT_COORDINATOR)
-        results = await replicas.append_records(
+        results = await replicas.appends.append_records(
             acks, timeout_ms, {tp: bytes(build_batch(records, timestamp, producer))},
             from_coordinator=producer is not None)
         return int(results[tp].error)

@@ -22,7 +22,7 @@
   LSO stops there until the coordinator's marker); the partition must have been
   added with AddPartitionsToTxn first: with transaction.partition.verification.enable
   (KIP-890, default true) the leader asks the coordinator before the first batch
-  (``coordinator.transaction.verification``, through ReplicaManager.append_records).
+  (``coordinator.transaction.verification``, through LeaderAppends.append_records).
 * Record-level validation (issue 17, protocol/record_validation.py, run by the
   leader's Partition): every record of every batch is parsed (compressed batches
   inflated, bounded by 64 x max.message.bytes); rule breaks (a null key on a
@@ -115,7 +115,7 @@ async def handle_produce(ctx: RequestContext, request: Struct) -> HandlerResult:
                 entries[tp] = data
             except KafkaError as e:
                 early[tp] = (e.code, e.message)
-    results = await ctx.broker.replicas.append_records(
+    results = await ctx.broker.replicas.appends.append_records(
         request.acks, request.timeout_ms, entries,
         transactional_id=request.transactional_id, single_batch=version >= 3,
         appended=ctx.appended)

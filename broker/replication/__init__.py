@@ -4,8 +4,8 @@ Map (Kafka's layers: LogSegment -> UnifiedLog (storage/) -> Partition -> Replica
 
     replica_manager.py        ReplicaManager: LeaderAndIsr/StopReplica transitions, Fetch
                               with DelayedFetch
-    leader_appends.py         its produce side: record and marker appends as leader,
-                              the acks=all wait (DelayedProduce)
+    leader_appends.py         LeaderAppends (ReplicaManager.appends): record and marker
+                              appends as leader, the acks=all wait (DelayedProduce)
     fetch_reads.py            the read side of Fetch (per-partition reads, follower checks)
     offset_lookup.py          ListOffsets: special timestamps, offset for a timestamp
     partition.py              Partition: leader/follower appends, reads, high watermark

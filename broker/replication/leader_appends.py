@@ -2,9 +2,10 @@
 transaction markers, and the wait for the high watermark (acks=all) in the produce
 purgatory (Kafka's ReplicaManager.appendRecords).
 
-``LeaderAppends`` is a base class of ``ReplicaManager`` (its one user), kept apart
-so that the manager's module holds the partitions' life cycle and the fetch side.
-It reads the manager's partitions, fence, clock, verifier and purgatory.
+``LeaderAppends`` is the ReplicaManager's ``appends`` collaborator: the manager holds
+the partitions' life cycle and the fetch side; this reads, through ``AppendHost``, the
+manager's partitions, fence, clock, verifier, produce purgatory and metrics, and tells
+it when a partition changed.
 
 Per produce request (``append_records``): KIP-890 verification of a transactional
 first batch; heavy records (compressed, or many) validated in a worker thread
@@ -22,7 +23,7 @@ import asyncio
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from broker.replication.partition import Partition, RecordErrorsError
 from broker.replication.purgatory import DelayedProduce
@@ -52,22 +53,28 @@ class ProduceResult:
 
 
 
-class LeaderAppends:
-    """Produce appends as leader; mixed into ReplicaManager (see the module docstring)."""
+class AppendHost(Protocol):
+    """What the appends use of the ReplicaManager."""
 
     partitions: dict[TopicPartition, Partition]
     offline_partitions: set[TopicPartition]
     fence: LeaderFence
     clock: Callable[[], int]
-    verifier: Verifier | None
+    verifier: Verifier | None                       # KIP-890 (None: off)
     produce_purgatory: Purgatory
-    min_insync_replicas: Callable[[str], int]
-    topic_stats: BrokerTopicStats | None = None     # metrics (None: off)
+    min_insync_replicas: Callable[[str], int]       # topic -> min.insync.replicas
+    topic_stats: BrokerTopicStats | None            # metrics (None: off)
 
-    def _absent(self, tp: TopicPartition) -> int:
-        raise NotImplementedError   # ReplicaManager's
+    def absent(self, tp: TopicPartition) -> int: ...   # the error of a partition not hosted
 
-    def _partition_changed(self, tp: TopicPartition) -> None: ...
+    def partition_changed(self, tp: TopicPartition) -> None: ...   # waiters re-check
+
+
+class LeaderAppends:
+    """Produce appends as leader (see the module docstring)."""
+
+    def __init__(self, host: AppendHost) -> None:
+        self.host = host
 
     async def append_records(self, acks: int, timeout_ms: int,
                              entries: dict[TopicPartition, Any], *,
@@ -88,29 +95,30 @@ class LeaderAppends:
         """
         if acks not in (-1, 0, 1):
             return {tp: ProduceResult(ErrorCode.INVALID_REQUIRED_ACKS) for tp in entries}
+        h = self.host
         results: dict[TopicPartition, ProduceResult] = {}
         pending: dict[TopicPartition, int] = {}
-        if transactional_id is not None and self.verifier is not None and not from_coordinator:
-            failed = await unverified(self.partitions, self.verifier, transactional_id, entries)
+        if transactional_id is not None and h.verifier is not None and not from_coordinator:
+            failed = await unverified(h.partitions, h.verifier, transactional_id, entries)
             results.update((tp, ProduceResult(e)) for tp, e in failed.items())
             entries = {tp: d for tp, d in entries.items() if tp not in failed}
         # heavy records (compressed, or many) are validated in a worker thread first
         # (issue 18: and recompressed to the topic's compression.type, ``rewritten``)
         checked, rewritten = ({}, {}) if from_coordinator else await check_and_recompress(
-            self.partitions, entries, self.clock)
+            h.partitions, entries, h.clock)
         for tp, data in entries.items():
             data = rewritten.get(tp, data)
-            p = self.partitions.get(tp)
+            p = h.partitions.get(tp)
             if p is None:
-                results[tp] = ProduceResult(self._absent(tp))
+                results[tp] = ProduceResult(h.absent(tp))
                 continue
             try:
                 refused = checked.get(tp)
                 if refused is not None:
                     raise refused
-                self.fence.check(tp, p, self.clock())
+                h.fence.check(tp, p, h.clock())
                 r = p.append_records_as_leader(data, required_acks=acks,
-                                               min_insync_replicas=self.min_insync_replicas(tp[0]),
+                                               min_insync_replicas=h.min_insync_replicas(tp[0]),
                                                single_batch=single_batch,
                                                check_sequences=not from_coordinator,
                                                records_checked=tp in checked)
@@ -118,22 +126,22 @@ class LeaderAppends:
                 results[tp] = ProduceResult(
                     e.code, error_message=e.message, record_errors=tuple(
                         e.record_errors if isinstance(e, RecordErrorsError) else ()))
-                if self.topic_stats is not None:
-                    _count_failed(self.topic_stats, tp[0], e.code, len(data))
+                if h.topic_stats is not None:
+                    _count_failed(h.topic_stats, tp[0], e.code, len(data))
                 continue
             except OSError as e:    # its log dir failed (the log's guard reported it)
                 log.error("%s-%d: append failed: %s", tp[0], tp[1], e)
                 results[tp] = ProduceResult(ErrorCode.KAFKA_STORAGE_ERROR, error_message=str(e))
-                if self.topic_stats is not None:
-                    _count_failed(self.topic_stats, tp[0], ErrorCode.KAFKA_STORAGE_ERROR, 0)
+                if h.topic_stats is not None:
+                    _count_failed(h.topic_stats, tp[0], ErrorCode.KAFKA_STORAGE_ERROR, 0)
                 continue
             results[tp] = ProduceResult(ErrorCode.NONE, r.first_offset, r.log_append_time,
                                         r.log_start_offset)
             pending[tp] = r.last_offset + 1
             if not r.duplicate:
-                self._partition_changed(tp)
-                if self.topic_stats is not None:
-                    c = self.topic_stats.of(tp[0])
+                h.partition_changed(tp)
+                if h.topic_stats is not None:
+                    c = h.topic_stats.of(tp[0])
                     c.total_produce += 1
                     c.messages_in += r.last_offset - r.first_offset + 1
                     c.bytes_in += len(data)
@@ -154,15 +162,16 @@ class LeaderAppends:
         """WriteTxnMarkers for one producer: a COMMIT/ABORT control batch on each
         partition we lead, then the wait for the HW to pass them (markers are always
         written acks=all, as Kafka's coordinator-origin appends). -> error per partition."""
+        h = self.host
         errors: dict[TopicPartition, int] = {}
         pending: dict[TopicPartition, int] = {}
         for tp in tps:
-            p = self.partitions.get(tp)
+            p = h.partitions.get(tp)
             if p is None:
-                errors[tp] = self._absent(tp)
+                errors[tp] = h.absent(tp)
                 continue
             try:
-                self.fence.check(tp, p, self.clock())
+                h.fence.check(tp, p, h.clock())
                 offset = p.append_marker_as_leader(commit=commit, producer_id=producer_id,
                                                    producer_epoch=producer_epoch,
                                                    coordinator_epoch=coordinator_epoch)
@@ -175,7 +184,7 @@ class LeaderAppends:
                 continue
             pending[tp] = offset + 1
             errors[tp] = ErrorCode.NONE
-            self._partition_changed(tp)
+            h.partition_changed(tp)
         if pending:
             waited = await self._wait_for_high_watermark(timeout_ms, pending)
             errors.update({tp: e for tp, e in waited.items() if e})
@@ -185,16 +194,17 @@ class LeaderAppends:
                                        pending: dict[TopicPartition, int]) -> dict[TopicPartition, int]:
         future: asyncio.Future[dict[TopicPartition, int]] = asyncio.get_running_loop().create_future()
         op = DelayedProduce(timeout_ms, pending, self._enough_replicas, future)
-        self.produce_purgatory.try_complete_else_watch(op, list(pending))
+        self.host.produce_purgatory.try_complete_else_watch(op, list(pending))
         return await future
 
     def _enough_replicas(self, tp: TopicPartition, required: int) -> tuple[bool, int]:
-        p = self.partitions.get(tp)
+        h = self.host
+        p = h.partitions.get(tp)
         if p is None:
-            return True, (ErrorCode.KAFKA_STORAGE_ERROR if tp in self.offline_partitions
+            return True, (ErrorCode.KAFKA_STORAGE_ERROR if tp in h.offline_partitions
                           else ErrorCode.NOT_LEADER_OR_FOLLOWER)
-        done, error = p.check_enough_replicas_reach_offset(required, self.min_insync_replicas(tp[0]))
-        if not done and self.fence.up and self.fence.fenced(tp, p, self.clock()):
+        done, error = p.check_enough_replicas_reach_offset(required, h.min_insync_replicas(tp[0]))
+        if not done and h.fence.up and h.fence.fenced(tp, p, h.clock()):
             # appended but not committed, and we are fenced: answered now rather than
             # at the client's request timeout, "possibly persisted" (leader_fence.py:
             # not NOT_LEADER_OR_FOLLOWER, which librdkafka takes as "not persisted");

@@ -94,7 +94,7 @@ class Partition:
         self.isr_sink: IsrSink | None = None   # None: ISR changes are never proposed
         self.producer_expiration_ms: int | None = None
         self.why = IsrHistory()   # broker/why: the ISR changes this leader made, with reasons
-        # bumped by mark_changed (ReplicaManager._partition_changed) on every append,
+        # bumped by mark_changed (ReplicaManager.partition_changed) on every append,
         # HW move and role change: what a fetch could answer differently about
         self.change_seq = next(_change_seq)
 

@@ -2,8 +2,9 @@
 
 * ``become_leader_or_follower`` / ``stop_replicas``: LeaderAndIsr and
   StopReplica, fenced by the controller epoch and each partition's leader epoch.
-* ``append_records``: Produce. acks=0/1 answer once the leader has appended;
-  acks=all parks a DelayedProduce until the high watermark passes the batch.
+* ``appends`` (``broker.replication.leader_appends``): Produce and WriteTxnMarkers.
+  acks=0/1 answer once the leader has appended; acks=all parks a DelayedProduce
+  until the high watermark passes the batch.
 * ``fetch``: Fetch from consumers (below the HW / LSO) and followers (below
   the LEO, updating what the leader knows of them). A fetch short of
   ``min_bytes`` parks a DelayedFetch until data arrives or max wait passes.
@@ -14,7 +15,7 @@
   (OffsetForLeaderEpoch), ``delete_records`` (DeleteRecords).
 
 Purgatory keys are (topic, partition). Whoever moves a partition calls
-``_partition_changed`` so waiting produces and fetches re-check.
+``partition_changed`` so waiting produces and fetches re-check.
 
 Offline partitions (KIP-112): a partition whose log dir failed is in
 ``offline_partitions`` instead of ``partitions`` (Kafka's HostedPartition.Offline;
@@ -40,7 +41,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Hashable, Iterable, Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from broker.replication.fetch_reads import (FetchPartitionRequest, FetchPartitionResult, read_all,
                                             read_partition, valid_follower_position)
@@ -58,6 +59,9 @@ from broker.replication.txn_verify import Verifier
 from protocol.errors import ErrorCode, KafkaError
 from protocol.primitives import uuid_text
 from storage.log import wall_clock_ms
+
+if TYPE_CHECKING:
+    from broker.metrics.topic_stats import BrokerTopicStats
 from storage.log_manager import LogManager
 
 log = logging.getLogger(__name__)
@@ -112,7 +116,7 @@ class NoFetchers:
         pass
 
 
-class ReplicaManager(LeaderAppends):
+class ReplicaManager:
     def __init__(self, broker_id: int, logs: LogManager, *, clock: Callable[[], int] = wall_clock_ms,
                  timer: Timer | None = None,
                  min_insync_replicas: Callable[[str], int] = lambda _topic: 1,
@@ -142,6 +146,9 @@ class ReplicaManager(LeaderAppends):
         self._purges: set[asyncio.Future[None]] = set()
         self.isr_shrinks = 0        # ISR changes committed (metrics, broker/metrics/)
         self.isr_expands = 0
+        self.topic_stats: BrokerTopicStats | None = None   # metrics (broker/metrics/; None: off)
+        # Produce and WriteTxnMarkers appends as leader, and the wait for the HW
+        self.appends = LeaderAppends(self)
 
     def partition(self, topic: str, partition: int) -> Partition | None:
         return self.partitions.get((topic, partition))
@@ -149,7 +156,7 @@ class ReplicaManager(LeaderAppends):
     def leader_partitions(self) -> list[Partition]:
         return [p for p in self.partitions.values() if p.is_leader]
 
-    def _absent(self, tp: TopicPartition) -> int:
+    def absent(self, tp: TopicPartition) -> int:
         """The error for a partition not in ``partitions``: KAFKA_STORAGE_ERROR when it
         is offline here, else UNKNOWN_TOPIC_OR_PARTITION."""
         if tp in self.offline_partitions:
@@ -166,7 +173,7 @@ class ReplicaManager(LeaderAppends):
             p.leader_id = -1
             p.pending_isr = None
             p.log = None          # its files are released (LogManager.take_dir_offline)
-        self._partition_changed(tp)
+        self.partition_changed(tp)
         return p
 
     # -- LeaderAndIsr / StopReplica ----------------------------------------------------
@@ -238,7 +245,7 @@ class ReplicaManager(LeaderAppends):
         if error:
             return error
         (leaders if state.leader == self.broker_id else followers).append(p)
-        self._partition_changed(state.tp)
+        self.partition_changed(state.tp)
         return ErrorCode.NONE
 
     def _attach_or_offline(self, p: Partition, state: PartitionState, become: bool = False) -> int:
@@ -294,7 +301,7 @@ class ReplicaManager(LeaderAppends):
             if p is not None:
                 p.leader_id = -1
                 p.pending_isr = None
-            self._partition_changed(tp)
+            self.partition_changed(tp)
             if delete:
                 try:
                     detached = self.logs.detach_log(topic, index)
@@ -360,7 +367,7 @@ class ReplicaManager(LeaderAppends):
                 else:
                     self.isr_expands += 1
             if moved:
-                self._partition_changed(p.tp)
+                self.partition_changed(p.tp)
             else:  # a committed shrink may complete waiting acks=all with an error
                 self.produce_purgatory.check_and_complete(p.tp)
 
@@ -375,7 +382,7 @@ class ReplicaManager(LeaderAppends):
     def sweep_fenced(self) -> int:
         """The periodic fence sweep (every ``fence.quiet_ms`` / 2 while the fence is
         up): acks=all produces waiting on a partition we now fence are answered
-        NOT_LEADER_OR_FOLLOWER (``LeaderAppends._enough_replicas``). A partition
+        REQUEST_TIMED_OUT (``LeaderAppends._enough_replicas``). A partition
         becomes fenced by time passing (its followers fall quiet), not by an event
         the purgatory hears of. -> partitions swept."""
         fence = self.fence
@@ -400,7 +407,7 @@ class ReplicaManager(LeaderAppends):
         for p in self.partitions.values():
             p.mark_changed()
 
-    def _partition_changed(self, tp: TopicPartition) -> None:
+    def partition_changed(self, tp: TopicPartition) -> None:
         """Data, HW or role changed: let waiting fetches and produces re-check."""
         p = self.partitions.get(tp)
         if p is not None:
@@ -446,7 +453,7 @@ class ReplicaManager(LeaderAppends):
                     continue
                 if (valid_follower_position(p, req)
                         and p.update_follower_fetch_state(replica_id, req.fetch_offset)):
-                    self._partition_changed(tp)
+                    self.partition_changed(tp)
         elif known:
             skip = {tp for tp, seq in known.items()
                     if (p := partitions.get(tp)) is not None and p.change_seq == seq}
@@ -490,7 +497,7 @@ class ReplicaManager(LeaderAppends):
         """The partition if we lead it at the caller's epoch; KafkaError otherwise."""
         p = self.partitions.get(tp)
         if p is None:
-            raise KafkaError(self._absent(tp))
+            raise KafkaError(self.absent(tp))
         if not p.is_leader:
             raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
         error = p.check_leader_epoch(current_leader_epoch)
@@ -516,7 +523,7 @@ class ReplicaManager(LeaderAppends):
         """(error, epoch, end offset) for OffsetForLeaderEpoch (leader only)."""
         p = self.partitions.get(tp)
         if p is None:
-            return self._absent(tp), -1, -1
+            return self.absent(tp), -1, -1
         return p.last_offset_for_leader_epoch(current_leader_epoch, leader_epoch, True)
 
     def delete_records(self, tp: TopicPartition, offset: int) -> tuple[int, int]:
@@ -531,7 +538,7 @@ class ReplicaManager(LeaderAppends):
             return ErrorCode.OFFSET_OUT_OF_RANGE, -1
         if plog.maybe_increment_log_start_offset(target):
             log.info("%s-%d: log start offset moved to %d by DeleteRecords", tp[0], tp[1], target)
-            self._partition_changed(tp)
+            self.partition_changed(tp)
         return ErrorCode.NONE, plog.log_start_offset
 
     # -- background work (the broker schedules these) ------------------------------------

@@ -1,6 +1,6 @@
 """Which produce entries need KIP-890 verification before the leader appends them,
 and the guard around the wait (``coordinator.transaction.verification`` asks the
-coordinator; ``ReplicaManager.append_records`` calls ``unverified``).
+coordinator; ``LeaderAppends.append_records`` calls ``unverified``).
 
 A partition's entry needs verification when its (first) batch is transactional data
 from a producer with no transaction open on the partition yet: the first batch of a

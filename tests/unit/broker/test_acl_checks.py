@@ -421,7 +421,8 @@ def test_write_txn_markers_alter_on_the_cluster_is_enough() -> None:
         calls.append(args)
         return {("t", 0): E.NONE}
     b = broker(authorizer({CLUSTER: [(Op.CLUSTER_ACTION, Perm.DENY), (Op.ALTER, Perm.ALLOW)]}),
-               replicas=SimpleNamespace(append_markers=append_markers),
+               replicas=SimpleNamespace(
+                   appends=SimpleNamespace(append_markers=append_markers)),
                config=SimpleNamespace(request_timeout_ms=1000), group_coordinator=None)
     w = api(K.WRITE_TXN_MARKERS).request.structs
     r = call(b, K.WRITE_TXN_MARKERS, 1, req(K.WRITE_TXN_MARKERS, markers=[
@@ -470,7 +471,8 @@ def test_produce_checks_the_transactional_id_only_for_transactional_batches() ->
         appended.append(sorted(entries))
         return {tp: ProduceResult(0, base_offset=0, log_start_offset=0) for tp in entries}
     b = broker(authorizer({(RT.TRANSACTIONAL_ID, "tx"): [(Op.WRITE, Perm.DENY)]}),
-               replicas=SimpleNamespace(append_records=append_records))
+               replicas=SimpleNamespace(
+                   appends=SimpleNamespace(append_records=append_records)))
     r = call(b, K.PRODUCE, 9, _produce("tx", transactional=True))
     assert r.responses[0].partition_responses[0].error_code == \
         E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED

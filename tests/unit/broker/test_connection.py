@@ -175,7 +175,8 @@ def test_produces_are_appended_in_order_and_wait_for_acks_together() -> None:
             await acked[tp[1]].wait()
             return {tp: ProduceResult(0, tp[1] * 10)}
         broker = SimpleNamespace(config=BrokerConfig(), authorizer=None, quotas=None, metrics=None,
-                                 replicas=SimpleNamespace(append_records=append_records))
+                                 replicas=SimpleNamespace(
+                                     appends=SimpleNamespace(append_records=append_records)))
         server = KafkaServer(broker, Endpoint("PLAINTEXT", "127.0.0.1", 0))
         await server.start()
         reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
@@ -223,7 +224,8 @@ def test_failed_acks0_produce_closes_after_the_earlier_responses() -> None:
             await acked.wait()
             return {tp: ProduceResult(0, 7)}
         broker = SimpleNamespace(config=BrokerConfig(), authorizer=None, quotas=None, metrics=None,
-                                 replicas=SimpleNamespace(append_records=append_records))
+                                 replicas=SimpleNamespace(
+                                     appends=SimpleNamespace(append_records=append_records)))
         server = KafkaServer(broker, Endpoint("PLAINTEXT", "127.0.0.1", 0))
         await server.start()
         reader, writer = await asyncio.open_connection("127.0.0.1", server.port)

@@ -87,7 +87,8 @@ def _blocking_produce_broker(**cfg: Any) -> tuple[Any, asyncio.Event, list[int]]
             appended()
         return {tp: ProduceResult(0, 0)}
     broker = SimpleNamespace(config=BrokerConfig(**cfg), authorizer=None, quotas=None, metrics=None,
-                             replicas=SimpleNamespace(append_records=append_records))
+                             replicas=SimpleNamespace(
+                                 appends=SimpleNamespace(append_records=append_records)))
     return broker, release, entered
 
 

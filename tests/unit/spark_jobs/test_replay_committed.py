@@ -22,12 +22,12 @@ def write(b: FakeBroker, values: list[bytes], pid: int = -1, seq: int = 0,
           transactional: bool = False) -> None:
     data = build_batch([(None, v, NOW) for v in values], producer_id=pid, producer_epoch=0,
                        base_sequence=seq if pid >= 0 else -1, transactional=transactional)
-    r = asyncio.run(b.replicas.append_records(-1, 1000, {TP: data}))[TP]
+    r = asyncio.run(b.replicas.appends.append_records(-1, 1000, {TP: data}))[TP]
     assert r.error == 0, r
 
 
 def mark(b: FakeBroker, pid: int, commit: bool) -> None:
-    asyncio.run(b.replicas.append_markers(1000, pid, 0, commit, 0, [TP]))
+    asyncio.run(b.replicas.appends.append_markers(1000, pid, 0, commit, 0, [TP]))
 
 
 def build(tmp_path: Path) -> tuple[Path, int]:

@@ -114,12 +114,12 @@ def test_failed_dir_goes_offline_and_the_other_serves(tmp_path: Path) -> None:
         assert [n.logs.dir_of(*tp) for tp in (T0, T1, T2)] == [n.a, n.b, n.a]
         rm = n.replicas
         # an acks=all produce waits for the follower on t-2 (in dir a)
-        waiting = asyncio.ensure_future(rm.append_records(-1, 30_000, {T2: batch()}))
+        waiting = asyncio.ensure_future(rm.appends.append_records(-1, 30_000, {T2: batch()}))
         await asyncio.sleep(0)
         assert not waiting.done()
         with FailingDir(n.a, errno.ENOSPC) as disk:
             disk.fail()
-            res = await rm.append_records(1, 30_000, {T0: batch(3), T1: batch(2)})
+            res = await rm.appends.append_records(1, 30_000, {T0: batch(3), T1: batch(2)})
             # the produce that hit the error: KAFKA_STORAGE_ERROR at once, nothing appended
             assert res[T0].error == ErrorCode.KAFKA_STORAGE_ERROR
             await n.settle()
@@ -131,7 +131,7 @@ def test_failed_dir_goes_offline_and_the_other_serves(tmp_path: Path) -> None:
         assert set(n.rec.fetchers_removed) >= {T0, T2} and set(n.rec.resigned) == {T0, T2}
         assert n.rec.notified == 1 and not n.rec.halted
         # every request for the offline partitions answers KAFKA_STORAGE_ERROR
-        res = await rm.append_records(1, 1000, {T0: batch(), T1: batch()})
+        res = await rm.appends.append_records(1, 1000, {T0: batch(), T1: batch()})
         assert (res[T0].error, res[T1].error) == (ErrorCode.KAFKA_STORAGE_ERROR, 0)
         fetched = await rm.fetch(-1, 0, 0, 1 << 20, 0, {T0: FetchPartitionRequest(0, 1 << 20),
                                                         T1: FetchPartitionRequest(0, 1 << 20)})
@@ -156,14 +156,14 @@ def test_the_failing_produce_is_never_acknowledged_and_the_leo_holds(tmp_path: P
         n.start()
         assert n.lead(0, replicas=(1,)) == 0
         rm = n.replicas
-        assert (await rm.append_records(-1, 1000, {T0: batch(2)}))[T0].error == \
+        assert (await rm.appends.append_records(-1, 1000, {T0: batch(2)}))[T0].error == \
             ErrorCode.NOT_ENOUGH_REPLICAS          # min.insync.replicas 2 over 1 replica
         rm.min_insync_replicas = lambda _t: 1
-        assert (await rm.append_records(-1, 1000, {T0: batch(2)}))[T0].error == 0
+        assert (await rm.appends.append_records(-1, 1000, {T0: batch(2)}))[T0].error == 0
         p = rm.partition(*T0)
         with FailingDir(n.a, errno.EROFS, short_write=True) as disk:
             disk.fail()
-            r = (await rm.append_records(-1, 1000, {T0: batch(5)}))[T0]
+            r = (await rm.appends.append_records(-1, 1000, {T0: batch(5)}))[T0]
             assert r.error == ErrorCode.KAFKA_STORAGE_ERROR and r.base_offset == -1
             assert p.log_end_offset == 2 and p.high_watermark == 2
             await n.settle()
@@ -230,7 +230,7 @@ def test_follower_write_failure_delays_only_that_partition(tmp_path: Path) -> No
     async def main() -> None:
         c = FakeCluster(tmp_path / "c", ids=(1, 2))
         c.elect(1)
-        assert (await c.nodes[1].replicas.append_records(1, 1000, {T0: batch(2)}))[T0].error == 0
+        assert (await c.nodes[1].replicas.appends.append_records(1, 1000, {T0: batch(2)}))[T0].error == 0
         follower = c.nodes[2]
         reported: list[str] = []
         follower.logs.on_dir_failure = lambda d, _what, _e: reported.append(d)

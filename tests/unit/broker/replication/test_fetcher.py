@@ -39,7 +39,7 @@ def run(coro):  # noqa: ANN001, ANN201
 
 
 async def produce(c: FakeCluster, leader: int, *vals: bytes, acks: int = 1) -> int:
-    res = await c.nodes[leader].replicas.append_records(acks, 30_000, {TP: batch(*vals)})
+    res = await c.nodes[leader].replicas.appends.append_records(acks, 30_000, {TP: batch(*vals)})
     return res[TP].error
 
 

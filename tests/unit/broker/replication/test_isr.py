@@ -44,7 +44,7 @@ def test_shrink_after_lag_time_and_hw_waits_for_the_commit(tmp_path: Path) -> No
         c = FakeCluster(tmp_path, lag_ms=LAG)
         c.elect(1)
         rm, p = c.nodes[1].replicas, c.nodes[1].partition()
-        await rm.append_records(1, 1000, {TP: batch(4)})
+        await rm.appends.append_records(1, 1000, {TP: batch(4)})
         await follower_fetch(c, 2, 4)
         await follower_fetch(c, 3, 2)          # 3 lags from now on
         assert p.high_watermark == 2
@@ -74,11 +74,11 @@ def test_steady_follower_under_load_stays_in_sync(tmp_path: Path) -> None:
         rm = c.nodes[1].replicas
         offset = 0
         for _ in range(30):
-            await rm.append_records(1, 1000, {TP: batch(2)})
+            await rm.appends.append_records(1, 1000, {TP: batch(2)})
             await follower_fetch(c, 2, offset)
             await follower_fetch(c, 3, offset)
             offset += 2                       # what the fetch returned; the leader moves on
-            await rm.append_records(1, 1000, {TP: batch(0 + 1)})
+            await rm.appends.append_records(1, 1000, {TP: batch(0 + 1)})
             offset += 1
             c.clock.advance(1000)
         assert c.nodes[1].partition().out_of_sync_replicas(LAG) == set()
@@ -91,12 +91,12 @@ def test_expand_when_caught_up_to_hw_with_maximal_isr(tmp_path: Path) -> None:
         c = FakeCluster(tmp_path, lag_ms=LAG)
         c.elect(1, isr=[1, 2])
         rm, p = c.nodes[1].replicas, c.nodes[1].partition()
-        await rm.append_records(1, 1000, {TP: batch(6)})
+        await rm.appends.append_records(1, 1000, {TP: batch(6)})
         await follower_fetch(c, 2, 6)
         assert p.high_watermark == 6
         await follower_fetch(c, 3, 3)           # below the HW: not yet
         assert p.pending_isr is None
-        await rm.append_records(1, 1000, {TP: batch(2)})   # LEO 8
+        await rm.appends.append_records(1, 1000, {TP: batch(2)})   # LEO 8
         await follower_fetch(c, 3, 6)           # reached the HW (6): proposed
         change = p.pending_isr
         assert change is not None and change.proposed == {1, 2, 3} and not change.is_shrink
@@ -115,7 +115,7 @@ def test_expand_needs_the_leader_epoch_start(tmp_path: Path) -> None:
         c = FakeCluster(tmp_path, ids=(1, 2))
         c.elect(1, isr=[1])
         rm, p = c.nodes[1].replicas, c.nodes[1].partition()
-        await rm.append_records(1, 1000, {TP: batch(3)})
+        await rm.appends.append_records(1, 1000, {TP: batch(3)})
         c.elect(1, isr=[1], to=[1])              # epoch 1 starts at offset 3; HW 3
         await follower_fetch(c, 2, 2)
         assert p.pending_isr is None
@@ -163,7 +163,7 @@ def test_acks_all_not_enough_replicas_after_append_when_isr_shrinks(tmp_path: Pa
         c = FakeCluster(tmp_path, ids=(1, 2), lag_ms=LAG, min_isr=2)
         c.elect(1)
         rm, p = c.nodes[1].replicas, c.nodes[1].partition()
-        task = asyncio.ensure_future(rm.append_records(-1, 60_000, {TP: batch(2)}))
+        task = asyncio.ensure_future(rm.appends.append_records(-1, 60_000, {TP: batch(2)}))
         await asyncio.sleep(0)
         assert not task.done()
         c.clock.advance(LAG + 1)
@@ -175,7 +175,7 @@ def test_acks_all_not_enough_replicas_after_append_when_isr_shrinks(tmp_path: Pa
         r = task.result()[TP]
         assert (r.error, r.base_offset) == (ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND, 0)
         assert p.high_watermark == 2
-        r = (await rm.append_records(-1, 1000, {TP: batch()}))[TP]
+        r = (await rm.appends.append_records(-1, 1000, {TP: batch()}))[TP]
         assert r.error == ErrorCode.NOT_ENOUGH_REPLICAS   # before the append now
         assert p.log_end_offset == 2
     run(main())
@@ -187,7 +187,7 @@ def test_hw_never_backwards_and_consumer_fetch_completes_when_it_moves(tmp_path:
         c.elect(1)
         rm, p = c.nodes[1].replicas, c.nodes[1].partition()
         for _ in range(5):
-            await rm.append_records(1, 1000, {TP: batch(1)})
+            await rm.appends.append_records(1, 1000, {TP: batch(1)})
         consumer = asyncio.ensure_future(rm.fetch(-1, 5000, 1, 1 << 20, 0,
                                                   {TP: FetchPartitionRequest(0, 1 << 20)}))
         await asyncio.sleep(0)
@@ -213,7 +213,7 @@ def test_session_skip_reads_nothing_yet_keeps_the_follower_in_sync_and_sees_new_
         c = FakeCluster(tmp_path, lag_ms=LAG)
         c.elect(1)
         rm, p = c.nodes[1].replicas, c.nodes[1].partition()
-        await rm.append_records(1, 1000, {TP: batch(4)})
+        await rm.appends.append_records(1, 1000, {TP: batch(4)})
         req = {TP: FetchPartitionRequest(4, 1 << 20, c.leader_epoch, -1, 0)}
         await follower_fetch(c, 3, 4)
         first = await rm.fetch(2, 0, 1, 1 << 20, 0, req)
@@ -225,7 +225,7 @@ def test_session_skip_reads_nothing_yet_keeps_the_follower_in_sync_and_sees_new_
             again = await rm.fetch(2, 0, 1, 1 << 20, 0, req, unchanged_since={TP: seq})
             assert TP not in again       # skipped, not read
         assert rm.maybe_shrink_isr() == 0 and p.isr == {1, 2, 3}
-        await rm.append_records(1, 1000, {TP: batch(2)})
+        await rm.appends.append_records(1, 1000, {TP: batch(2)})
         assert p.change_seq != seq
         after = await rm.fetch(2, 0, 1, 1 << 20, 0, req, unchanged_since={TP: seq})
         assert after[TP].size > 0 and after[TP].caught_up_seq == -1   # read: 2 new records

@@ -17,7 +17,7 @@ TP = ("t", 0)
 
 def produce(b: FakeBroker, acks: int = 1) -> int:
     batch = build_batch([(None, b"v", b.clock())])
-    results = asyncio.run(b.replicas.append_records(acks, 1000, {TP: batch}))
+    results = asyncio.run(b.replicas.appends.append_records(acks, 1000, {TP: batch}))
     return results[TP].error
 
 
@@ -98,7 +98,7 @@ def test_a_waiting_acks_all_produce_is_answered_once_its_partition_is_fenced(
 
     async def scenario() -> tuple[int, int, int, bool, int]:
         batch = build_batch([(None, b"v", b.clock())])
-        waiting = asyncio.ensure_future(b.replicas.append_records(-1, 30_000, {TP: batch}))
+        waiting = asyncio.ensure_future(b.replicas.appends.append_records(-1, 30_000, {TP: batch}))
         await asyncio.sleep(0.01)
         swept_before = b.replicas.sweep_fenced()      # no fence: nothing to do
         fence.connection_lost()
@@ -129,6 +129,6 @@ def test_a_produce_committed_before_the_fence_is_still_acknowledged(tmp_path: Pa
     fence.connection_lost()
     b.clock.advance(1500)
     assert fence.fenced(TP, p, b.clock())
-    assert b.replicas._enough_replicas(TP, offset) == (True, ErrorCode.NONE)
-    assert b.replicas._enough_replicas(TP, offset + 1) == (
+    assert b.replicas.appends._enough_replicas(TP, offset) == (True, ErrorCode.NONE)
+    assert b.replicas.appends._enough_replicas(TP, offset + 1) == (
         True, ErrorCode.REQUEST_TIMED_OUT)

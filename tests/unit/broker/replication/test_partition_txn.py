@@ -33,13 +33,13 @@ def run(coro):  # noqa: ANN001, ANN201
 
 
 def produce(b: FakeBroker, data: bytearray) -> int:
-    r = run(b.replicas.append_records(-1, 1000, {TP: data}))[TP]
+    r = run(b.replicas.appends.append_records(-1, 1000, {TP: data}))[TP]
     assert r.error == ErrorCode.NONE, r
     return r.base_offset
 
 
 def mark(b: FakeBroker, pid: int, commit: bool, epoch: int = 0) -> int:
-    return run(b.replicas.append_markers(1000, pid, epoch, commit, 0, [TP]))[TP]
+    return run(b.replicas.appends.append_markers(1000, pid, epoch, commit, 0, [TP]))[TP]
 
 
 def committed_read(b: FakeBroker, offset: int = 0):  # noqa: ANN201
@@ -92,7 +92,7 @@ def test_stale_marker_is_refused_and_appends_nothing(tmp_path: Path) -> None:
     leo = b.replicas.partition(*TP).log_end_offset
     assert mark(b, 1, commit=True, epoch=2) == ErrorCode.INVALID_PRODUCER_EPOCH
     assert b.replicas.partition(*TP).log_end_offset == leo
-    assert run(b.replicas.append_markers(1000, 1, 3, True, 0, [("nope", 0)])) == {
+    assert run(b.replicas.appends.append_markers(1000, 1, 3, True, 0, [("nope", 0)])) == {
         ("nope", 0): ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
 
 
@@ -101,7 +101,7 @@ def test_non_transactional_write_inside_a_transaction_is_refused(tmp_path: Path)
     b.lead("t")
     produce(b, txn_batch(1, 0))
     plain = build_batch([(b"k", b"v", NOW)], producer_id=1, producer_epoch=0, base_sequence=1)
-    r = run(b.replicas.append_records(-1, 1000, {TP: plain}))[TP]
+    r = run(b.replicas.appends.append_records(-1, 1000, {TP: plain}))[TP]
     assert r.error == ErrorCode.INVALID_TXN_STATE
 
 
@@ -181,9 +181,9 @@ def test_a_coordinator_write_for_a_fenced_epoch_is_refused(tmp_path: Path) -> No
     produce(b, txn_batch(5, 0, epoch=0))                        # 0: the transaction
     mark(b, 5, commit=False, epoch=1)                           # 1: fenced, aborted at epoch 1
     zombie = txn_batch(5, 7, epoch=0)
-    r = run(b.replicas.append_records(-1, 1000, {TP: zombie}, from_coordinator=True))[TP]
+    r = run(b.replicas.appends.append_records(-1, 1000, {TP: zombie}, from_coordinator=True))[TP]
     assert r.error == ErrorCode.INVALID_PRODUCER_EPOCH and p.log_end_offset == 2
     assert p.producers.ongoing == {}
     fresh = txn_batch(5, 7, epoch=1)                            # any sequence: no checks
-    r = run(b.replicas.append_records(-1, 1000, {TP: fresh}, from_coordinator=True))[TP]
+    r = run(b.replicas.appends.append_records(-1, 1000, {TP: fresh}, from_coordinator=True))[TP]
     assert r.error == ErrorCode.NONE and p.log_end_offset == 3

@@ -28,7 +28,7 @@ def batch(pid: int, seq: int, n: int = 2, txn: bool = False) -> bytearray:
 
 
 def append(b: FakeBroker, data: bytearray) -> int:
-    r = asyncio.run(b.replicas.append_records(-1, 1000, {TP: data}))[TP]
+    r = asyncio.run(b.replicas.appends.append_records(-1, 1000, {TP: data}))[TP]
     assert r.error == ErrorCode.NONE, r
     return r.base_offset
 

@@ -76,7 +76,7 @@ def test_a_refusal_found_in_the_thread_is_the_partition_s_answer(tmp_path: Path)
     keyless = build_batch([(b"k", b"v", NOW), (None, b"v", NOW)], codec=Codec.GZIP)
 
     async def go() -> Any:
-        return await b.replicas.append_records(1, 1000, {("t", 0): keyless})
+        return await b.replicas.appends.append_records(1, 1000, {("t", 0): keyless})
     r = asyncio.run(go())[("t", 0)]
     assert r.error == ErrorCode.INVALID_RECORD
     assert r.record_errors == ((1, "Compacted topic cannot accept message without key in "

@@ -37,8 +37,8 @@ def test_append_assigns_offsets_moves_hw_and_stamps_epoch(tmp_path: Path) -> Non
     b = FakeBroker(tmp_path)
     b.lead("t")
     b.lead("t")  # leader epoch 1
-    r1 = run(b.replicas.append_records(1, 1000, {TP: batch(3)}))[TP]
-    r2 = run(b.replicas.append_records(-1, 1000, {TP: batch(2)}))[TP]
+    r1 = run(b.replicas.appends.append_records(1, 1000, {TP: batch(3)}))[TP]
+    r2 = run(b.replicas.appends.append_records(-1, 1000, {TP: batch(2)}))[TP]
     assert (r1.error, r1.base_offset, r2.error, r2.base_offset) == (0, 0, 0, 3)
     p = b.replicas.partition(*TP)
     assert p.high_watermark == p.log_end_offset == 5
@@ -59,7 +59,7 @@ def test_bad_batches_append_nothing(tmp_path: Path, mutate, code) -> None:  # no
     b.lead("t")
     data = batch(2)
     mutate(data)
-    r = run(b.replicas.append_records(1, 1000, {TP: data}))[TP]
+    r = run(b.replicas.appends.append_records(1, 1000, {TP: data}))[TP]
     assert r.error == code and r.base_offset == -1
     assert b.replicas.partition(*TP).log_end_offset == 0
 
@@ -67,22 +67,22 @@ def test_bad_batches_append_nothing(tmp_path: Path, mutate, code) -> None:  # no
 def test_message_too_large_and_single_batch_rule(tmp_path: Path) -> None:
     b = FakeBroker(tmp_path, config=LogConfig(max_message_bytes=200))
     b.lead("t")
-    r = run(b.replicas.append_records(1, 1000, {TP: batch(1, size=300)}))[TP]
+    r = run(b.replicas.appends.append_records(1, 1000, {TP: batch(1, size=300)}))[TP]
     assert r.error == ErrorCode.MESSAGE_TOO_LARGE
     two = batch(1) + batch(1)
-    r = run(b.replicas.append_records(1, 1000, {TP: two}, single_batch=True))[TP]
+    r = run(b.replicas.appends.append_records(1, 1000, {TP: two}, single_batch=True))[TP]
     assert r.error == ErrorCode.INVALID_RECORD
     assert b.replicas.partition(*TP).log_end_offset == 0
-    assert run(b.replicas.append_records(1, 1000, {TP: two}))[TP].error == 0
+    assert run(b.replicas.appends.append_records(1, 1000, {TP: two}))[TP].error == 0
 
 
 def test_unknown_partition_follower_and_bad_acks(tmp_path: Path) -> None:
     b = FakeBroker(tmp_path)
     b.lead("f", replicas=(1, 2), leader=2)
-    res = run(b.replicas.append_records(1, 1000, {("nope", 0): batch(), ("f", 0): batch()}))
+    res = run(b.replicas.appends.append_records(1, 1000, {("nope", 0): batch(), ("f", 0): batch()}))
     assert res[("nope", 0)].error == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     assert res[("f", 0)].error == ErrorCode.NOT_LEADER_OR_FOLLOWER
-    assert run(b.replicas.append_records(2, 1000, {TP: batch()}))[TP].error == ErrorCode.INVALID_REQUIRED_ACKS
+    assert run(b.replicas.appends.append_records(2, 1000, {TP: batch()}))[TP].error == ErrorCode.INVALID_REQUIRED_ACKS
 
 
 def test_acks_all_waits_for_follower_and_times_out(tmp_path: Path) -> None:
@@ -90,7 +90,7 @@ def test_acks_all_waits_for_follower_and_times_out(tmp_path: Path) -> None:
         b = FakeBroker(tmp_path, min_isr=2)
         b.lead("t", replicas=(1, 2))
         p = b.replicas.partition(*TP)
-        task = asyncio.ensure_future(b.replicas.append_records(-1, 5000, {TP: batch(2)}))
+        task = asyncio.ensure_future(b.replicas.appends.append_records(-1, 5000, {TP: batch(2)}))
         await asyncio.sleep(0)
         assert not task.done() and p.high_watermark == 0 and p.log_end_offset == 2
         # the follower fetches at 2 (its LEO): HW moves, the produce completes
@@ -99,7 +99,7 @@ def test_acks_all_waits_for_follower_and_times_out(tmp_path: Path) -> None:
         await asyncio.sleep(0)
         assert task.result()[TP].error == 0
         # no follower progress: REQUEST_TIMED_OUT after the timeout
-        task = asyncio.ensure_future(b.replicas.append_records(-1, 5000, {TP: batch(1)}))
+        task = asyncio.ensure_future(b.replicas.appends.append_records(-1, 5000, {TP: batch(1)}))
         await asyncio.sleep(0)
         b.clock.advance(5000)
         await asyncio.sleep(0)
@@ -110,16 +110,16 @@ def test_acks_all_waits_for_follower_and_times_out(tmp_path: Path) -> None:
 def test_min_insync_replicas(tmp_path: Path) -> None:
     b = FakeBroker(tmp_path, min_isr=2)
     b.lead("t", replicas=(1, 2), isr=(1,))
-    r = run(b.replicas.append_records(-1, 1000, {TP: batch()}))[TP]
+    r = run(b.replicas.appends.append_records(-1, 1000, {TP: batch()}))[TP]
     assert r.error == ErrorCode.NOT_ENOUGH_REPLICAS
-    assert run(b.replicas.append_records(1, 1000, {TP: batch()}))[TP].error == 0
+    assert run(b.replicas.appends.append_records(1, 1000, {TP: batch()}))[TP].error == 0
 
 
 def test_hw_is_min_leo_over_isr_and_never_backwards(tmp_path: Path) -> None:
     b = FakeBroker(tmp_path)
     b.lead("t", replicas=(1, 2, 3))
     p = b.replicas.partition(*TP)
-    run(b.replicas.append_records(1, 1000, {TP: batch(10)}))
+    run(b.replicas.appends.append_records(1, 1000, {TP: batch(10)}))
     assert p.high_watermark == 0
     assert not p.update_follower_fetch_state(2, 8)
     assert p.update_follower_fetch_state(3, 6) and p.high_watermark == 6
@@ -136,7 +136,7 @@ def test_fetch_waits_for_min_bytes_then_for_max_wait(tmp_path: Path) -> None:
         task = asyncio.ensure_future(b.replicas.fetch(-1, 500, 1, 1 << 20, 0, req))
         await asyncio.sleep(0)
         assert not task.done()
-        await b.replicas.append_records(1, 1000, {TP: batch(3)})
+        await b.replicas.appends.append_records(1, 1000, {TP: batch(3)})
         await asyncio.sleep(0)
         res = task.result()[TP]
         assert res.size > 0 and res.high_watermark == 3
@@ -155,7 +155,7 @@ def test_fetch_errors_and_at_least_one_batch(tmp_path: Path) -> None:
         b.lead("t", partitions=2)
         b.lead("t", partitions=2)  # epoch 1
         for i in range(3):
-            await b.replicas.append_records(1, 1000, {("t", 0): batch(1, size=500), ("t", 1): batch(1, size=500)})
+            await b.replicas.appends.append_records(1, 1000, {("t", 0): batch(1, size=500), ("t", 1): batch(1, size=500)})
         f = b.replicas.fetch
         res = await f(-1, 0, 1, 100, 0, {("t", 0): FetchPartitionRequest(0, 100),
                                           ("t", 1): FetchPartitionRequest(0, 100)})
@@ -174,7 +174,7 @@ def test_consumers_read_below_hw_followers_to_leo(tmp_path: Path) -> None:
     async def main() -> None:
         b = FakeBroker(tmp_path)
         b.lead("t", replicas=(1, 2))
-        await b.replicas.append_records(1, 1000, {TP: batch(2)})
+        await b.replicas.appends.append_records(1, 1000, {TP: batch(2)})
         req = {TP: FetchPartitionRequest(0, 1 << 20)}
         assert (await b.replicas.fetch(-1, 0, 1, 1 << 20, 0, req))[TP].size == 0
         assert (await b.replicas.fetch(2, 0, 1, 1 << 20, 0, req))[TP].size > 0
@@ -229,10 +229,10 @@ def test_idempotent_dedup_survives_reopen(tmp_path: Path) -> None:
     b = FakeBroker(tmp_path, clock=clock)
     b.lead("t")
     first = batch(2, pid=9, epoch=0, seq=0)
-    r = run(b.replicas.append_records(-1, 1000, {TP: first}))[TP]
+    r = run(b.replicas.appends.append_records(-1, 1000, {TP: first}))[TP]
     last = batch(1, pid=9, epoch=0, seq=2)
-    run(b.replicas.append_records(-1, 1000, {TP: last}))
-    assert run(b.replicas.append_records(-1, 1000, {TP: first}))[TP].base_offset == r.base_offset == 0
+    run(b.replicas.appends.append_records(-1, 1000, {TP: last}))
+    assert run(b.replicas.appends.append_records(-1, 1000, {TP: first}))[TP].base_offset == r.base_offset == 0
     b.logs.shutdown()                   # writes the producer snapshot at the log end
     assert sorted(os.listdir(tmp_path / "logs" / "t-0")).count("00000000000000000003.snapshot")
     # a new broker process over the same directory
@@ -245,15 +245,15 @@ def test_idempotent_dedup_survives_reopen(tmp_path: Path) -> None:
     assert p.log_end_offset == 3
     # the snapshot keeps each producer's last batch (Kafka's format): its retry is a
     # duplicate answered with the original offset; an older batch's retry is not known
-    dup = run(rm.append_records(-1, 1000, {TP: last}))[TP]
+    dup = run(rm.appends.append_records(-1, 1000, {TP: last}))[TP]
     assert (dup.error, dup.base_offset) == (0, 2) and p.log_end_offset == 3
-    older = run(rm.append_records(-1, 1000, {TP: first}))[TP]
+    older = run(rm.appends.append_records(-1, 1000, {TP: first}))[TP]
     assert older.error == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER and p.log_end_offset == 3
-    gap = run(rm.append_records(-1, 1000, {TP: batch(1, pid=9, epoch=0, seq=9)}))[TP]
+    gap = run(rm.appends.append_records(-1, 1000, {TP: batch(1, pid=9, epoch=0, seq=9)}))[TP]
     assert gap.error == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
-    nxt = run(rm.append_records(-1, 1000, {TP: batch(1, pid=9, epoch=0, seq=3)}))[TP]
+    nxt = run(rm.appends.append_records(-1, 1000, {TP: batch(1, pid=9, epoch=0, seq=3)}))[TP]
     assert (nxt.error, nxt.base_offset) == (0, 3)
-    old = run(rm.append_records(-1, 1000, {TP: batch(1, pid=9, epoch=-1 + 0, seq=0)}))[TP]
+    old = run(rm.appends.append_records(-1, 1000, {TP: batch(1, pid=9, epoch=-1 + 0, seq=0)}))[TP]
     assert old.error == ErrorCode.INVALID_PRODUCER_EPOCH
 
 
@@ -262,7 +262,7 @@ def test_list_offsets_and_delete_records(tmp_path: Path) -> None:
     b.lead("t")
     rm = b.replicas
     for ts in (100, 300, 200):
-        run(rm.append_records(1, 1000, {TP: build_batch([(None, b"v", ts)])}))
+        run(rm.appends.append_records(1, 1000, {TP: build_batch([(None, b"v", ts)])}))
     assert rm.fetch_offset_for_timestamp(TP, -1, 0)[0] == 3
     assert rm.fetch_offset_for_timestamp(TP, -2, 0)[0] == 0
     assert rm.fetch_offset_for_timestamp(TP, -3, 0)[:2] == (1, 300)
@@ -290,14 +290,14 @@ def test_a_retried_batch_already_in_the_log_is_never_answered_not_persisted(
     async def main() -> None:
         b = FakeBroker(tmp_path, min_isr=2)
         b.lead("t", replicas=(1, 2))
-        first = asyncio.ensure_future(b.replicas.append_records(-1, 5000, {TP: idem(0, 2)}))
+        first = asyncio.ensure_future(b.replicas.appends.append_records(-1, 5000, {TP: idem(0, 2)}))
         await asyncio.sleep(0)
         assert not first.done()
         b.lead("t", replicas=(1, 2), isr=(1,))      # the follower left the ISR
         await asyncio.sleep(0)
-        retry = (await b.replicas.append_records(-1, 5000, {TP: idem(0, 2)}))[TP]
+        retry = (await b.replicas.appends.append_records(-1, 5000, {TP: idem(0, 2)}))[TP]
         assert (retry.error, retry.base_offset) == (ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND, 0)
-        fresh = (await b.replicas.append_records(-1, 5000, {TP: idem(2)}))[TP]
+        fresh = (await b.replicas.appends.append_records(-1, 5000, {TP: idem(2)}))[TP]
         assert fresh.error == ErrorCode.NOT_ENOUGH_REPLICAS
         assert b.replicas.partition(*TP).log_end_offset == 2      # nothing written twice
         first.cancel()

@@ -145,7 +145,7 @@ def _leader_with_data(tmp_path: Path, isr: tuple[int, ...]) -> tuple[FakeCluster
     rm = c.nodes[1].replicas
     for i in range(4):
         batch = build_batch([(None, bytes([i]) * 4000, c.clock())])
-        res = asyncio.run(rm.append_records(1, 1000, {TP: batch}))
+        res = asyncio.run(rm.appends.append_records(1, 1000, {TP: batch}))
         assert res[TP].error == 0
     quota = ReplicationQuota(LEADER, 1, lambda _t: {"leader.replication.throttled.replicas": "0:1"},
                              clock=c.clock)
@@ -204,7 +204,7 @@ def test_follower_leaves_out_of_sync_throttled_partitions_out_of_its_fetch(tmp_p
         rm = c.nodes[1].replicas
         for i in range(6):
             batch = build_batch([(None, bytes([i]) * 4000, c.clock())])
-            assert (await rm.append_records(1, 1000, {TP: batch}))[TP].error == 0
+            assert (await rm.appends.append_records(1, 1000, {TP: batch}))[TP].error == 0
         node = c.nodes[2]
         quota = ReplicationQuota(FOLLOWER, 2,
                                  lambda _t: {"follower.replication.throttled.replicas": "0:2"},
@@ -240,7 +240,7 @@ def test_follower_leaves_out_of_sync_throttled_partitions_out_of_its_fetch(tmp_p
         quota.update_quota(1)
         assert quota.is_exceeded()
         batch = build_batch([(None, b"x" * 100, c.clock())])
-        assert (await rm.append_records(1, 1000, {TP: batch}))[TP].error == 0
+        assert (await rm.appends.append_records(1, 1000, {TP: batch}))[TP].error == 0
         end = rm.partition(*TP).log_end_offset
         await node.fetch_round()
         assert p.log_end_offset == end

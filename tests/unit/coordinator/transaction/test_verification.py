@@ -36,7 +36,7 @@ class FakeVerifier:
 
 
 def produce(b: FakeBroker, data: bytearray, tid: str | None = "tx") -> int:
-    return asyncio.run(b.replicas.append_records(-1, 1000, {TP: data},
+    return asyncio.run(b.replicas.appends.append_records(-1, 1000, {TP: data},
                                                   transactional_id=tid))[TP].error
 
 
@@ -49,7 +49,7 @@ def test_only_a_transactions_first_batch_on_a_partition_is_verified(tmp_path: Pa
     assert produce(b, txn_batch(7, 1)) == ErrorCode.NONE        # the transaction is open here
     assert produce(b, txn_batch(8, 0, transactional=False), tid=None) == ErrorCode.NONE
     assert len(v.asked) == 1
-    asyncio.run(b.replicas.append_markers(1000, 7, 0, True, 0, [TP]))
+    asyncio.run(b.replicas.appends.append_markers(1000, 7, 0, True, 0, [TP]))
     assert produce(b, txn_batch(7, 2)) == ErrorCode.NONE        # a new transaction: asked again
     assert len(v.asked) == 2
 
@@ -68,10 +68,10 @@ def test_a_marker_during_the_wait_fails_the_append(tmp_path: Path) -> None:
     b = FakeBroker(tmp_path)
     b.lead("t")
     assert produce(b, txn_batch(7, 0), tid=None) == ErrorCode.NONE   # no verifier yet
-    asyncio.run(b.replicas.append_markers(1000, 7, 0, False, 0, [TP]))
+    asyncio.run(b.replicas.appends.append_markers(1000, 7, 0, False, 0, [TP]))
 
     async def abort_meanwhile() -> None:
-        await b.replicas.append_markers(1000, 7, 0, False, 0, [TP])
+        await b.replicas.appends.append_markers(1000, 7, 0, False, 0, [TP])
 
     b.replicas.verifier = FakeVerifier(during=abort_meanwhile)
     p = b.replicas.partition(*TP)
