@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Awaitable, Callable
+from collections.abc import Callable, Coroutine
+from typing import TYPE_CHECKING, Any
 
 from protocol.api_keys import ApiKey, is_pybroker_api
 from protocol.errors import ErrorCode
@@ -41,7 +42,7 @@ NO_RESPONSE = Outcome.NO_RESPONSE
 CLOSE_CONNECTION = Outcome.CLOSE_CONNECTION
 
 HandlerResult = Struct | Outcome
-HandlerFn = Callable[["RequestContext", Struct], Awaitable[HandlerResult]]
+HandlerFn = Callable[["RequestContext", Struct], Coroutine[Any, Any, HandlerResult]]
 
 
 @dataclass(frozen=True)

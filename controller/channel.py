@@ -42,6 +42,8 @@ class BrokerTransport(Protocol):
 
 
 ResponseCallback = Callable[[Struct | None], None]
+# a StopReplica partition's outcome: its error code, -1 when the request was not delivered
+StopReplicaCallback = Callable[[int], None]
 # (broker id, broker epoch the request carried, per-partition errors of its answer)
 LeaderAndIsrSink = Callable[[int, int, dict[TopicPartition, int]], None]
 
@@ -144,7 +146,7 @@ class RequestBatch:
         self.update_metadata_brokers: set[int] = set()
         self.update_metadata_partitions: set[TopicPartition] = set()
         self.deleting: set[TopicPartition] = set()
-        self.stop_replica: dict[int, dict[TopicPartition, tuple[bool, ResponseCallback | None]]] = {}
+        self.stop_replica: dict[int, dict[TopicPartition, tuple[bool, StopReplicaCallback | None]]] = {}
         self.full = False
         self.on_leader_and_isr_response: LeaderAndIsrSink | None = None
 
@@ -163,7 +165,7 @@ class RequestBatch:
             self.deleting.update(partitions)
 
     def add_stop_replica(self, broker: int, tp: TopicPartition, delete: bool,
-                         callback: ResponseCallback | None = None) -> None:
+                         callback: StopReplicaCallback | None = None) -> None:
         self.stop_replica.setdefault(broker, {})[tp] = (delete, callback)
 
     # -- building ------------------------------------------------------------------------
@@ -320,7 +322,7 @@ def _leader_and_isr_answered(broker: int, broker_epoch: int, topic_names: dict[A
     return check
 
 
-def _stop_callback(chosen: dict[TopicPartition, ResponseCallback | None]) -> ResponseCallback:
+def _stop_callback(chosen: dict[TopicPartition, StopReplicaCallback | None]) -> ResponseCallback:
     def done(resp: Struct | None) -> None:
         errors: dict[TopicPartition, int] = {}
         if resp is not None:
@@ -329,11 +331,7 @@ def _stop_callback(chosen: dict[TopicPartition, ResponseCallback | None]) -> Res
         for tp, cb in chosen.items():
             if cb is not None:
                 code = -1 if resp is None else (resp.error_code or errors.get(tp, 0))
-                cb(_Result(code))  # type: ignore[arg-type]
+                cb(code)
     return done
 
 
-@dataclass(frozen=True)
-class _Result:
-    """What a StopReplica per-partition callback receives: error -1 = not delivered."""
-    error_code: int

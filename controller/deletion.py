@@ -16,13 +16,14 @@
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from controller import events as ev
 from controller.partition_state_machine import PartitionState
 from controller.replica_state_machine import ReplicaState
 
 if TYPE_CHECKING:
+    from controller.channel import StopReplicaCallback
     from controller.controller_ops import ControllerOps
 
 log = logging.getLogger("pybroker.controller")
@@ -116,8 +117,8 @@ def _move(c: ControllerOps, r: tuple[str, int, int], target: ReplicaState) -> No
     c.replica_states.move(r, target)
 
 
-def _result_callback(c: ControllerOps, topic: str, partition: int, broker: int) -> Any:
-    def done(result: Any) -> None:
-        code = -1 if result is None else int(result.error_code)
+def _result_callback(c: ControllerOps, topic: str, partition: int,
+                     broker: int) -> StopReplicaCallback:
+    def done(code: int) -> None:      # -1: the StopReplica was not delivered
         c.events.put(ev.StopReplicaResult(topic, partition, broker, code))
     return done

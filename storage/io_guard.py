@@ -26,12 +26,15 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any, Protocol, TypeVar
+from contextlib import AbstractContextManager
+from typing import Concatenate, ParamSpec, Protocol, TypeVar
 
 # (log dir, what failed, the error): told of an OSError on a write path
 FailureSink = Callable[[str, str, OSError], object]   # its result is ignored
 
-F = TypeVar("F", bound=Callable[..., Any])
+G = TypeVar("G", bound="GuardedLog")     # the log class whose method is guarded
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
 class LogDirOfflineError(OSError):
@@ -42,19 +45,21 @@ class LogDirOfflineError(OSError):
 class GuardedLog(Protocol):
     """What ``write_path`` needs of the log it guards."""
 
-    lock: Any
     offline: bool
+
+    @property
+    def lock(self) -> AbstractContextManager[object]: ...   # held around every write
 
     def report_io_error(self, what: str, error: OSError) -> None: ...
 
     def offline_error(self) -> LogDirOfflineError: ...
 
 
-def write_path(method: F) -> F:
+def write_path(method: Callable[Concatenate[G, P], R]) -> Callable[Concatenate[G, P], R]:
     """Run ``method`` holding the log's lock; refuse it while the log's dir is
     offline; report an OSError it raises (then let it propagate)."""
     @functools.wraps(method)
-    def wrapper(self: GuardedLog, *args: Any, **kwargs: Any) -> Any:
+    def wrapper(self: G, *args: P.args, **kwargs: P.kwargs) -> R:
         with self.lock:
             if self.offline:
                 raise self.offline_error()
@@ -65,4 +70,4 @@ def write_path(method: F) -> F:
             except OSError as e:
                 self.report_io_error(method.__name__, e)
                 raise
-    return wrapper  # type: ignore[return-value]
+    return wrapper

@@ -291,8 +291,10 @@ async def plan_reset(ga: GroupAdmin, args: Namespace, group: str, tps: list[TP],
     """New offsets per partition for the chosen scenario (Kafka's prepareOffsetsToReset)."""
     s = args.scenario
 
-    async def required(ts: int, what: str) -> dict[TP, int]:
-        got = await ga.list_offsets(tps, ts)
+    async def required(ts: int, what: str, among: list[TP] | None = None) -> dict[TP, int]:
+        if among == []:
+            return {}
+        got = await ga.list_offsets(tps if among is None else among, ts)
         missing = [tp for tp, o in got.items() if o is None]
         if missing:
             raise ToolError(f"Error getting {what} offset of topic partition: "
@@ -318,15 +320,15 @@ async def plan_reset(ga: GroupAdmin, args: Namespace, group: str, tps: list[TP],
                     raise ToolError(f"Cannot shift offset for partition {tp[0]}-{tp[1]} since "
                                     "there is no current committed offset")
             return await clamped({tp: current[tp] + args.shift_by for tp in tps})
-        ends = await ga.list_offsets([tp for tp in tps if tp not in current], LATEST)
-        return {tp: current[tp] if tp in current else ends[tp] for tp in tps}  # type: ignore[misc]
+        ends = await required(LATEST, "ending", [tp for tp in tps if tp not in current])
+        return {tp: current[tp] if tp in current else ends[tp] for tp in tps}
     by_time = await ga.list_offsets(tps, args.timestamp_ms)
     empty = [tp for tp, o in by_time.items() if o is None]
     for t, p in empty:
         pr.out.write(f"\nWarn: Partition {p} from topic {t} is empty. Falling back to latest "
                      "known offset.\n")
-    latest = await ga.list_offsets(empty, LATEST)
-    return {tp: (o if o is not None else latest.get(tp)) for tp, o in by_time.items()}  # type: ignore[misc]
+    latest = await required(LATEST, "ending", empty)
+    return {tp: (o if o is not None else latest[tp]) for tp, o in by_time.items()}
 
 
 async def reset_offsets(ga: GroupAdmin, args: Namespace, pr: Printer) -> None:

@@ -74,7 +74,7 @@ class Throttled(Protocol):
 
 
 Ctx = TypeVar("Ctx", bound=Throttled)
-Handler = Callable[[Ctx, Struct], Awaitable[Any]]
+Handler = Callable[[Ctx, Struct], Coroutine[Any, Any, Any]]
 
 
 class LoopTime:
@@ -150,7 +150,7 @@ async def throttled_call(quotas: ClientQuotas, ctx: Ctx, header: RequestHeader,
             body.max_bytes = max(1, min(int(body.max_bytes), int(limit)))
     timed = quotas.request.enabled and not (key == ApiKey.PRODUCE and body.acks == 0)
     if timed:
-        call = LoopTime(fn(ctx, body))  # type: ignore[arg-type]
+        call = LoopTime(fn(ctx, body))
         result = await call
     else:
         result = await fn(ctx, body)

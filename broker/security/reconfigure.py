@@ -63,18 +63,22 @@ def split(key: str) -> tuple[str, str] | None:
     return (listener.upper(), sub) if dot and sub else None
 
 
-def check_keys(broker: DynamicConfigHost, keys: list[str]) -> None:
+def check_keys(broker: DynamicConfigHost, keys: list[str]) -> dict[str, tuple[str, str]]:
     """ReconfigureError unless every key is a reconfigurable TLS key of one of this
-    broker's TLS listeners."""
+    broker's TLS listeners. -> key -> (LISTENER, key within the listener)."""
     bad = []
+    parsed: dict[str, tuple[str, str]] = {}
     for key in keys:
         parts = split(key)
         sec = broker.listener_security.get(parts[0]) if parts else None
         if parts is None or parts[1] not in RECONFIGURABLE or sec is None or not sec.uses_tls:
             bad.append(key)
+        else:
+            parsed[key] = parts
     if bad:
         raise ReconfigureError("Cannot update these configs dynamically: "
                                + ", ".join(sorted(bad)))
+    return parsed
 
 
 def apply(broker: DynamicConfigHost, updates: dict[str, str | None],
@@ -82,10 +86,11 @@ def apply(broker: DynamicConfigHost, updates: dict[str, str | None],
     """Build each touched listener's new context from the config with ``updates``
     (None deletes a dynamic key); unless ``validate_only``, swap them in and make
     the new config the broker's. -> the new config."""
-    check_keys(broker, list(updates))
+    parsed = check_keys(broker, list(updates))
     overrides = dict(broker.config.listener_overrides)
     for key, value in updates.items():
-        norm = f"{PREFIX}{split(key)[0].lower()}.{split(key)[1]}"   # type: ignore[index]
+        listener, sub = parsed[key]
+        norm = f"{PREFIX}{listener.lower()}.{sub}"
         if value is None:
             overrides.pop(norm, None)
             static = broker.static_listener_overrides.get(norm)
@@ -95,7 +100,7 @@ def apply(broker: DynamicConfigHost, updates: dict[str, str | None],
             overrides[norm] = value
     config = dataclasses.replace(broker.config, listener_overrides=overrides)
     contexts = {}
-    for listener in {split(k)[0] for k in updates}:                 # type: ignore[index]
+    for listener in {parsed[k][0] for k in updates}:
         try:
             contexts[listener] = server_context(config, listener)
         except ConfigError as e:
@@ -111,7 +116,7 @@ def apply(broker: DynamicConfigHost, updates: dict[str, str | None],
             if server.endpoint.name == listener:
                 server.security = sec
         log.info("listener %s: TLS keystore/truststore reloaded (%s)", listener,
-                 ", ".join(sorted(k for k in updates if split(k)[0] == listener)))  # type: ignore[index]
+                 ", ".join(sorted(k for k in updates if parsed[k][0] == listener)))
     return config
 
 

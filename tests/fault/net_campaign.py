@@ -283,7 +283,7 @@ def run(seeds: Sequence[int], partitions: int = 6, rate: float = 100.0,
             w.fc.create_topic(TOPIC, partitions, 3, {"min.insync.replicas": "2"})
             history = QueueHistory()
             load = QueueLoad(w.fc.bootstrap, TOPIC, w.partitions, history,
-                             make=w.fc.in_client, rate=rate)
+                             make=w.fc.in_client, rate=rate, log_dir=work)
             w.fc.cleanups.append(load.close)
             load.start()
             acks = AckTimes(history)
@@ -309,6 +309,7 @@ def run(seeds: Sequence[int], partitions: int = 6, rate: float = 100.0,
             print(report.summary())
             if not report.ok:       # tells a broker de-duplication bug from librdkafka's
                 print(load.client_logs())
+                print(f"# whole eos logs: {work}/producer-*.eos.log")
             print("# availability (seconds; from fault: partitions that must stay writable)")
             print(figures.table())
             for m in figures.misses:

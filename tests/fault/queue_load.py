@@ -76,8 +76,10 @@ class QueueLoad:
     def __init__(self, bootstrap: str, topic: str, partitions: Sequence[int],
                  history: QueueHistory, make: Make = _direct, rate: float = 200.0,
                  idempotent: Sequence[bool] = (True, True, False), members: int = 2,
-                 group: str | None = None, seed: int | None = None) -> None:
+                 group: str | None = None, seed: int | None = None,
+                 log_dir: Path | None = None) -> None:
         self.bootstrap, self.topic, self.history = bootstrap, topic, history
+        self.log_dir = log_dir      # the idempotent producers' whole librdkafka eos logs
         self.partitions = list(partitions)
         self.make, self.rate, self.idempotent = make, rate, tuple(idempotent)
         self.members = members
@@ -105,7 +107,8 @@ class QueueLoad:
                                       base=k * BASE_STRIDE).start()
         return QueueProducer(
             self.bootstrap, self.topic, self.partitions, self.history, f"producer-{k}",
-            acks="all", idempotent=True, rate=self.rate, base=k * BASE_STRIDE).start()
+            acks="all", idempotent=True, rate=self.rate, base=k * BASE_STRIDE,
+            log_dir=self.log_dir).start()
 
     def _member(self, i: int) -> GroupConsumer:
         return GroupConsumer(self.bootstrap, self.topic, self.history, self.group,

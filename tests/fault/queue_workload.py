@@ -40,6 +40,7 @@ import uuid
 from collections import deque
 from collections.abc import Sequence
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 from tests.fault.cluster_faults import FaultCluster
@@ -68,11 +69,14 @@ def classify(err: Any) -> str:
 
 class ClientLog(logging.Handler):
     """The last ``keep`` lines a librdkafka client logged (its ``logger``), not
-    propagated: read by a test when it fails."""
+    propagated: read by a test when it fails; with ``path`` every line is also appended
+    to that file (a campaign's work dir keeps the whole log for an anomaly long before
+    the end)."""
 
-    def __init__(self, name: str, keep: int = 300) -> None:
+    def __init__(self, name: str, keep: int = 300, path: Path | None = None) -> None:
         super().__init__()
         self.lines: deque[str] = deque(maxlen=keep)
+        self.path = path
         # one logger per client process name, reused by the next client of that name
         # (logging keeps every logger for ever): a client's lines only reach its own log
         self.logger = logging.getLogger(f"tests.fault.rdkafka.{name}")
@@ -83,7 +87,11 @@ class ClientLog(logging.Handler):
         self.logger.addHandler(self)
 
     def emit(self, record: logging.LogRecord) -> None:
-        self.lines.append(f"{time.monotonic():.3f} {record.getMessage()}")
+        line = f"{time.monotonic():.3f} {record.getMessage()}"
+        self.lines.append(line)
+        if self.path is not None:
+            with self.path.open("a") as f:
+                f.write(line + "\n")
 
 
 class QueueProducer(PacedProducer):
@@ -93,13 +101,16 @@ class QueueProducer(PacedProducer):
     def __init__(self, bootstrap: str, topic: str, partitions: Sequence[int],
                  history: QueueHistory, process: str = "producer", acks: str = "all",
                  idempotent: bool = True, rate: float | None = 200.0, base: int = 0,
-                 conf: dict[str, Any] | None = None) -> None:
+                 conf: dict[str, Any] | None = None, log_dir: Path | None = None) -> None:
         self.history, self.process = history, process
         self.next = {p: base for p in partitions}
         self.fatal: str | None = None
         # librdkafka's idempotence log (epoch bumps, sequence errors, PID changes): few
-        # lines, kept for a failure message (``client_log``)
-        self.client_log = ClientLog(f"queue-{process}") if idempotent else None
+        # lines, kept for a failure message (``client_log``; all of it in
+        # ``log_dir``/<process>.eos.log when given)
+        self.client_log = ClientLog(
+            f"queue-{process}", path=log_dir / f"{process}.eos.log" if log_dir else None
+        ) if idempotent else None
         debug = {"debug": "eos", "logger": self.client_log.logger} if self.client_log else {}
         super().__init__(topic, partitions, rate, f"queue-{process}", {
             "bootstrap.servers": bootstrap, "acks": acks, "enable.idempotence": idempotent,

@@ -38,8 +38,8 @@ from client.group_admin import GroupAdmin
 from client.metadata import ClusterMetadata, PartitionInfo, TopicInfo
 from client.operator_admin import LogDirInfo, describe_log_dirs
 from client.security import ClientSecurity
-from client.verbs import (EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, TP, FetchPosition, fetch,
-                          list_offsets)
+from client.verbs import (EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, TP, FetchPosition, ListedOffset,
+                          fetch, list_offsets)
 from protocol.why_model import PartitionWhy
 from protocol.errors import ErrorCode, KafkaError
 from tools.console.model import (BrokerRow, BrowseQuery, BrowseView, GroupSummary, GroupView,
@@ -212,12 +212,10 @@ class ClusterReader:
                 list_offsets(conn, {(topic, p): LATEST_TIMESTAMP for p in parts}),
                 list_offsets(conn, {(topic, p): LATEST_TIMESTAMP for p in parts},
                              replica_id=DEBUG_REPLICA_ID)))
-            out = {}
-            for p in parts:
-                tp = (topic, p)
-                out[p] = tuple(x[tp].offset if tp in x and x[tp].error == 0 else -1
-                               for x in (earliest, latest, leo))
-            return out  # type: ignore[return-value]
+            def offset(found: dict[TP, ListedOffset], tp: TP) -> int:
+                return found[tp].offset if tp in found and found[tp].error == 0 else -1
+            return {p: (offset(earliest, (topic, p)), offset(latest, (topic, p)),
+                        offset(leo, (topic, p))) for p in parts}
 
         results = await asyncio.gather(*(one(n, ps) for n, ps in by_leader.items()),
                                        return_exceptions=True)
