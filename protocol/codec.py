@@ -16,7 +16,7 @@ from protocol.schema import MessageSpec, Struct
 
 
 def _message_spec(msg: Struct) -> MessageSpec:
-    spec = getattr(type(msg), "MESSAGE", None)
+    spec = type(msg).MESSAGE
     if spec is None:
         raise TypeError(f"{type(msg).__name__} is not a top-level request or response")
     return spec

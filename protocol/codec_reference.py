@@ -29,7 +29,7 @@ to O(n) objects whatever its length fields claim.
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from typing import Any, Protocol
 
 from protocol.primitives import (
     FLOAT64, INT8, INT16, INT32, INT64, UINT16, UINT32, DecodeError, EncodeError, Writer,
@@ -208,7 +208,14 @@ def decode_struct(spec: StructSpec, r: Reader, version: int, flexible: bool) -> 
     return obj
 
 
-def _read_tagged_section(obj: Struct, tagged: dict[int, FieldSpec], r: Reader,
+class TaggedFields(Protocol):
+    """What receives a tagged section: a Struct, or a header's holder of the (all
+    unknown) tagged fields."""
+
+    unknown_tags: dict[int, bytes] | None
+
+
+def _read_tagged_section(obj: TaggedFields, tagged: dict[int, FieldSpec], r: Reader,
                          version: int) -> None:
     count = r.uvarint()
     if count * 2 > r.end - r.pos:  # each tagged field takes at least its tag and size

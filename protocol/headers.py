@@ -125,7 +125,7 @@ def decode_request_header(frame: Any) -> tuple[RequestHeader, int]:
     if hv >= 2:
         holder = _TagHolder()
         r = Reader(buf, pos)
-        _read_tagged_section(holder, {}, r, version)  # type: ignore[arg-type]
+        _read_tagged_section(holder, {}, r, version)
         header.unknown_tags = holder.unknown_tags
         pos = r.pos
     return header, pos
@@ -193,7 +193,7 @@ def decode_response(api_key: int, version: int, frame: Any) -> tuple[int, Struct
     pos = 4
     if response_header_version(api_key, version) >= 1:
         r = Reader(buf, pos)
-        _read_tagged_section(_TagHolder(), {}, r, version)  # type: ignore[arg-type]
+        _read_tagged_section(_TagHolder(), {}, r, version)
         pos = r.pos
     spec = wire_apis()[api_key].response
     body, end = codec.decode_from(spec, buf, pos, version)

@@ -65,8 +65,10 @@ them together) and the fallback. With the C walk an uncompressed body is not cop
 
 from __future__ import annotations
 
+import importlib
 import os
 from dataclasses import dataclass
+from types import ModuleType
 from typing import Any
 
 from protocol import compression
@@ -80,10 +82,17 @@ INFLATE_FACTOR = 16
 MIN_INFLATED_BYTES = 16 * 1024 * 1024
 MIN_RECORD_BODY = 6  # attributes, tsDelta, offsetDelta, keyLength, valueLength, headerCount
 
-try:
-    from protocol import _record_walk
-except ImportError:  # not built: no compiler at install time (setup.py)
-    _record_walk = None  # type: ignore[assignment]
+
+def _native_walk() -> ModuleType | None:
+    """protocol/_record_walk.c as built by setup.py; None when it was not built (no
+    compiler at install time): the Python walk below is used then."""
+    try:
+        return importlib.import_module("protocol._record_walk")
+    except ImportError:
+        return None
+
+
+_record_walk = _native_walk()
 # Whether validate_batch walks records in C; PYBROKER_NATIVE=0 forces the Python walk.
 NATIVE: bool = _record_walk is not None and os.environ.get("PYBROKER_NATIVE", "1") != "0"
 
@@ -373,4 +382,4 @@ def _varint(body: Any, at: int) -> tuple[int, int]:
 
 
 # The walk validate_batch uses: the C one (protocol/_record_walk.c) when NATIVE.
-_walk_records = _record_walk.walk if NATIVE else _walk
+_walk_records = _record_walk.walk if _record_walk is not None and NATIVE else _walk

@@ -39,7 +39,7 @@ import re
 import uuid as _uuid
 from dataclasses import dataclass, field as dc_field
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from protocol.versions import NONE, VersionRange
 
@@ -134,6 +134,8 @@ class Struct:
 
     __slots__ = ("unknown_tags",)
     SPEC: StructSpec
+    # the request or response a top-level struct's class encodes (``message`` sets it)
+    MESSAGE: ClassVar[MessageSpec | None] = None
     unknown_tags: dict[int, bytes] | None
 
     if TYPE_CHECKING:
@@ -162,6 +164,8 @@ class Struct:
         return all(getattr(self, s) == getattr(other, s) for s in self.SPEC.attrs) and (
             (self.unknown_tags or None) == (other.unknown_tags or None))
 
+    # mutable and compared by value: unhashable, the way Python spells it (typeshed
+    # declares object.__hash__ a method, hence the one ignore of our own code)
     __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
@@ -333,5 +337,5 @@ def message(name: str, *, api_key: int, valid: str, flexible: str,
                 else "response" if name.endswith("Response") else "data")
     spec = MessageSpec(name=name, api_key=api_key, kind=kind, valid=VersionRange.parse(valid),
                        flexible=VersionRange.parse(flexible), struct=StructSpec(name, tuple(fields)))
-    spec.struct.cls.MESSAGE = spec  # type: ignore[attr-defined]
+    spec.struct.cls.MESSAGE = spec
     return spec

@@ -330,10 +330,10 @@ class GroupMetadata:
         * no protocol type (standalone commits): from each commit.
         An offset with its own expire timestamp (old clients) expires then.
         Offsets with a commit in flight never expire."""
+        base: Callable[[OffsetAndMetadata], int]
         if self.protocol_type is not None and self.is_(GroupState.EMPTY):
-            base: Callable[[OffsetAndMetadata], int] = (
-                (lambda o: self.current_state_timestamp)  # type: ignore[assignment,return-value]
-                if self.current_state_timestamp is not None else (lambda o: o.commit_timestamp))
+            emptied = self.current_state_timestamp
+            base = (lambda o: o.commit_timestamp) if emptied is None else (lambda o: emptied)
             subscribed: set[str] = set()
         elif (self.protocol_type == CONSUMER_PROTOCOL_TYPE and self.subscribed_topics is not None
               and self.is_(GroupState.STABLE)):

@@ -36,7 +36,7 @@ from coordinator.group.consumer.records import CurrentAssignment, GroupEpoch, Me
 from protocol import internal_topics as it
 from protocol.codec import decode_prefixed, encode as encode_struct, encode_prefixed, \
     record_version
-from protocol.schema import MessageSpec, Struct
+from protocol.schema import MessageSpec, Struct, StructSpec
 
 KeyValue = tuple[bytes, bytes | None]
 
@@ -149,10 +149,10 @@ def _value(spec: MessageSpec, **values: object) -> bytes:
     return _VALUE_PREFIX + encode_struct(spec.new(**values), VALUE_VERSION)
 
 
-def _write_assignment(tp_struct: object, assignment: Assignment | None) -> list[Struct]:
+def _write_assignment(tp_struct: StructSpec, assignment: Assignment | None) -> list[Struct]:
     if not assignment:
         return []
-    return [tp_struct.new(topic_id=topic_id, partitions=sorted(parts))  # type: ignore[attr-defined]
+    return [tp_struct.new(topic_id=topic_id, partitions=sorted(parts))
             for topic_id, parts in sorted(assignment.items(), key=lambda kv: str(kv[0]))
             if parts]
 
