@@ -18,6 +18,8 @@ Map:
     group_state.py        the group state machine
     delayed.py            DelayedJoin / DelayedSync / DelayedHeartbeat (purgatory ops)
                           over DelayedCallbacks
+    offset_records.py     committed offsets as records: written, then replayed from the
+                          bytes written (the one writer of a group's offsets)
     loader.py             replaying a __consumer_offsets partition (LoadedPartition)
     offsets_topic.py      the __consumer_offsets key and value layouts
     coordinator_types.py  settings, request dataclasses, purgatory keys, the write-error

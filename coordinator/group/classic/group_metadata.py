@@ -313,14 +313,6 @@ class GroupMetadata:
         return (bool(self.offsets) or bool(+self.pending_offset_commits)
                 or bool(self.pending_txn_offsets))
 
-    def remove_offsets(self, partitions: list[TopicPartition]) -> dict[TopicPartition, OffsetAndMetadata]:
-        removed = {}
-        for tp in partitions:
-            o = self.offsets.pop(tp, None)
-            if o is not None:
-                removed[tp] = o
-        return removed
-
     def expired_offsets(self, now_ms: int, retention_ms: int) -> list[TopicPartition]:
         """Kafka's removeExpiredOffsets rules (KIP-211):
         * Empty group with a protocol type: retention runs from when it became

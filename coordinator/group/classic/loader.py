@@ -5,7 +5,8 @@ into memory when this broker becomes its leader, through the ``OffsetsLog`` seam
 Loading (Kafka's GroupMetadataManager.doLoadGroupsAndOffsets), per record in
 log order, into a ``LoadedPartition``:
   1. offset-commit key, value -> the group's offset for that partition;
-     tombstone -> the offset is removed;
+     tombstone -> the offset is removed (offset_records.replay, as the
+     coordinator applies its own writes);
   2. group-metadata key, value -> the group's latest metadata;
      tombstone -> the group is removed (its offsets stay unless tombstoned too);
   3. consumer group records (KIP-848, key versions 3-8 and 16) are decoded by
@@ -30,6 +31,7 @@ from dataclasses import dataclass, field
 from coordinator.group.consumer import record_codec
 from coordinator.group.consumer.model import ConsumerGroup
 from coordinator.group.consumer.replay import replay as replay_consumer_record
+from coordinator.group.classic import offset_records
 from coordinator.group.classic import offsets_topic as ot
 from coordinator.runtime.log_seam import KeyValue, LogEntry, TxnEnd, TxnRecord
 
@@ -78,15 +80,10 @@ class LoadedPartition:
         k = ot.read_key(key)
         self.records += 1
         if isinstance(k, ot.OffsetKey):
-            tp = (k.topic, k.partition)
-            if value is None:
-                group = self.offsets.get(k.group)
-                if group is not None:
-                    group.pop(tp, None)
-                    if not group:
-                        del self.offsets[k.group]
-            else:
-                self.offsets.setdefault(k.group, {})[tp] = ot.read_offset_value(value)
+            group = self.offsets.setdefault(k.group, {})
+            offset_records.replay(group, k, value)
+            if not group:
+                del self.offsets[k.group]
         elif isinstance(k, ot.GroupKey):
             if value is None:
                 self.groups.pop(k.group, None)

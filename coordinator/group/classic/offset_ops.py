@@ -24,10 +24,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from coordinator.group.consumer import admin_ops
+from coordinator.group.classic import offset_records
 from coordinator.group.classic import offsets_topic as ot
 from coordinator.group.classic.group_metadata import GroupMetadata, TopicPartition
 from coordinator.group.classic.group_state import GroupState
@@ -131,8 +131,7 @@ class GroupOffsets:
                 valid[tp] = o
         if not valid:
             return results
-        records = [(ot.offset_commit_key(group.group_id, tp[0], tp[1]), ot.offset_commit_value(o))
-                   for tp, o in valid.items()]
+        records = offset_records.commit_records(group.group_id, valid)
         group.pending_offset_commits.update(valid.keys())
         try:
             error = await self.gc.runtime.log.append(
@@ -147,10 +146,10 @@ class GroupOffsets:
             group.pending_offset_commits = +group.pending_offset_commits
         error = commit_write_error(error)
         if error == ErrorCode.NONE and not group.is_(D) and self.gc.groups.get(group.group_id) is group:
-            if producer is None:
-                group.offsets.update(valid)
-            else:
-                group.pending_txn_offsets.setdefault(producer[0], {}).update(valid)
+            offset_records.replay_written(
+                group.offsets if producer is None
+                else group.pending_txn_offsets.setdefault(producer[0], {}),
+                group.group_id, records)
         results.update(dict.fromkeys(valid, error))
         return results
 
@@ -200,8 +199,8 @@ class GroupOffsets:
         else:
             return ErrorCode.NON_EMPTY_GROUP, {}
         if eligible:
-            await self._cleanup(group, lambda g: g.remove_offsets(eligible))
-            errors.update(dict.fromkeys(eligible, ErrorCode.NONE))
+            error, _ = await self._cleanup(group, eligible)
+            errors.update(dict.fromkeys(eligible, error))
         return ErrorCode.NONE, errors
 
     # -- DeleteGroups --------------------------------------------------------------------
@@ -223,8 +222,7 @@ class GroupOffsets:
             else:
                 errors[group_id] = ErrorCode.NON_EMPTY_GROUP
         for group in doomed:
-            await self._cleanup(group, lambda g: g.remove_offsets(list(g.offsets)))
-            errors[group.group_id] = ErrorCode.NONE
+            errors[group.group_id], _ = await self._cleanup(group, list(group.offsets))
         return errors
 
     # -- expiry and tombstones -----------------------------------------------------------
@@ -236,43 +234,56 @@ class GroupOffsets:
         for group in list(self.gc.groups.values()):
             if self.gc.partition_for(group.group_id) not in self.gc.runtime.partitions.owned:
                 continue
+            expired = group.expired_offsets(now, retention)
             consumer_group = self.gc.consumer.groups.get(group.group_id)
             if consumer_group is not None:   # KIP-848 (issue 19): subscribed topics' stay
                 keep = admin_ops.subscribed_topics(consumer_group)
-                removed += await self._cleanup(group, lambda g: g.remove_offsets(
-                    [tp for tp in g.expired_offsets(now, retention) if tp[0] not in keep]))
-                continue
-            removed += await self._cleanup(
-                group, lambda g: g.remove_offsets(g.expired_offsets(now, retention)))
+                expired = [tp for tp in expired if tp[0] not in keep]
+            removed += (await self._cleanup(group, expired))[1]
         if removed:
             log.info("removed %d expired offsets", removed)
         for group_id in await admin_ops.delete_expired_groups(self.gc):
             log.info("deleted consumer group %s: no members, no offsets", group_id)
         return removed
 
-    async def _cleanup(self, group: GroupMetadata,
-                       selector: Callable[[GroupMetadata], dict[TopicPartition, Any]]) -> int:
-        """Remove offsets chosen by ``selector``; an Empty group left without
-        offsets dies; write the tombstones (the group's own only if it ever had a
-        generation: offset-only groups never wrote metadata)."""
-        removed = selector(group)
-        if group.is_(E) and not group.has_offsets():
-            group.transition_to(D, self.gc.runtime.clock())
-        tombstones: list[tuple[bytes, bytes | None]] = [
-            (ot.offset_commit_key(group.group_id, tp[0], tp[1]), None) for tp in removed]
-        if group.is_(D) and self.gc.groups.get(group.group_id) is group:
-            del self.gc.groups[group.group_id]
-            if group.generation_id > 0:
-                tombstones.append((ot.group_metadata_key(group.group_id), None))
-        if tombstones:
+    async def _cleanup(self, group: GroupMetadata, partitions: list[TopicPartition]
+                       ) -> tuple[int, int]:
+        """Remove the committed offsets of ``partitions``: their tombstones are written
+        (acks=1: a lost one is written again by the next expiry pass), then replayed
+        (offset_records). A group left Empty without offsets dies, and a Dead one
+        (DeleteGroups made it so) leaves the coordinator; its metadata tombstone goes
+        in the same batch when it ever had a generation (offset-only groups never wrote
+        metadata). A write that fails removes nothing but a Dead group (as Kafka's
+        classic coordinator: its offsets come back with the next load).
+        -> (error, offsets removed)."""
+        gid = group.group_id
+        gone = [tp for tp in partitions if tp in group.offsets]
+        left = (set(group.offsets) - set(gone) or +group.pending_offset_commits
+                or group.pending_txn_offsets)
+        dies = group.is_(D) or (group.is_(E) and not left)
+        records = offset_records.tombstones(gid, gone)
+        if dies and group.generation_id > 0:
+            records.append((ot.group_metadata_key(gid), None))
+        error: int = ErrorCode.NONE
+        if records:
             try:
-                await self.gc.runtime.log.append(
-                    self.gc.partition_for(group.group_id), tombstones, acks=1,
+                error = commit_write_error(await self.gc.runtime.log.append(
+                    self.gc.partition_for(gid), records, acks=1,
                     timeout_ms=self.gc.config.offsets_commit_timeout_ms,
-                    timestamp=self.gc.runtime.clock())
+                    timestamp=self.gc.runtime.clock()))
             except Exception:
-                log.exception("writing tombstones for group %s failed", group.group_id)
-        return len(removed)
+                log.exception("writing tombstones for group %s failed", gid)
+                error = ErrorCode.UNKNOWN_SERVER_ERROR
+            if error != ErrorCode.NONE:
+                log.warning("tombstones for group %s not written (error %d)", gid, error)
+        if error == ErrorCode.NONE:
+            offset_records.replay_written(group.offsets, gid, records)
+            # a commit may have landed while the tombstones were written: then it lives
+            if group.is_(E) and not group.has_offsets():
+                group.transition_to(D, self.gc.runtime.clock())
+        if group.is_(D) and self.gc.groups.get(gid) is group:
+            del self.gc.groups[gid]
+        return error, (len(gone) if error == ErrorCode.NONE else 0)
 
     def start(self) -> None:
         """Run offset expiry every offsets.retention.check.interval.ms (on the loop)."""
