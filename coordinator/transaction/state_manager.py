@@ -11,7 +11,8 @@ Theory of operation:
    is replayed (the newest value per id wins, a tombstone removes it), then
    ``on_loaded`` gets the ids (the coordinator finishes those left in
    PrepareCommit / PrepareAbort). Until the load is installed, ``status`` answers COORDINATOR_LOAD_IN_PROGRESS for its
-   ids; NOT_COORDINATOR when we do not lead it. ``on_resign`` drops the
+   ids; NOT_COORDINATOR when we do not lead it (``status`` asks the log who leads
+   first, so a missed LeaderAndIsr or StopReplica heals itself). ``on_resign`` drops the
    partition's ids. Epochs fence: a notification older than the newest seen is
    ignored, and a write that finishes after the partition moved is not installed.
 3. ``put(meta)`` writes the id's new state (acks=all) and installs it only once
@@ -80,8 +81,12 @@ class TransactionStateManager:
         return self.runtime.partition_for(transactional_id)
 
     def status(self, transactional_id: str) -> int | None:
-        """COORDINATOR_LOAD_IN_PROGRESS, NOT_COORDINATOR, or None when we serve the id."""
-        return self.runtime.partitions.status(self.partition_for(transactional_id))
+        """COORDINATOR_LOAD_IN_PROGRESS, NOT_COORDINATOR, or None when we serve the id (a
+        missed LeaderAndIsr is caught up with first: ``runtime.reconcile``, as the group
+        coordinator does)."""
+        p = self.partition_for(transactional_id)
+        self.runtime.reconcile(p, self.on_become_leader, self.on_resign)
+        return self.runtime.partitions.status(p)
 
     def on_become_leader(self, partition: int, leader_epoch: int) -> None:
         self.runtime.become_leader(partition, leader_epoch, self._load)

@@ -68,7 +68,9 @@ def test_checks_before_anything_is_written() -> None:
     async def body() -> None:
         mlog = MemoryLog()
         c = coordinator(mlog)
+        mlog.epochs[0] = None                   # another broker leads the partition
         assert (await c.init_producer_id("tx", 1000)).error == ErrorCode.NOT_COORDINATOR
+        mlog.epochs[0] = 0
         await served(c)
         assert (await c.init_producer_id("", 1000)).error == ErrorCode.INVALID_REQUEST
         for bad in (0, -5, 60001):

@@ -24,7 +24,8 @@ class MemoryLog:
 
     def __init__(self) -> None:
         self.records: dict[int, list[Any]] = {}
-        self.epochs: dict[int, int] = {}
+        # partition -> our leader epoch (None: we do not lead it); 0 unless told otherwise
+        self.epochs: dict[int, int | None] = {}
         self.fail = ErrorCode.NONE
         self.gate: asyncio.Event | None = None
         self.acks: list[int] = []
@@ -45,7 +46,7 @@ class MemoryLog:
         return iter([recs[i:i + 2] for i in range(0, len(recs), 2)])
 
     def leader_epoch(self, partition: int) -> int | None:
-        return self.epochs.get(partition)
+        return self.epochs.get(partition, 0)
 
 
 def manager(mlog: MemoryLog) -> TransactionStateManager:
@@ -79,7 +80,9 @@ def test_load_replays_the_partition_newest_wins_tombstones_remove() -> None:
             (b"\x00\x07garbage", b"\x00\x00"),                         # skipped, logged
             TxnRecord(9, transaction_key("z"), None), TxnEnd(9, True),  # not ours: skipped
         ]
+        mlog.epochs[p] = None                  # another broker leads it
         assert m.status("a") == ErrorCode.NOT_COORDINATOR
+        mlog.epochs[p] = 3
         m.on_become_leader(p, 3)
         assert m.status("a") == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
         await settle()
@@ -90,6 +93,7 @@ def test_load_replays_the_partition_newest_wins_tombstones_remove() -> None:
         # a stale leadership notice is ignored; a resignation drops the partition
         m.on_become_leader(p, 2)
         assert m.runtime.partitions.owned[p] == 3
+        mlog.epochs[p] = None                  # leadership moved on at epoch 4
         m.on_resign(p, 4)
         assert m.status("a") == ErrorCode.NOT_COORDINATOR and m.get(ids[0]) is None
         m.on_become_leader(p, 3)                 # older than the resignation: ignored
@@ -102,7 +106,9 @@ def test_put_is_written_then_installed_and_a_restart_reloads_it() -> None:
         mlog = MemoryLog()
         m = manager(mlog)
         p = m.partition_for("tx")
+        mlog.epochs[p] = None
         assert await m.put(meta("tx")) == ErrorCode.NOT_COORDINATOR    # not ours yet
+        mlog.epochs[p] = 0
         m.on_become_leader(p, 0)
         await settle()
         ongoing = meta("tx").transition(TxnState.ONGOING, 5, partitions=frozenset({("t", 1)}),
@@ -110,6 +116,7 @@ def test_put_is_written_then_installed_and_a_restart_reloads_it() -> None:
         assert await m.put(ongoing) == ErrorCode.NONE
         assert m.get("tx") == ongoing and len(mlog.records[p]) == 1
         again = manager(mlog)                   # another broker takes the partition over
+        mlog.epochs[p] = 1
         again.on_become_leader(p, 1)
         await settle()
         assert again.get("tx") == ongoing
@@ -175,4 +182,20 @@ def test_timeouts_and_expiration_cover_served_partitions_only() -> None:
         assert m.expirable(1000, 500) == []
         await m.shutdown()
         assert m.runtime.partitions.owned == {} and m.ids == {}
+    asyncio.run(body())
+
+
+def test_a_missed_leader_and_isr_or_stop_replica_heals_on_the_next_request() -> None:
+    async def body() -> None:
+        mlog = MemoryLog()
+        m = manager(mlog)
+        p = m.partition_for("tx")
+        mlog.records[p] = [(transaction_key("tx"), transaction_value(meta("tx", epoch=4)))]
+        mlog.epochs[p] = 2                     # we lead it, but no LeaderAndIsr said so
+        assert m.status("tx") == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+        await settle()
+        assert m.status("tx") is None and m.get("tx") == meta("tx", epoch=4)
+        assert m.runtime.partitions.owned[p] == 2
+        mlog.epochs[p] = None                  # moved away; the StopReplica never came
+        assert m.status("tx") == ErrorCode.NOT_COORDINATOR and m.get("tx") is None
     asyncio.run(body())
