@@ -116,7 +116,11 @@ class LeaderAppends:
                 refused = checked.get(tp)
                 if refused is not None:
                     raise refused
-                h.fence.check(tp, p, h.clock())
+                try:
+                    h.fence.check(tp, p, h.clock())
+                except KafkaError as e:
+                    p.note_refused(data, e.code)
+                    raise
                 r = p.append_records_as_leader(data, required_acks=acks,
                                                min_insync_replicas=h.min_insync_replicas(tp[0]),
                                                single_batch=single_batch,

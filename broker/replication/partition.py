@@ -265,6 +265,7 @@ class Partition:
         validated already, off the event loop (``record_checks``): headers only here.
         """
         if not self.is_leader:
+            self.note_refused(data, ErrorCode.NOT_LEADER_OR_FOLLOWER)
             raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER,
                              f"broker {self.local_broker_id} is not the leader of {self.topic}-{self.partition}")
         plog = self.local_log()
@@ -278,6 +279,9 @@ class Partition:
             repeated = (self.producers.duplicate_of(producer_batches[0])
                         if check_sequences and len(headers) == 1 and producer_batches else None)
             if repeated is None:
+                if check_sequences:
+                    for header in producer_batches:
+                        self.producers.note_refused(header, ErrorCode.NOT_ENOUGH_REPLICAS)
                 raise KafkaError(ErrorCode.NOT_ENOUGH_REPLICAS,
                                  f"ISR {sorted(self.isr)} is smaller than min.insync.replicas "
                                  f"{min_insync_replicas}")
@@ -300,6 +304,13 @@ class Partition:
         self.maybe_increment_high_watermark()
         return LeaderAppendResult(info.first_offset, info.last_offset, info.log_append_time,
                                   info.log_start_offset)
+
+    def note_refused(self, data: bytes | bytearray | memoryview, error: int) -> None:
+        """A client's batches refused unwritten with ``error`` (not leader, fenced): the
+        producer state remembers its next one (``ProducerStateManager.note_refused``)."""
+        for _, header in records.iter_batches(data):
+            if header.has_producer_id:
+                self.producers.note_refused(header, error)
 
     def append_marker_as_leader(self, *, commit: bool, producer_id: int, producer_epoch: int,
                                 coordinator_epoch: int) -> int:

@@ -14,7 +14,9 @@ Rules for a client batch with a producer id, in Kafka 3.9's order
 3. New epoch: the first sequence must be 0, unless the producer is unknown
    here (then anything is accepted) -> else OUT_OF_ORDER_SEQUENCE_NUMBER.
 4. Same epoch: the first sequence must follow the last one (wrapping from
-   Int32.MAX to 0) -> else OUT_OF_ORDER_SEQUENCE_NUMBER. A producer whose
+   Int32.MAX to 0) -> else OUT_OF_ORDER_SEQUENCE_NUMBER; but a batch behind the
+   producer's next one, which was refused unwritten a moment ago, gets that refusal's
+   error (``note_refused``: librdkafka#4953). A producer whose
    state was removed (unknown id) is accepted with any sequence, as Kafka
    3.9 does (UNKNOWN_PRODUCER_ID is no longer returned).
 
@@ -66,6 +68,12 @@ def _in_sequence(last_seq: int, next_seq: int) -> bool:
     return next_seq == last_seq + 1 or (next_seq == 0 and last_seq == INT32_MAX)
 
 
+def _behind(first: int, later: int) -> bool:
+    """``later`` comes after ``first`` in a producer's sequence (which wraps at Int32.MAX),
+    within a pipeline's reach (well under half the sequence space)."""
+    return 0 < (later - first) % (INT32_MAX + 1) < (1 << 30)
+
+
 @dataclass(frozen=True, slots=True)
 class BatchMetadata:
     first_seq: int
@@ -83,6 +91,11 @@ class ProducerEntry:
     last_timestamp: int = -1
     coordinator_epoch: int = -1        # of the last marker (snapshots keep it)
     markers: int = 0                   # markers seen here (KIP-890's verification guard)
+    # the producer's next batch, refused before it was written: (its base sequence, the
+    # error it got); the batches pipelined behind it get that error too instead of
+    # OUT_OF_ORDER_SEQUENCE_NUMBER (see ProducerStateManager.note_refused). Cleared by
+    # the next batch written; not in snapshots (a restart forgets it: Kafka's answer then)
+    refused: tuple[int, int] | None = None
 
     @property
     def last_seq(self) -> int:
@@ -105,6 +118,7 @@ class ProducerEntry:
         self.bump_epoch(epoch)
         self.batches.append(meta)
         self.last_timestamp = meta.timestamp
+        self.refused = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,6 +155,23 @@ class ProducerStateManager:
         return entry.find_duplicate(header.producer_epoch, header.base_sequence,
                                     last_sequence(header))
 
+    def note_refused(self, header: BatchHeader, error: int) -> None:
+        """``header``'s batch was refused before the sequence checks, so not written
+        (NOT_ENOUGH_REPLICAS, NOT_LEADER_OR_FOLLOWER). When it is the producer's next
+        batch, the batches pipelined behind it (up to max.in.flight - 1) are answered the
+        same error until it is written, where Kafka answers them
+        OUT_OF_ORDER_SEQUENCE_NUMBER: librdkafka (up to 2.16 at least) takes that answer
+        to a batch behind a failed one as a reason to bump its epoch and renumber the
+        unacknowledged messages of *every* partition, which writes twice those already in
+        a log under the old epoch (confluentinc/librdkafka#4953; seen in ``make fault``:
+        the copy had the next epoch and sequence 0). Retried in order, the refused batch
+        goes first and the others follow it in sequence. The Java client retries either
+        answer without a bump."""
+        entry = self.producers.get(header.producer_id)
+        if (entry is not None and entry.batches and header.producer_epoch == entry.epoch
+                and _in_sequence(entry.last_seq, header.base_sequence)):
+            entry.refused = (header.base_sequence, error)
+
     def check_client_batch(self, header: BatchHeader) -> BatchMetadata | None:
         """Validate a client batch (rules 1-4 above) before it is appended.
 
@@ -167,6 +198,10 @@ class ProducerStateManager:
                 raise KafkaError(ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
                                  f"producer {pid} new epoch {epoch} starts at sequence {first_seq}, not 0")
         elif entry.batches and not _in_sequence(entry.last_seq, first_seq):
+            refused = entry.refused
+            if refused is not None and _behind(refused[0], first_seq):
+                raise KafkaError(refused[1], f"producer {pid}: sequence {first_seq} waits for "
+                                             f"{refused[0]}, refused before it was written")
             raise KafkaError(ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
                              f"producer {pid}: sequence {first_seq} does not follow {entry.last_seq}")
         return None

@@ -302,3 +302,40 @@ def test_a_retried_batch_already_in_the_log_is_never_answered_not_persisted(
         assert b.replicas.partition(*TP).log_end_offset == 2      # nothing written twice
         first.cancel()
     run(main())
+
+
+def test_batches_behind_a_refused_one_get_its_error_not_out_of_order(tmp_path: Path) -> None:
+    """A producer's next batch refused unwritten (ISR below min.insync.replicas, not the
+    leader): the batches pipelined behind it get the same error until it is written,
+    not OUT_OF_ORDER_SEQUENCE_NUMBER, which makes librdkafka bump its epoch and write
+    the unacknowledged messages of its other partitions twice (librdkafka#4953). A gap
+    with no refusal behind it is still out of order."""
+    def idem(seq: int) -> bytearray:
+        return batch(1, pid=7, epoch=0, seq=seq)
+
+    b = FakeBroker(tmp_path, min_isr=2)
+    b.lead("t", replicas=(1, 2))
+    rm = b.replicas.appends
+    assert run(rm.append_records(1, 1000, {TP: idem(0)}))[TP].error == 0
+    b.lead("t", replicas=(1, 2), isr=(1,))                   # the follower left the ISR
+    assert run(rm.append_records(-1, 1000, {TP: idem(1)}))[TP].error == \
+        ErrorCode.NOT_ENOUGH_REPLICAS                         # R1: refused, not written
+    b.lead("t", replicas=(1, 2), isr=(1, 2))                  # back before R2 arrives
+    assert run(rm.append_records(1, 1000, {TP: idem(2)}))[TP].error == \
+        ErrorCode.NOT_ENOUGH_REPLICAS                         # R2: R1's answer again
+    assert run(rm.append_records(1, 1000, {TP: idem(1)}))[TP].error == 0    # R1 retried
+    assert run(rm.append_records(1, 1000, {TP: idem(2)}))[TP].error == 0    # R2 follows
+    assert run(rm.append_records(1, 1000, {TP: idem(9)}))[TP].error == \
+        ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER                # a gap nothing explains
+    # refused by the leader fence (ZooKeeper lost, the follower quiet), which lifts
+    # before the next batch arrives: that one gets NOT_LEADER_OR_FOLLOWER too
+    fence = b.replicas.fence
+    fence.quiet_ms = 1000
+    fence.connection_lost()
+    b.clock.advance(1500)
+    assert run(rm.append_records(1, 1000, {TP: idem(3)}))[TP].error == \
+        ErrorCode.NOT_LEADER_OR_FOLLOWER
+    fence.connection_back()
+    assert run(rm.append_records(1, 1000, {TP: idem(4)}))[TP].error == \
+        ErrorCode.NOT_LEADER_OR_FOLLOWER
+    assert [run(rm.append_records(1, 1000, {TP: idem(s)}))[TP].error for s in (3, 4)] == [0, 0]
