@@ -119,7 +119,8 @@ class LeaderAppends:
                 try:
                     h.fence.check(tp, p, h.clock())
                 except KafkaError as e:
-                    p.note_refused(data, e.code)
+                    if not from_coordinator:
+                        p.note_refused(data, e.code)
                     raise
                 r = p.append_records_as_leader(data, required_acks=acks,
                                                min_insync_replicas=h.min_insync_replicas(tp[0]),
