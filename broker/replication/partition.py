@@ -265,7 +265,8 @@ class Partition:
         validated already, off the event loop (``record_checks``): headers only here.
         """
         if not self.is_leader:
-            self.note_refused(data, ErrorCode.NOT_LEADER_OR_FOLLOWER)
+            if check_sequences:
+                self.note_refused(data, ErrorCode.NOT_LEADER_OR_FOLLOWER)
             raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER,
                              f"broker {self.local_broker_id} is not the leader of {self.topic}-{self.partition}")
         plog = self.local_log()
