@@ -25,6 +25,8 @@ Map — the request path, socket to handler:
 The services the handlers use:
 
     broker.py           Broker: holds the services, start-up and shutdown
+    log_maintenance.py  the periodic work on the logs: checkpoints, retention, flushes,
+                        the log cleaner's loop (LogMaintenance, Broker.maintenance)
     replication/        partitions this broker hosts: Partition (leader/follower, ISR,
                         high watermark), ReplicaManager, purgatory, follower fetchers,
                         leader endpoint, AlterPartition manager, producer state

@@ -46,6 +46,8 @@ from broker.config import BrokerConfig
 from broker.listeners import Endpoint, parse_listeners
 from broker.metrics.broker_metrics import BrokerMetrics
 from broker.log_dirs import LogDirFailureChannel, LogDirFailureHandler
+from broker.log_maintenance import FLUSH_CHECK_INTERVAL_S, HW_CHECKPOINT_INTERVAL_S, \
+    LogMaintenance
 from broker.metadata_cache import MetadataCache
 from broker.producer_ids import ProducerIdManager
 from broker.quotas.client_quotas import ClientQuotas
@@ -68,7 +70,7 @@ from broker.why.broker_status import ZkSessionWatch
 from controller import ClusterStore, Controller
 from controller import Endpoint as ZkEndpoint
 from protocol.errors import ErrorCode
-from storage.cleaner import CleanerConfig, LogCleaner
+from storage.cleaner import LogCleaner
 from storage.config import LogConfig
 from storage.log_manager import LogManager, NoLiveLogDirError
 
@@ -79,8 +81,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("pybroker")
 
-HW_CHECKPOINT_INTERVAL_S = 5.0        # replica.high.watermark.checkpoint.interval.ms
-FLUSH_CHECK_INTERVAL_S = 1.0          # log.flush.scheduler.interval.ms (Kafka: effectively off)
 PRODUCER_EXPIRY_CHECK_INTERVAL_S = 600.0  # producer.id.expiration.check.interval.ms
 CONTROLLED_SHUTDOWN_RETRIES = 3       # controlled.shutdown.max.retries
 SHUTDOWN_STEP_TIMEOUT_S = 15.0        # per component, see Broker._shutdown_step
@@ -140,7 +140,8 @@ class Broker:
         self.replicas: ReplicaManager | None = None
         self.producer_ids: ProducerIdManager | None = None
         self.controller: Controller | None = None
-        self.cleaner: LogCleaner | None = None
+        # checkpoints, retention, flushes, the cleaner (broker/log_maintenance.py): start()
+        self.maintenance: LogMaintenance | None = None
         self.group_coordinator: GroupCoordinator | None = None
         self.transaction_coordinator: TransactionCoordinator | None = None
         self.pool = BrokerPool(client_id="pybroker-controller",
@@ -278,18 +279,20 @@ class Broker:
         await self.controller.start()
         self._every(self.config.replica_lag_time_max_ms / 2000, self.replicas.maybe_shrink_isr)
         self._every(self.replicas.fence.quiet_ms / 2000, self.replicas.sweep_fenced)
-        self._every(HW_CHECKPOINT_INTERVAL_S, self._checkpoint_high_watermarks)
+        upkeep = self.maintenance = LogMaintenance(
+            self.logs, lambda: self.config, self.replicas.log_starts_moved)
+        self._every(HW_CHECKPOINT_INTERVAL_S, upkeep.checkpoint_high_watermarks)
         self._every(self.config.log_flush_offset_checkpoint_interval_ms / 1000,
-                    self._checkpoint_recovery_points)
-        self._every(self.config.log_retention_check_interval_ms / 1000, self._retention)
-        self._every(FLUSH_CHECK_INTERVAL_S, self._flush)
+                    upkeep.checkpoint_recovery_points)
+        self._every(self.config.log_retention_check_interval_ms / 1000, upkeep.retention)
+        self._every(FLUSH_CHECK_INTERVAL_S, upkeep.flush)
         self._every(PRODUCER_EXPIRY_CHECK_INTERVAL_S, self._expire_producers)
         self._every(self.config.transaction_abort_timed_out_transaction_cleanup_interval_ms
                     / 1000, self._abort_timed_out_transactions)
         self._every(self.config.transaction_remove_expired_transaction_cleanup_interval_ms
                     / 1000, self._expire_transactional_ids)
         if self.config.log_cleaner_enable:
-            self._tasks.append(asyncio.create_task(self._run_cleaner(), name="log-cleaner"))
+            self._tasks.append(asyncio.create_task(upkeep.run_cleaner(), name="log-cleaner"))
         log.info("[KafkaServer id=%d] started (cluster %s)", self.broker_id, self.cluster_id)
 
     def _start_log_dir_failure_handling(self) -> None:
@@ -482,6 +485,11 @@ class Broker:
         return cast("BrokerServices", self)
 
     @property
+    def cleaner(self) -> LogCleaner | None:
+        """The log cleaner, once started (log.cleaner.enable)."""
+        return self.maintenance.cleaner if self.maintenance is not None else None
+
+    @property
     def dynamic_config_host(self) -> DynamicConfigHost:
         """This broker as the dynamic configs see it (broker/dynamic_config/host.py)."""
         return self
@@ -489,55 +497,6 @@ class Broker:
     def _forget(self, task: asyncio.Task[None]) -> None:
         if task in self._tasks:
             self._tasks.remove(task)
-
-    # The periodic checkpoints run in a worker thread: each is a write, an fsync and a
-    # directory fsync per log dir, which under disk load took the event loop for tens
-    # of ms. LogManager serialises checkpoint writes across threads.
-    async def _checkpoint_high_watermarks(self) -> None:
-        assert self.logs is not None
-        await asyncio.to_thread(self.logs.checkpoint_high_watermarks)
-
-    async def _checkpoint_recovery_points(self) -> None:
-        assert self.logs is not None
-        await asyncio.to_thread(self._write_recovery_checkpoints, self.logs)
-
-    @staticmethod
-    def _write_recovery_checkpoints(logs: LogManager) -> None:
-        logs.checkpoint_recovery_points()
-        logs.checkpoint_log_start_offsets()
-
-    def _retention(self) -> None:
-        assert self.logs is not None
-        deleted = self.logs.cleanup_logs()
-        if deleted:
-            log.info("retention deleted %d segments", deleted)
-            if self.replicas is not None:
-                self.replicas.log_starts_moved()
-
-    def _flush(self) -> None:
-        assert self.logs is not None
-        self.logs.flush_dirty_logs()
-
-    async def _run_cleaner(self) -> None:
-        """Compact cleanup.policy=compact logs in a worker thread, one log per
-        clean; the cleaner swaps segments under each PartitionLog's lock."""
-        assert self.logs is not None
-        cfg = self.config
-        cleaner = LogCleaner(self.logs, CleanerConfig(
-            enable=True, dedupe_buffer_size=cfg.log_cleaner_dedupe_buffer_size,
-            dedupe_buffer_load_factor=cfg.log_cleaner_io_buffer_load_factor,
-            backoff_ms=cfg.log_cleaner_backoff_ms), lock_for=lambda plog: plog.lock)
-        self.cleaner = cleaner
-        while True:
-            try:
-                stats = await asyncio.to_thread(cleaner.clean_once)
-            except Exception:
-                log.exception("log cleaner failed; backing off")
-                stats = None
-            if stats is None:
-                await asyncio.sleep(self.config.log_cleaner_backoff_ms / 1000)  # dynamic
-            else:
-                log.info("cleaned %s: %s", stats.topic_partition, stats)
 
     def _expire_producers(self) -> None:
         assert self.replicas is not None

@@ -4,8 +4,11 @@ fails changes nothing, and that what a coordinator serves is what the next one l
 
 from __future__ import annotations
 
+from typing import Any
+
 from coordinator.group.classic import offset_records
 from coordinator.group.classic import offsets_topic as ot
+from coordinator.group.classic.group_coordinator import GroupCoordinator
 from protocol.errors import ErrorCode
 from tests.unit.broker.replication.fakes import FakeClock
 from tests.unit.coordinator.group.classic.test_group_coordinator import MemoryLog, loaded, \
@@ -33,11 +36,17 @@ def test_replay_sets_replaces_and_removes_from_the_written_bytes() -> None:
     assert offsets == {}
 
 
+async def started(**config: Any) -> tuple[FakeClock, MemoryLog, GroupCoordinator]:
+    """A coordinator over an in-memory log, its partition loaded."""
+    clock, log = FakeClock(), MemoryLog()
+    c = make(clock, log, **config)
+    await loaded(c)
+    return clock, log, c
+
+
 def test_offset_delete_whose_tombstones_fail_removes_nothing_and_says_so() -> None:
     async def body() -> None:
-        clock, log = FakeClock(), MemoryLog()
-        c = make(clock, log)
-        await loaded(c)
+        clock, log, c = await started()
         await c.offsets.commit("g", "", None, -1, {TP: ot.OffsetAndMetadata(3),
                                                   OTHER: ot.OffsetAndMetadata(4)})
         log.error = ErrorCode.NOT_LEADER_OR_FOLLOWER
@@ -53,9 +62,7 @@ def test_offset_delete_whose_tombstones_fail_removes_nothing_and_says_so() -> No
 
 def test_expiry_whose_tombstones_fail_keeps_the_group_and_its_offsets() -> None:
     async def body() -> None:
-        clock, log = FakeClock(), MemoryLog()
-        c = make(clock, log, offsets_retention_minutes=1)
-        await loaded(c)
+        clock, log, c = await started(offsets_retention_minutes=1)
         await c.offsets.commit("g", "", None, -1, {TP: ot.OffsetAndMetadata(3, "", clock())})
         clock.advance(60_000)
         log.error = ErrorCode.NOT_ENOUGH_REPLICAS
@@ -69,9 +76,7 @@ def test_expiry_whose_tombstones_fail_keeps_the_group_and_its_offsets() -> None:
 
 def test_what_a_coordinator_serves_is_what_the_next_one_loads() -> None:
     async def body() -> None:
-        clock, log = FakeClock(), MemoryLog()
-        c = make(clock, log, offsets_retention_minutes=1)
-        await loaded(c)
+        clock, log, c = await started(offsets_retention_minutes=1)
         await c.offsets.commit("g", "", None, -1, {TP: ot.OffsetAndMetadata(1, "a", clock())})
         clock.advance(30_000)
         await c.offsets.commit("g", "", None, -1, {OTHER: ot.OffsetAndMetadata(2, "b", clock()),
