@@ -557,8 +557,17 @@ class Broker:
 
     async def _controlled_shutdown(self) -> None:
         """Ask the active controller to move our leaderships away (ControlledShutdown)."""
+        # ZooKeeper may be down (a request to it waits for a connection for ever): as
+        # Kafka's ZooKeeperClient, wait zookeeper.connection.timeout.ms at most
+        zk_wait_s = self.config.zk_connection_timeout_ms / 1000.0
         for attempt in range(1, CONTROLLED_SHUTDOWN_RETRIES + 1):
-            controller_id = await self.cluster.controller_id()
+            try:
+                controller_id = await asyncio.wait_for(self.cluster.controller_id(), zk_wait_s)
+            except asyncio.TimeoutError:
+                log.warning("controlled shutdown: ZooKeeper did not answer within %.0f ms "
+                            "(zookeeper.connection.timeout.ms); stopping without it",
+                            zk_wait_s * 1000)
+                return
             target = self.metadata.broker(controller_id) if controller_id is not None else None
             if target is None:
                 log.info("controlled shutdown: no controller known; stopping anyway")

@@ -136,10 +136,17 @@ class Controller:
         if self._active:
             self._resign()
             if not self.store.closed:
+                # bounded: with ZooKeeper gone the delete would wait for a connection for
+                # ever; /controller is ephemeral and goes with the session anyway
                 try:
-                    await self.store.resign_controller(self.broker_id)
+                    await asyncio.wait_for(self.store.resign_controller(self.broker_id),
+                                           self.store.connection_timeout_s)
                 except ZkError as e:
                     log.warning("could not delete /controller: %s", e)
+                except asyncio.TimeoutError:
+                    log.warning("could not delete /controller: ZooKeeper did not answer "
+                                "within %.0f s; it goes with the session",
+                                self.store.connection_timeout_s)
 
     async def controlled_shutdown(self, broker_id: int, broker_epoch: int = -1
                                   ) -> list[tuple[str, int]]:

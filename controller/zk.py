@@ -58,7 +58,9 @@ class ClusterStore(FencedPartitionAccess, GenericZnodeAccess, ControllerZnodeAcc
                  connection_timeout_ms: int | None = None, *,
                  client: ZkClient | None = None) -> None:
         self.connect_string = connect
-        self._timeout = (connection_timeout_ms or session_timeout_ms) / 1000.0
+        # zookeeper.connection.timeout.ms: how long start-up waits for a session, and how
+        # long a shutdown step waits for a ZooKeeper that may be gone
+        self.connection_timeout_s = (connection_timeout_ms or session_timeout_ms) / 1000.0
         self.session_timeout_s = session_timeout_ms / 1000.0
         self.zk: ZkClient = client or KazooZk(connect, session_timeout_ms)
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -82,7 +84,7 @@ class ClusterStore(FencedPartitionAccess, GenericZnodeAccess, ControllerZnodeAcc
     async def connect(self) -> None:
         """Open the session and create Kafka's persistent top-level paths."""
         self._loop = asyncio.get_running_loop()
-        await self._run(self.zk.start, self._timeout)
+        await self._run(self.zk.start, self.connection_timeout_s)
         self.zk.add_listener(self._on_state)
         await self._run(self._create_top_level_paths)
         log.info("connected to ZooKeeper at %s", self.connect_string)
