@@ -9,13 +9,16 @@ The topic-creation core is ``broker.topic_creation``.
 from __future__ import annotations
 
 import weakref
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from broker.acl.acl_model import (AclBindingFilter, AclOperation, EntryFilter, PatternFilter,
                                   PatternType, PermissionType, ResourceType)
 from broker.context import BrokerServices, RequestContext
 from protocol.errors import ErrorCode
 from protocol.schema import Struct
+
+if TYPE_CHECKING:
+    from broker.metadata_cache import MetadataCache
 
 # ---- leader hints (Produce, Fetch, ListOffsets, DeleteRecords, OffsetForLeaderEpoch) ------
 
@@ -81,7 +84,7 @@ async def cluster_id(broker: BrokerServices) -> str:
     return cached
 
 
-def controller_id(metadata: Any) -> int:
+def controller_id(metadata: MetadataCache) -> int:
     cid = metadata.controller_id
     return -1 if cid is None else int(cid)
 
@@ -107,5 +110,5 @@ def binding_filter(version: int, s: Struct) -> AclBindingFilter | None:
 
 # ---- metadata-cache lookups (OffsetCommit, OffsetDelete, the transactional APIs) ----------
 
-def partition_exists(metadata: Any, topic: str, partition: int) -> bool:
+def partition_exists(metadata: MetadataCache, topic: str, partition: int) -> bool:
     return metadata.partition(topic, partition) is not None

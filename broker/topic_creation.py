@@ -30,7 +30,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from broker import topic_config
 from protocol import topic_names
@@ -40,6 +40,8 @@ from protocol.errors import ErrorCode
 from protocol.schema import ZERO_UUID
 
 if TYPE_CHECKING:
+    from broker.config import BrokerConfig
+    from broker.metadata_cache import MetadataCache
     from broker.context import BrokerServices
 
 log = logging.getLogger(__name__)
@@ -79,7 +81,7 @@ class TopicError(Exception):
         self.message = message
 
 
-def live_racks(metadata: Any) -> dict[int, str | None]:
+def live_racks(metadata: MetadataCache) -> dict[int, str | None]:
     """Live broker id -> rack, from the metadata cache."""
     return {b.id: b.rack for b in metadata.brokers()}
 
@@ -179,7 +181,7 @@ async def create_topic(broker: BrokerServices, req: TopicRequest,
 
 # ---- waiting on the metadata cache (DelayedCreatePartitions / DelayedDeleteTopics) -------
 
-def has_leaders(metadata: Any, topic: str, partitions: Iterable[int]) -> bool:
+def has_leaders(metadata: MetadataCache, topic: str, partitions: Iterable[int]) -> bool:
     """True once the metadata cache names a live leader for every partition listed."""
     if not metadata.has_topic(topic):
         return False
@@ -227,7 +229,7 @@ TXN_TOPIC_CONFIGS = {"cleanup.policy": "compact", "compression.type": "uncompres
                      "min.insync.replicas": "2"}
 
 
-def auto_create_request(config: Any, name: str) -> TopicRequest:
+def auto_create_request(config: BrokerConfig, name: str) -> TopicRequest:
     """What Kafka's AutoTopicCreationManager asks for, per topic name."""
     if name == topic_names.GROUP_METADATA_TOPIC:
         return TopicRequest(name, config.offsets_topic_num_partitions,

@@ -27,7 +27,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING
 
 from broker.acl.acl_model import (ANONYMOUS, CLUSTER_NAME, WILDCARD, WILDCARD_PRINCIPAL, AccessControlEntry,
                                   AclBinding, AclBindingFilter, AclOperation,
@@ -35,8 +35,11 @@ from broker.acl.acl_model import (ANONYMOUS, CLUSTER_NAME, WILDCARD, WILDCARD_PR
 from broker.acl.acl_store import AclStore
 from protocol.acl_types import SUPPORTED_OPERATIONS
 from broker.acl.zk_access import AclZk
-from broker.config import ConfigError
+from broker.config import BrokerConfig, ConfigError
 from protocol.errors import ErrorCode
+
+if TYPE_CHECKING:
+    from broker.context import RequestContext
 
 log = logging.getLogger("kafka.authorizer.logger")
 
@@ -200,7 +203,7 @@ class AclAuthorizer:
 
 # ---- wiring and the handlers' check ------------------------------------------------------
 
-def build_authorizer(config: Any, cluster: Any, zk: AclZk | None = None
+def build_authorizer(config: BrokerConfig, cluster: AclZk, zk: AclZk | None = None
                      ) -> AclAuthorizer | None:
     """The authorizer ``config`` asks for (None when authorizer.class.name is empty).
     Reads ``authorizer_class_name``, ``super_users`` and
@@ -217,19 +220,19 @@ def build_authorizer(config: Any, cluster: Any, zk: AclZk | None = None
                          bool(config.allow_everyone_if_no_acl_found))
 
 
-def client_host(ctx: Any) -> str:
+def client_host(ctx: RequestContext) -> str:
     """The client's IP address, as Kafka's clientAddress.getHostAddress."""
     text = ctx.connection.peer        # "host:port" of the socket's peer (IPv6 unbracketed)
     return text.rsplit(":", 1)[0] if ":" in text else text
 
 
-def principal_of(ctx: Any) -> str:
+def principal_of(ctx: RequestContext) -> str:
     """The connection's authenticated principal ("User:alice"); User:ANONYMOUS
     when it has none (PLAINTEXT, as Kafka's default principal builder)."""
     return ctx.connection.principal or ANONYMOUS
 
 
-def allowed(ctx: Any, op: AclOperation, rtype: ResourceType, name: str,
+def allowed(ctx: RequestContext, op: AclOperation, rtype: ResourceType, name: str,
             log_denied: bool = True) -> bool:
     """The handlers' check: True when no authorizer is configured."""
     auth: AclAuthorizer | None = ctx.broker.authorizer
@@ -243,13 +246,13 @@ def allowed(ctx: Any, op: AclOperation, rtype: ResourceType, name: str,
     return ok
 
 
-def allowed_cluster(ctx: Any, op: AclOperation, log_denied: bool = True) -> bool:
+def allowed_cluster(ctx: RequestContext, op: AclOperation, log_denied: bool = True) -> bool:
     return allowed(ctx, op, ResourceType.CLUSTER, CLUSTER_NAME, log_denied)
 
 
 
 
-def authorized_operations(ctx: Any, rtype: ResourceType, name: str, default: int) -> int:
+def authorized_operations(ctx: RequestContext, rtype: ResourceType, name: str, default: int) -> int:
     """Kafka's authorized-operations bit field (bit n = AclOperation code n) for
     Metadata / DescribeCluster / DescribeGroups; ``default`` with no authorizer."""
     if ctx.broker.authorizer is None:

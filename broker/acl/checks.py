@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING
 
 from broker.acl.acl_model import (CLUSTER_NAME, WILDCARD, WILDCARD_PRINCIPAL, AclOperation,
                                   PatternType, PermissionType, ResourceType)
@@ -42,10 +42,13 @@ from broker.acl.authorizer import (AclAuthorizer, allowed, allowed_cluster,
                                    authorized_operations, client_host, principal_of)
 from protocol.api_keys import ApiKey
 
+if TYPE_CHECKING:
+    from broker.context import RequestContext
+
 log = logging.getLogger("kafka.authorizer.logger")
 
 
-def authorized_names(ctx: Any, op: AclOperation, rtype: ResourceType, names: Iterable[str],
+def authorized_names(ctx: RequestContext, op: AclOperation, rtype: ResourceType, names: Iterable[str],
                      log_denied: bool = True) -> set[str]:
     """The distinct ``names`` allowed ``op`` (AuthHelper.filterByAuthorized)."""
     distinct = list(dict.fromkeys(names))
@@ -54,19 +57,19 @@ def authorized_names(ctx: Any, op: AclOperation, rtype: ResourceType, names: Ite
     return {n for n in distinct if allowed(ctx, op, rtype, n, log_denied)}
 
 
-def cluster_action_denied(ctx: Any) -> bool:
+def cluster_action_denied(ctx: RequestContext) -> bool:
     """True when the caller lacks CLUSTER_ACTION on the cluster (denial logged)."""
     return not allowed_cluster(ctx, AclOperation.CLUSTER_ACTION)
 
 
-def cluster_denied_message(ctx: Any) -> str:
+def cluster_denied_message(ctx: RequestContext) -> str:
     """The message of Kafka's ClusterAuthorizationException for a refused request."""
     key = int(ctx.header.api_key)
     name = ApiKey(key).name if key in ApiKey._value2member_map_ else str(key)
     return f"Request {name} from {principal_of(ctx)} at {client_host(ctx)} is not authorized."
 
 
-def cluster_operations(ctx: Any, default: int) -> int:
+def cluster_operations(ctx: RequestContext, default: int) -> int:
     """The cluster authorized-operations bit field when asked for: 0 without
     DESCRIBE on the cluster (denial logged), else every permitted cluster operation
     (``default`` with no authorizer)."""
@@ -75,7 +78,7 @@ def cluster_operations(ctx: Any, default: int) -> int:
     return authorized_operations(ctx, ResourceType.CLUSTER, CLUSTER_NAME, default)
 
 
-def idempotent_producer_allowed(ctx: Any) -> bool:
+def idempotent_producer_allowed(ctx: RequestContext) -> bool:
     """InitProducerId without a transactional id (KafkaApis.handleInitProducerIdRequest)."""
     auth: AclAuthorizer | None = ctx.broker.authorizer
     if auth is None or allowed_cluster(ctx, AclOperation.IDEMPOTENT_WRITE, log_denied=False):

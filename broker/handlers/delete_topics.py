@@ -21,7 +21,7 @@ from __future__ import annotations
 import logging
 import uuid
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from broker.acl.acl_model import AclOperation, ResourceType
 from broker.acl.checks import authorized_names
@@ -33,6 +33,9 @@ from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.schema import ZERO_UUID, Struct
 from protocol.spec import api
+
+if TYPE_CHECKING:
+    from broker.metadata_cache import MetadataCache
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +63,7 @@ def _response(items: list[Deletion]) -> Struct:
                    error_message=d.message) for d in items])
 
 
-def _resolve(metadata: Any, name: str | None, topic_id: uuid.UUID) -> Deletion:
+def _resolve(metadata: MetadataCache, name: str | None, topic_id: uuid.UUID) -> Deletion:
     if topic_id == ZERO_UUID:
         d = Deletion(name, topic_id)
     else:

@@ -44,6 +44,7 @@ from broker.acl.acl_model import AclOperation, ResourceType
 from broker.acl.checks import authorized_names, cluster_action_denied
 from broker.context import BrokerServices, RequestContext
 from broker.dispatch import handler
+from broker.metrics.topic_stats import BrokerTopicStats
 from broker.handler_support import LEADER_HINT_ERRORS, leader_hint, node_endpoints, refine_unknown
 from broker.replication.fetch_reads import FetchPartitionRequest, FetchPartitionResult
 from broker.replication.throttle import ReplicationQuota, throttled_bytes
@@ -285,7 +286,7 @@ def _record_replication(quota: ReplicationQuota | None, results: dict[TP, FetchP
         quota.record(throttled_bytes(quota, {tp: r.size for tp, r in results.items()}))
 
 
-def _count_out(stats: Any, replica_id: int, results: dict[TP, FetchPartitionResult]) -> None:
+def _count_out(stats: BrokerTopicStats, replica_id: int, results: dict[TP, FetchPartitionResult]) -> None:
     """Per-topic BrokerTopicMetrics of the answered partitions: bytes out to consumers,
     replication bytes out to followers, partitions answered and failed."""
     for tp, r in results.items():

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, Protocol
 
 log = logging.getLogger("pybroker.log_dirs")
@@ -49,13 +49,22 @@ class Logs(Protocol):
     def take_dir_offline(self, log_dir: str) -> list[TopicPartition]: ...
 
 
+class FetcherRemoval(Protocol):
+    """What the handler needs of the follower fetchers."""
+
+    def remove_partitions(self, tps: Iterable[TopicPartition]) -> None: ...
+
+
 class Replicas(Protocol):
     """What the handler needs of the ReplicaManager."""
 
-    partitions: dict[TopicPartition, Any]
-    fetchers: Any
+    @property
+    def partitions(self) -> Mapping[TopicPartition, object]: ...
 
-    def mark_partition_offline(self, tp: TopicPartition) -> Any: ...
+    @property
+    def fetchers(self) -> FetcherRemoval: ...
+
+    def mark_partition_offline(self, tp: TopicPartition) -> object: ...
 
 
 class LogDirFailureHandler:

@@ -41,9 +41,12 @@ import ipaddress
 import logging
 import socket
 from collections import deque
-from typing import Any
+from typing import TYPE_CHECKING
 
 from broker.config import ConfigError
+
+if TYPE_CHECKING:
+    from broker.config import BrokerConfig
 
 log = logging.getLogger(__name__)
 
@@ -145,7 +148,7 @@ class ConnectionQuotas:
         self._slot_waiters: deque[asyncio.Future[None]] = deque()
 
     @classmethod
-    def from_config(cls, config: Any, protected_listener: str | None) -> ConnectionQuotas:
+    def from_config(cls, config: BrokerConfig, protected_listener: str | None) -> ConnectionQuotas:
         return cls(max_connections=config.max_connections,
                    max_per_ip=config.max_connections_per_ip,
                    per_ip_overrides=resolve_overrides(

@@ -13,12 +13,15 @@ connections, which happens only in that rare case.
 from __future__ import annotations
 
 import logging
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from broker.config import ConfigError
 from broker.listeners import parse_listeners
 from broker.network.connection_quotas import ConnectionQuotas
 from broker.network.request_memory import RequestMemoryPool, RequestQueue
+
+if TYPE_CHECKING:
+    from broker.config import BrokerConfig
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +48,7 @@ class NetworkLimits:
         self.live: dict[str, set[Closable]] = {}      # listener -> open connections
 
     @classmethod
-    def from_config(cls, config: Any) -> NetworkLimits:
+    def from_config(cls, config: BrokerConfig) -> NetworkLimits:
         return cls(ConnectionQuotas.from_config(config, protected_listener(config)),
                    RequestMemoryPool(config.queued_max_request_bytes),
                    RequestQueue(config.queued_max_requests))
@@ -79,7 +82,7 @@ class NetworkLimits:
             lru.close()
 
 
-def protected_listener(config: Any) -> str | None:
+def protected_listener(config: BrokerConfig) -> str | None:
     """The inter-broker listener's name (when the broker has more than one)."""
     from broker.security.listeners import inter_broker_listener
     try:

@@ -18,7 +18,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from broker.quotas.client_quota_manager import ClientQuotaManager, QuotaEntity, QuotaType
 from broker.quotas.quota_store import QuotaStore, parse_entity_path, quota_values
@@ -35,6 +35,12 @@ log = logging.getLogger("pybroker.quotas")
 
 def _monotonic_ms() -> int:
     return time.monotonic_ns() // 1_000_000
+
+
+class ConfigChangeWatch(Protocol):
+    """The /config/changes subscription (controller.ClusterStore's)."""
+
+    def watch_config_entity_changes(self, fn: Callable[[str], None]) -> Callable[[], None]: ...
 
 
 class ClientQuotas:
@@ -64,7 +70,7 @@ class ClientQuotas:
         for manager in self.managers:
             manager.update_quota(entity, values.get(manager.quota_type.value))
 
-    async def start(self, cluster: Any) -> Callable[[], None]:
+    async def start(self, cluster: ConfigChangeWatch) -> Callable[[], None]:
         """Subscribe to change notifications, then load every entity -> cancel."""
         cancel: Callable[[], None] = cluster.watch_config_entity_changes(self.on_change)
         loaded = await self.store.read_all()

@@ -48,7 +48,7 @@ import asyncio
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from client import KafkaConnectionError
 from client.verbs import IsrProposal, alter_partition
@@ -57,6 +57,9 @@ from broker.replication.partition import Partition
 from broker.replication.partition_isr import FENCED_ERRORS, REVERT_ERRORS, PendingIsrChange
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
+
+if TYPE_CHECKING:
+    from broker.metadata_cache import MetadataCache
 
 log = logging.getLogger(__name__)
 
@@ -76,7 +79,7 @@ ControllerAddress = Callable[[], "tuple[str, int] | None"]
 RelayAddresses = Callable[[], "list[tuple[str, int]]"]
 
 
-def metadata_controller(metadata: Any) -> ControllerAddress:
+def metadata_controller(metadata: MetadataCache) -> ControllerAddress:
     """The controller the MetadataCache names (from LeaderAndIsr / UpdateMetadata)."""
     def address() -> tuple[str, int] | None:
         if metadata.controller_id is None or metadata.controller_id < 0:
@@ -86,7 +89,7 @@ def metadata_controller(metadata: Any) -> ControllerAddress:
     return address
 
 
-def metadata_relays(metadata: Any, broker_id: int) -> RelayAddresses:
+def metadata_relays(metadata: MetadataCache, broker_id: int) -> RelayAddresses:
     """The live brokers the MetadataCache knows, but us and the controller."""
     def addresses() -> list[tuple[str, int]]:
         return [(b.host, b.port) for b in sorted(metadata.brokers(), key=lambda b: b.id)

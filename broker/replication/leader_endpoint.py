@@ -35,13 +35,16 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from client import KafkaConnection, KafkaConnectionError, verbs
 from client.security import ClientSecurity
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.fetch_session import INITIAL_EPOCH, INVALID_SESSION_ID, SESSION_ERRORS, next_epoch
+
+if TYPE_CHECKING:
+    from broker.metadata_cache import MetadataCache
 
 log = logging.getLogger(__name__)
 
@@ -110,7 +113,7 @@ class LeaderUnknown(KafkaConnectionError):
 Resolver = Callable[[int], "tuple[str, int] | None"]
 
 
-def metadata_resolver(metadata: Any) -> Resolver:
+def metadata_resolver(metadata: MetadataCache) -> Resolver:
     """A Resolver over the MetadataCache (UpdateMetadata's live brokers)."""
     def resolve(broker_id: int) -> tuple[str, int] | None:
         b = metadata.broker(broker_id)

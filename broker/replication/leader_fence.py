@@ -55,9 +55,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING
 
 from protocol.errors import ErrorCode, KafkaError
+
+if TYPE_CHECKING:
+    from broker.replication.partition import Partition
 
 log = logging.getLogger(__name__)
 TopicPartition = tuple[str, int]
@@ -70,7 +73,7 @@ class LeaderFence:
         self.reason: str | None = None                 # ZooKeeper connection lost: why
         self.until_leader_and_isr: set[TopicPartition] = set()
 
-    def check(self, tp: TopicPartition, partition: Any, now_ms: int) -> None:
+    def check(self, tp: TopicPartition, partition: Partition, now_ms: int) -> None:
         """KafkaError(NOT_LEADER_OR_FOLLOWER) when appends to ``tp`` (whose leader
         ``partition`` we hold) are fenced; see the module docstring."""
         if self.reason is not None:
@@ -89,7 +92,7 @@ class LeaderFence:
         """Some partition may be fenced (the cheap question the hot paths ask first)."""
         return self.reason is not None or bool(self.until_leader_and_isr)
 
-    def fenced(self, tp: TopicPartition, partition: Any, now_ms: int) -> bool:
+    def fenced(self, tp: TopicPartition, partition: Partition, now_ms: int) -> bool:
         """``check`` as a predicate (the Metadata handler's question)."""
         if not self.up:
             return False
@@ -99,7 +102,7 @@ class LeaderFence:
             return True
         return False
 
-    def quiet_followers(self, partition: Any, now_ms: int) -> list[int]:
+    def quiet_followers(self, partition: Partition, now_ms: int) -> list[int]:
         """ISR followers that have not fetched (nor been caught up) for ``quiet_ms``."""
         out = []
         for r in sorted(partition.isr):

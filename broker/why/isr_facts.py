@@ -25,33 +25,85 @@ Views (read by DescribeWhy):
 * ``replica_progress(p)`` / ``partition_why(p)``: the leader's view of each
   assigned replica, and the whole ``PartitionWhy``.
 
-The partition is duck-typed (``topic``, ``partition``, ``clock``, ``isr``,
-``maximal_isr``, ``replicas``, ``followers`` of FollowerState, ``local_broker_id``,
-``log_end_offset``, ``high_watermark``, ``leader_epoch``, ``why``) so this
-module does not import the replication package (which imports it).
+The partition is what ``LeaderPartitionView`` names (a Protocol that
+broker/replication/partition.py's Partition satisfies), so this module does not import
+the replication package (which imports it).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import Protocol
 
 from broker.why import reasons
-from broker.why.isr_history import ProposalNote
+from broker.why.isr_history import IsrHistory, ProposalNote
 from protocol.why_model import EXPAND, SHRINK, PartitionWhy, ReplicaProgress
 
 NEVER = 0   # FollowerState's "not yet" for last_caught_up_ms / last_fetch_ms
+
+
+class FollowerView(Protocol):
+    """What the leader knows of a follower (partition_isr.FollowerState)."""
+
+    @property
+    def log_end_offset(self) -> int: ...     # -1: not fetched since we became leader
+
+    @property
+    def last_caught_up_ms(self) -> int: ...
+
+    @property
+    def last_fetch_ms(self) -> int: ...
+
+
+class LeaderPartitionView(Protocol):
+    """What the hooks and views read of a leader partition."""
+
+    @property
+    def topic(self) -> str: ...
+
+    @property
+    def partition(self) -> int: ...
+
+    @property
+    def local_broker_id(self) -> int: ...
+
+    @property
+    def clock(self) -> Callable[[], int]: ...
+
+    @property
+    def leader_epoch(self) -> int: ...
+
+    @property
+    def isr(self) -> frozenset[int]: ...
+
+    @property
+    def maximal_isr(self) -> frozenset[int]: ...
+
+    @property
+    def replicas(self) -> tuple[int, ...]: ...
+
+    @property
+    def followers(self) -> Mapping[int, FollowerView]: ...
+
+    @property
+    def log_end_offset(self) -> int: ...
+
+    @property
+    def high_watermark(self) -> int: ...
+
+    @property
+    def why(self) -> IsrHistory: ...
 
 
 def _since(now: int, then: int) -> int:
     return now - then if then > NEVER else -1
 
 
-def _lag_messages(p: Any, follower_leo: int) -> int:
+def _lag_messages(p: LeaderPartitionView, follower_leo: int) -> int:
     return p.log_end_offset - follower_leo if follower_leo >= 0 else -1
 
 
-def shrink_proposed(p: Any, lagging: Iterable[int], max_lag_ms: int) -> None:
+def shrink_proposed(p: LeaderPartitionView, lagging: Iterable[int], max_lag_ms: int) -> None:
     now = p.clock()
     for replica in lagging:
         state = p.followers.get(replica)
@@ -66,7 +118,7 @@ def shrink_proposed(p: Any, lagging: Iterable[int], max_lag_ms: int) -> None:
             lag_ms, lag_messages))
 
 
-def expand_proposed(p: Any, replica: int) -> None:
+def expand_proposed(p: LeaderPartitionView, replica: int) -> None:
     state = p.followers.get(replica)
     leo = state.log_end_offset if state is not None else -1
     p.why.propose(EXPAND, replica, ProposalNote(
@@ -74,13 +126,13 @@ def expand_proposed(p: Any, replica: int) -> None:
         _lag_messages(p, leo)))
 
 
-def isr_committed(p: Any, before: Iterable[int]) -> None:
+def isr_committed(p: LeaderPartitionView, before: Iterable[int]) -> None:
     fallback = {(kind, r): ProposalNote(reasons.committed_without_proposal(kind), 0, -1)
                 for kind in (SHRINK, EXPAND) for r in p.replicas}
     p.why.commit(before, p.isr, p.clock(), fallback)
 
 
-def leader_and_isr(p: Any, new_isr: Iterable[int], leader_epoch: int) -> None:
+def leader_and_isr(p: LeaderPartitionView, new_isr: Iterable[int], leader_epoch: int) -> None:
     new = frozenset(new_isr)
     if new == p.isr:
         return
@@ -104,7 +156,7 @@ def leader_and_isr(p: Any, new_isr: Iterable[int], leader_epoch: int) -> None:
 
 # ---- views ------------------------------------------------------------------------------
 
-def hw_held_by(p: Any) -> list[int]:
+def hw_held_by(p: LeaderPartitionView) -> list[int]:
     hw, leo = p.high_watermark, p.log_end_offset
     if hw >= leo:
         return []
@@ -118,7 +170,7 @@ def hw_held_by(p: Any) -> list[int]:
     return held
 
 
-def replica_progress(p: Any) -> list[ReplicaProgress]:
+def replica_progress(p: LeaderPartitionView) -> list[ReplicaProgress]:
     out = []
     now = p.clock()
     for r in p.replicas:
@@ -136,7 +188,7 @@ def replica_progress(p: Any) -> list[ReplicaProgress]:
     return out
 
 
-def partition_why(p: Any) -> PartitionWhy:
+def partition_why(p: LeaderPartitionView) -> PartitionWhy:
     return PartitionWhy(
         topic=p.topic, partition=p.partition, leader=p.local_broker_id,
         leader_epoch=p.leader_epoch, isr=sorted(p.isr), high_watermark=p.high_watermark,

@@ -25,26 +25,39 @@ quoted in the reason text when the client sent them.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Protocol
 
 from coordinator.group.why import reasons
 from coordinator.group.why.consumer_group_facts import consumer_group_why
-from coordinator.group.why.group_history import Trigger
+from coordinator.group.why.group_history import GroupHistories, Trigger
 from protocol.why_model import GroupWhy
 
+if TYPE_CHECKING:
+    from coordinator.group.classic.coordinator_types import JoinRequest
+    from coordinator.group.classic.group_metadata import GroupMetadata, MemberMetadata
+    from coordinator.group.classic.port import ClassicGroups
+    from coordinator.runtime.runtime import CoordinatorRuntime
 
-def _trigger(kind: str, member: Any, reason: str) -> Trigger:
+
+class HistoryHost(Protocol):
+    """What the hooks use of the coordinator: its histories and its clock."""
+
+    why: GroupHistories
+    runtime: CoordinatorRuntime
+
+
+def _trigger(kind: str, member: MemberMetadata, reason: str) -> Trigger:
     return Trigger(kind, member.member_id, member.client_id, member.client_host, reason)
 
 
-def member_joined(coordinator: Any, group: Any, member_id: str, req: Any) -> None:
+def member_joined(coordinator: HistoryHost, group: GroupMetadata, member_id: str, req: JoinRequest) -> None:
     first = not group.members and group.generation_id == 0
     coordinator.why.of(group.group_id).record(Trigger(
         "new-group" if first else "join", member_id, req.client_id, req.client_host,
         reasons.join_reason(req.reason, first=first)), coordinator.runtime.clock())
 
 
-def member_rejoined(coordinator: Any, group: Any, member: Any, req: Any,
+def member_rejoined(coordinator: HistoryHost, group: GroupMetadata, member: MemberMetadata, req: JoinRequest,
                     starts_rebalance: bool) -> None:
     if not starts_rebalance:
         return
@@ -55,51 +68,51 @@ def member_rejoined(coordinator: Any, group: Any, member: Any, req: Any,
                               leader=group.is_leader(member.member_id))), coordinator.runtime.clock())
 
 
-def static_replaced(coordinator: Any, group: Any, instance_id: str, old_member_id: str,
-                    member: Any, starts_rebalance: bool) -> None:
+def static_replaced(coordinator: HistoryHost, group: GroupMetadata, instance_id: str, old_member_id: str,
+                    member: MemberMetadata, starts_rebalance: bool) -> None:
     coordinator.why.of(group.group_id).record(
         _trigger("static-replace", member,
                  reasons.static_replace_reason(instance_id, old_member_id)),
         coordinator.runtime.clock(), generation=None if starts_rebalance else group.generation_id)
 
 
-def member_left(coordinator: Any, group: Any, member: Any, client_reason: str | None) -> None:
+def member_left(coordinator: HistoryHost, group: GroupMetadata, member: MemberMetadata, client_reason: str | None) -> None:
     coordinator.why.of(group.group_id).record(
         _trigger("leave", member, reasons.leave_reason(client_reason)), coordinator.runtime.clock())
 
 
-def member_timed_out(coordinator: Any, group: Any, member: Any) -> None:
+def member_timed_out(coordinator: HistoryHost, group: GroupMetadata, member: MemberMetadata) -> None:
     coordinator.why.of(group.group_id).record(
         _trigger("timeout", member, reasons.timeout_reason(member.session_timeout_ms)),
         coordinator.runtime.clock())
 
 
-def rejoin_timed_out(coordinator: Any, group: Any, member: Any) -> None:
+def rejoin_timed_out(coordinator: HistoryHost, group: GroupMetadata, member: MemberMetadata) -> None:
     coordinator.why.of(group.group_id).record(
         _trigger("rejoin-timeout", member,
                  reasons.rejoin_timeout_reason(member.rebalance_timeout_ms)),
         coordinator.runtime.clock())
 
 
-def sync_timed_out(coordinator: Any, group: Any, member: Any) -> None:
+def sync_timed_out(coordinator: HistoryHost, group: GroupMetadata, member: MemberMetadata) -> None:
     coordinator.why.of(group.group_id).record(
         _trigger("sync-timeout", member,
                  reasons.sync_timeout_reason(member.rebalance_timeout_ms)),
         coordinator.runtime.clock())
 
 
-def generation_started(coordinator: Any, group: Any) -> None:
+def generation_started(coordinator: HistoryHost, group: GroupMetadata) -> None:
     coordinator.why.of(group.group_id).completed(group.generation_id)
 
 
-def group_deleted(coordinator: Any, group: Any) -> None:
+def group_deleted(coordinator: HistoryHost, group: GroupMetadata) -> None:
     history = coordinator.why.of(group.group_id)
     history.failed()
     history.record(Trigger("deleted", "", "", "", "deleted by DeleteGroups"),
                    coordinator.runtime.clock(), generation=group.generation_id)
 
 
-def group_why(coordinator: Any, group_id: str) -> GroupWhy:
+def group_why(coordinator: ClassicGroups, group_id: str) -> GroupWhy:
     """The group as the coordinator sees it now; an unknown (or deleted) group is
     "Dead" at generation -1, with whatever history is left. A consumer group
     (KIP-848) answers its state, its group epoch as the generation and its epoch
