@@ -43,6 +43,7 @@ from broker.broker_id import settle_broker_id
 from client import BrokerPool
 from client.inter_broker import controlled_shutdown
 from broker.config import BrokerConfig
+from broker.replication.fetch_sessions import FetchSessionCache
 from broker.listeners import Endpoint, parse_listeners
 from broker.metrics.broker_metrics import BrokerMetrics
 from broker.log_dirs import LogDirFailureChannel, LogDirFailureHandler
@@ -122,6 +123,7 @@ class Broker:
         self.replication_quotas: dict[str, ReplicationQuota] = {}
         self.broker_id = config.broker_id
         self.cluster_id = ""
+        self.fetch_sessions = FetchSessionCache()   # the Fetch handler's (KIP-227)
         self.cluster = ClusterStore(config.zookeeper_connect, config.zookeeper_session_timeout_ms,
                                     config.zk_connection_timeout_ms)
         # BrokerMeta.host/port: the inter-broker endpoint; clients get their own

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from broker.acl.authorizer import AclAuthorizer
     from broker.config import BrokerConfig
     from broker.dynamic_config.host import DynamicConfigHost
+    from broker.replication.fetch_sessions import FetchSessionCache
     from broker.metrics.broker_metrics import BrokerMetrics
     from coordinator.group.classic import GroupCoordinator
     from broker.metadata_cache import MetadataCache
@@ -51,6 +52,8 @@ class BrokerServices(Protocol):
     config: BrokerConfig
     metadata: MetadataCache           # what the controller's UpdateMetadata said
     cluster: ClusterStore             # ZooKeeper: topics, configs, cluster id
+    cluster_id: str                   # /cluster/id, read once at start-up
+    fetch_sessions: FetchSessionCache   # the Fetch handler's KIP-227 sessions
     authorizer: AclAuthorizer | None
     controller: Controller | None
     group_coordinator: GroupCoordinator | None

@@ -8,7 +8,6 @@ The topic-creation core is ``broker.topic_creation``.
 
 from __future__ import annotations
 
-import weakref
 from typing import TYPE_CHECKING, Any
 
 from broker.acl.acl_model import (AclBindingFilter, AclOperation, EntryFilter, PatternFilter,
@@ -70,19 +69,6 @@ def _bits(*ops: int) -> int:
 # CLUSTER_ACTION 9, DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11, IDEMPOTENT_WRITE 12.
 TOPIC_OPERATIONS = _bits(3, 4, 5, 6, 7, 8, 10, 11)          # = 3576
 CLUSTER_OPERATIONS = _bits(5, 7, 8, 9, 10, 11, 12)          # = 8096
-
-_CLUSTER_IDS: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
-
-
-async def cluster_id(broker: BrokerServices) -> str:
-    """The cluster id (/cluster/id), read from ZooKeeper once per ClusterStore."""
-    store = broker.cluster
-    cached = _CLUSTER_IDS.get(store)
-    if cached is None:
-        cached = str(await store.cluster_id())
-        _CLUSTER_IDS[store] = cached
-    return cached
-
 
 def controller_id(metadata: MetadataCache) -> int:
     cid = metadata.controller_id

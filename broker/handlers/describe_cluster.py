@@ -8,9 +8,9 @@ The request itself needs no ACL (AuthHelper.computeDescribeClusterResponse);
 the authorized-operations bitfield, when asked for, is 0 without DESCRIBE on the
 cluster, else the permitted cluster operations (all of them with no authorizer).
 
-``cluster_id`` (cached per ClusterStore: /cluster/id never changes once
-written) and the authorized-operations bitfields, which Metadata shares, are
-in ``broker.handler_support``.
+The cluster id is the broker's (/cluster/id, read once at start-up: it never
+changes once written); the authorized-operations bitfields, which Metadata
+shares, are in ``broker.handler_support``.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from __future__ import annotations
 from broker.acl.checks import cluster_operations
 from broker.context import RequestContext
 from broker.dispatch import handler
-from broker.handler_support import CLUSTER_OPERATIONS, OPERATIONS_NOT_REQUESTED, cluster_id, \
+from broker.handler_support import CLUSTER_OPERATIONS, OPERATIONS_NOT_REQUESTED, \
     controller_id
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
@@ -60,5 +60,5 @@ async def handle_describe_cluster(ctx: RequestContext, request: Struct) -> Struc
     ops = (cluster_operations(ctx, CLUSTER_OPERATIONS)
            if request.include_cluster_authorized_operations else OPERATIONS_NOT_REQUESTED)
     return SPEC.new(throttle_time_ms=0, error_code=0, error_message=None,
-                    endpoint_type=ENDPOINT_BROKERS, cluster_id=await cluster_id(ctx.broker),
+                    endpoint_type=ENDPOINT_BROKERS, cluster_id=ctx.broker.cluster_id,
                     controller_id=cid, brokers=brokers, cluster_authorized_operations=ops)

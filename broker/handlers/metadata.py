@@ -38,7 +38,7 @@ from broker.acl.checks import authorized_names, cluster_operations
 from broker.context import RequestContext
 from broker.dispatch import handler
 from broker.handler_support import CLUSTER_OPERATIONS, OPERATIONS_NOT_REQUESTED, \
-    TOPIC_OPERATIONS, cluster_id, controller_id
+    TOPIC_OPERATIONS, controller_id
 from broker.topic_creation import auto_create_request, create_topic
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
@@ -184,6 +184,6 @@ async def handle_metadata(ctx: RequestContext, request: Struct) -> Struct:
     brokers = [BROKER.new(node_id=b.id, host=b.host, port=b.port, rack=b.rack)
                for b in sorted(metadata.brokers_on(ctx.connection.listener),
                                key=lambda b: b.id)]
-    return SPEC.new(throttle_time_ms=0, brokers=brokers, cluster_id=await cluster_id(ctx.broker),
+    return SPEC.new(throttle_time_ms=0, brokers=brokers, cluster_id=ctx.broker.cluster_id,
                     controller_id=controller_id(metadata), topics=topics,
                     cluster_authorized_operations=cluster_ops)

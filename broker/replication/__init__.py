@@ -7,6 +7,7 @@ Map (Kafka's layers: LogSegment -> UnifiedLog (storage/) -> Partition -> Replica
     leader_appends.py         LeaderAppends (ReplicaManager.appends): record and marker
                               appends as leader, the acks=all wait (DelayedProduce)
     fetch_reads.py            the read side of Fetch (per-partition reads, follower checks)
+    fetch_sessions.py         the leader's KIP-227 fetch sessions (Broker.fetch_sessions)
     offset_lookup.py          ListOffsets: special timestamps, offset for a timestamp
     partition.py              Partition: leader/follower appends, reads, high watermark
     record_checks.py          heavy produce data (compressed, many records) validated in a

@@ -119,7 +119,7 @@ class FakeGroups:
 
 
 def broker(auth: AclAuthorizer | None, **services: Any) -> SimpleNamespace:
-    b = SimpleNamespace(authorizer=auth, broker_id=1,
+    b = SimpleNamespace(authorizer=auth, broker_id=1, cluster_id="abc",
                         group_coordinator=Untouchable("group_coordinator"),
                         transaction_coordinator=Untouchable("transaction_coordinator"),
                         controller=Untouchable("controller"), replicas=Untouchable("replicas"),
@@ -519,16 +519,10 @@ def test_cluster_admin_apis_need_their_cluster_operation() -> None:
     assert (listed.error_code, listed.topics) == (E.CLUSTER_AUTHORIZATION_FAILED, [])
 
 
-class Store:
-    async def cluster_id(self) -> str:
-        return "abc"
-
-
 def test_describe_cluster_operations_need_describe() -> None:
     meta = SimpleNamespace(brokers=lambda: [], controller_id=None,
                            brokers_on=lambda listener: [], broker_on=lambda i, listener: None)
-    b = broker(authorizer({CLUSTER: [(Op.DESCRIBE, Perm.DENY)]}), metadata=meta,
-               cluster=Store())
+    b = broker(authorizer({CLUSTER: [(Op.DESCRIBE, Perm.DENY)]}), metadata=meta)
     r = call(b, K.DESCRIBE_CLUSTER, 1, req(K.DESCRIBE_CLUSTER,
                                            include_cluster_authorized_operations=True))
     assert (r.error_code, r.cluster_authorized_operations) == (0, 0)

@@ -170,6 +170,7 @@ class FakeBroker:
     cluster: FakeCluster
     extra: dict[str, Any] = field(default_factory=dict)
     authorizer: Any = None                   # the ACL tests set one
+    cluster_id: str = "fake-cluster-id"      # /cluster/id, as the Broker read it at start
     dynamic_configs: dict[str, str] = field(default_factory=dict)     # /config/brokers/<id>
     listener_security: dict[str, Any] = field(default_factory=dict)   # no TLS listener
     replicas: Any = field(default_factory=lambda: FakeReplicas())   # nothing led, nothing fenced
@@ -297,7 +298,7 @@ def test_metadata_fields_by_version() -> None:
     assert asked.cluster_authorized_operations == CLUSTER_OPERATIONS
     v11 = metadata(b, 11, [md_topic("t")], include_cluster_authorized_operations=True)
     assert v11.cluster_authorized_operations == MIN_INT   # gone from v11
-    assert b.cluster.cluster_id_reads == 1                # /cluster/id read once
+    assert b.cluster.cluster_id_reads == 0     # the broker's id: ZooKeeper is not asked
 
 
 def test_metadata_internal_flag() -> None:

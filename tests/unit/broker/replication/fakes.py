@@ -16,6 +16,7 @@ from broker.config import BrokerConfig
 from broker.context import RequestContext
 from broker.producer_ids import ProducerIdManager
 from broker.replication.partition_state import PartitionState
+from broker.replication.fetch_sessions import FetchSessionCache
 from broker.replication.replica_manager import ReplicaManager
 from protocol.codec import decode, encode
 from protocol.headers import RequestHeader
@@ -149,6 +150,8 @@ class FakeBroker:
         self.authorizer: Any = None          # no authorizer.class.name: every request allowed
         self.transaction_coordinator: Any = None
         self.config = BrokerConfig()         # Kafka's defaults (message.max.bytes, ...)
+        self.cluster_id = "fake-cluster-id"
+        self.fetch_sessions = FetchSessionCache()
 
     def lead(self, topic: str, partitions: int = 1, *, replicas: tuple[int, ...] | None = None,
              isr: tuple[int, ...] | None = None, leader: int | None = None) -> uuid.UUID:
