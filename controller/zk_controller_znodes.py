@@ -9,16 +9,17 @@ every fenced controller write checks (controller/zk_partitions.py).
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from typing import Any, Callable
 
 from controller import zkdata as zd
 from controller.errors import BadVersionError, ControllerMovedError, NodeExistsError, NoNodeError
-from controller.zkclient import CreateOp, SetOp
+from controller.zkclient import ZkClient, CreateOp, SetOp
 
 
 class ControllerZnodeAccess:
-    zk: Any
-    _run: Callable[..., Any]
+    zk: ZkClient
+    _run: Callable[..., Awaitable[Any]]
 
     async def controller_id(self) -> int | None:
         def read() -> int | None:

@@ -8,14 +8,16 @@ ZooKeeper's races to plain results instead of exceptions, as the callers need.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from typing import Any, Callable
 
+from controller.zkclient import ZkClient
 from controller.errors import BadVersionError, NodeExistsError, NoNodeError
 
 
 class GenericZnodeAccess:
-    zk: Any
-    _run: Callable[..., Any]
+    zk: ZkClient
+    _run: Callable[..., Awaitable[Any]]
 
     async def ensure_path(self, path: str) -> None:
         await self._run(self.zk.ensure_path, path)

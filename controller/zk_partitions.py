@@ -10,11 +10,12 @@ expectedControllerEpochZkVersion); a fenced-out writer gets ControllerMovedError
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from typing import Any, Callable, Iterable
 
 from controller import zkdata as zd
 from controller.errors import BadVersionError, ControllerMovedError, NoNodeError, TopicNotFound
-from controller.zkclient import CheckOp, CreateOp, DeleteOp, Op, SetOp
+from controller.zkclient import ZkClient, CheckOp, CreateOp, DeleteOp, Op, SetOp
 
 TopicPartition = tuple[str, int]
 # Partition-state writes packed into one ZooKeeper transaction: each op is ~150
@@ -23,8 +24,8 @@ CHUNK = 200
 
 
 class FencedPartitionAccess:
-    zk: Any
-    _run: Callable[..., Any]
+    zk: ZkClient
+    _run: Callable[..., Awaitable[Any]]
 
     # -- fenced transactions -------------------------------------------------------------
 
@@ -103,7 +104,7 @@ class FencedPartitionAccess:
         def write() -> dict[TopicPartition, zd.LeaderIsr]:
             topics = sorted({t for (t, _p), _s in items})
             self.zk.multi_many([[CreateOp(zd.partitions_path(t))] for t in topics])
-            dirs = [CreateOp(f"{zd.partitions_path(t)}/{p}") for (t, p), _s in items]
+            dirs: list[Op] = [CreateOp(f"{zd.partitions_path(t)}/{p}") for (t, p), _s in items]
             chunks = [dirs[i:i + CHUNK] for i in range(0, len(dirs), CHUNK)]
             for chunk, r in zip(chunks, self.zk.multi_many(chunks)):
                 if isinstance(r, Exception):     # some exist already: one by one

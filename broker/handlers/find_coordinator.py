@@ -36,7 +36,7 @@ Error messages as Kafka's ``Errors.message()``: "NONE" on success.
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Protocol
 
 from broker.acl.acl_model import AclOperation, ResourceType
 from broker.acl.authorizer import allowed, allowed_cluster
@@ -63,11 +63,18 @@ KEY_SHARE = 2
 Found = tuple[int, int, str, int]   # (error, node id, host, port)
 
 
+class CreatesTopicOnce(Protocol):
+    """A coordinator whose topic FindCoordinator creates (the group or the
+    transaction coordinator): ``creating_topic`` marks an attempt in flight."""
+
+    creating_topic: bool
+
+
 def _message(error: int) -> str:
     return "NONE" if error == ErrorCode.NONE else ErrorCode.from_code(error).message or ""
 
 
-async def _ensure_topic(broker: BrokerServices, topic: str, owner: Any) -> None:
+async def _ensure_topic(broker: BrokerServices, topic: str, owner: CreatesTopicOnce) -> None:
     """Create the coordinator's topic once (concurrent finds share one attempt;
     ``owner.creating_topic`` marks the attempt in flight)."""
     if owner.creating_topic:
@@ -84,7 +91,7 @@ async def _ensure_topic(broker: BrokerServices, topic: str, owner: Any) -> None:
         owner.creating_topic = False
 
 
-async def _leader_of(broker: BrokerServices, topic: str, partition: int, owner: Any,
+async def _leader_of(broker: BrokerServices, topic: str, partition: int, owner: CreatesTopicOnce,
                      listener: str | None = None) -> Found:
     """The live leader of ``topic``-``partition``, creating the topic first if need be."""
     metadata = broker.metadata

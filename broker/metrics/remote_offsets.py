@@ -22,8 +22,8 @@ import asyncio
 import logging
 import time
 from collections import defaultdict
-from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
 
 from broker.metrics.group_metrics import committed_offsets_of
 from client.verbs import LATEST_TIMESTAMP, list_offsets
@@ -41,7 +41,7 @@ STALE_S = 60.0
 class RemoteHighWatermarks:
     """``await refresh(broker)`` before collecting; ``get(tp)`` -> HW or None."""
 
-    def __init__(self, clock: Any = time.monotonic) -> None:
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self.clock = clock
         self._hw: dict[TP, tuple[int, float]] = {}   # tp -> (high watermark, when read)
 
