@@ -32,7 +32,7 @@ the connection until it returns. The steps:
 from __future__ import annotations
 
 from collections.abc import Generator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from client.errors import AuthenticationFailed, NoCommonVersion
 from protocol.api_keys import ApiKey
@@ -42,7 +42,21 @@ from protocol.scram import ScramClient, ScramError
 from protocol.spec import api
 
 if TYPE_CHECKING:
-    from client.connection import KafkaConnection
+    from protocol.schema import Struct
+
+
+class SaslConnection(Protocol):
+    """What the SASL rounds use of the connection being opened (client.connection's
+    KafkaConnection, which imports this module)."""
+
+    host: str
+    port: int
+
+    def version_for(self, api_key: int, max_version: int | None = None) -> int: ...
+
+    async def request(self, api_key: int, body: Struct, version: int | None = None, *,
+                      expect_response: bool = True, timeout: float | None = None
+                      ) -> Struct | None: ...
 
 __all__ = ["authenticate", "exchange"]
 
@@ -61,7 +75,7 @@ def exchange(mechanism: str, username: str, password: str) -> Exchange:
     scram.check_server_final(server_final)
 
 
-async def authenticate(conn: KafkaConnection, mechanism: str, username: str,
+async def authenticate(conn: SaslConnection, mechanism: str, username: str,
                        password: str) -> int:
     """Authenticate ``conn`` (handshaken, nothing else in flight); -> the session
     lifetime in ms (0: none). AuthenticationFailed when the broker refuses."""
@@ -95,7 +109,7 @@ async def authenticate(conn: KafkaConnection, mechanism: str, username: str,
                                        mechanisms=enabled) from None
 
 
-async def _handshake(conn: KafkaConnection, mechanism: str) -> tuple[str, ...]:
+async def _handshake(conn: SaslConnection, mechanism: str) -> tuple[str, ...]:
     """SaslHandshake; -> the broker's enabled mechanisms (ours among them)."""
     where = f"{conn.host}:{conn.port}"
     version = _version(conn, ApiKey.SASL_HANDSHAKE, 1)
@@ -120,7 +134,7 @@ async def _handshake(conn: KafkaConnection, mechanism: str) -> tuple[str, ...]:
     return enabled
 
 
-def _version(conn: KafkaConnection, api_key: int, minimum: int) -> int:
+def _version(conn: SaslConnection, api_key: int, minimum: int) -> int:
     """The highest common version of ``api_key``, at least ``minimum``."""
     name = api(api_key).name
     try:

@@ -27,7 +27,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from broker.acl.acl_model import (ANONYMOUS, CLUSTER_NAME, WILDCARD, WILDCARD_PRINCIPAL, AccessControlEntry,
                                   AclBinding, AclBindingFilter, AclOperation,
@@ -38,8 +38,6 @@ from broker.acl.zk_access import AclZk
 from broker.config import BrokerConfig, ConfigError
 from protocol.errors import ErrorCode
 
-if TYPE_CHECKING:
-    from broker.context import RequestContext
 
 log = logging.getLogger("kafka.authorizer.logger")
 
@@ -203,6 +201,30 @@ class AclAuthorizer:
 
 # ---- wiring and the handlers' check ------------------------------------------------------
 
+class AclConnection(Protocol):
+    @property
+    def peer(self) -> str: ...                  # "host:port" of the socket's peer
+
+    @property
+    def principal(self) -> str | None: ...      # None: not authenticated
+
+
+class AclServices(Protocol):
+    @property
+    def authorizer(self) -> AclAuthorizer | None: ...
+
+
+class AclContext(Protocol):
+    """What the checks read of a request's context (broker.context.RequestContext
+    satisfies it; a Protocol, so this package does not import the request path)."""
+
+    @property
+    def connection(self) -> AclConnection: ...
+
+    @property
+    def broker(self) -> AclServices: ...
+
+
 def build_authorizer(config: BrokerConfig, cluster: AclZk, zk: AclZk | None = None
                      ) -> AclAuthorizer | None:
     """The authorizer ``config`` asks for (None when authorizer.class.name is empty).
@@ -220,19 +242,19 @@ def build_authorizer(config: BrokerConfig, cluster: AclZk, zk: AclZk | None = No
                          bool(config.allow_everyone_if_no_acl_found))
 
 
-def client_host(ctx: RequestContext) -> str:
+def client_host(ctx: AclContext) -> str:
     """The client's IP address, as Kafka's clientAddress.getHostAddress."""
     text = ctx.connection.peer        # "host:port" of the socket's peer (IPv6 unbracketed)
     return text.rsplit(":", 1)[0] if ":" in text else text
 
 
-def principal_of(ctx: RequestContext) -> str:
+def principal_of(ctx: AclContext) -> str:
     """The connection's authenticated principal ("User:alice"); User:ANONYMOUS
     when it has none (PLAINTEXT, as Kafka's default principal builder)."""
     return ctx.connection.principal or ANONYMOUS
 
 
-def allowed(ctx: RequestContext, op: AclOperation, rtype: ResourceType, name: str,
+def allowed(ctx: AclContext, op: AclOperation, rtype: ResourceType, name: str,
             log_denied: bool = True) -> bool:
     """The handlers' check: True when no authorizer is configured."""
     auth: AclAuthorizer | None = ctx.broker.authorizer
@@ -246,13 +268,13 @@ def allowed(ctx: RequestContext, op: AclOperation, rtype: ResourceType, name: st
     return ok
 
 
-def allowed_cluster(ctx: RequestContext, op: AclOperation, log_denied: bool = True) -> bool:
+def allowed_cluster(ctx: AclContext, op: AclOperation, log_denied: bool = True) -> bool:
     return allowed(ctx, op, ResourceType.CLUSTER, CLUSTER_NAME, log_denied)
 
 
 
 
-def authorized_operations(ctx: RequestContext, rtype: ResourceType, name: str, default: int) -> int:
+def authorized_operations(ctx: AclContext, rtype: ResourceType, name: str, default: int) -> int:
     """Kafka's authorized-operations bit field (bit n = AclOperation code n) for
     Metadata / DescribeCluster / DescribeGroups; ``default`` with no authorizer."""
     if ctx.broker.authorizer is None:

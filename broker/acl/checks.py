@@ -34,21 +34,30 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from broker.acl.acl_model import (CLUSTER_NAME, WILDCARD, WILDCARD_PRINCIPAL, AclOperation,
                                   PatternType, PermissionType, ResourceType)
-from broker.acl.authorizer import (AclAuthorizer, allowed, allowed_cluster,
+from broker.acl.authorizer import (AclAuthorizer, AclContext, allowed, allowed_cluster,
                                    authorized_operations, client_host, principal_of)
 from protocol.api_keys import ApiKey
-
-if TYPE_CHECKING:
-    from broker.context import RequestContext
 
 log = logging.getLogger("kafka.authorizer.logger")
 
 
-def authorized_names(ctx: RequestContext, op: AclOperation, rtype: ResourceType, names: Iterable[str],
+class _Header(Protocol):
+    @property
+    def api_key(self) -> int: ...
+
+
+class AclCheckContext(AclContext, Protocol):
+    """AclContext and the request's header (the refused request's name)."""
+
+    @property
+    def header(self) -> _Header: ...
+
+
+def authorized_names(ctx: AclCheckContext, op: AclOperation, rtype: ResourceType, names: Iterable[str],
                      log_denied: bool = True) -> set[str]:
     """The distinct ``names`` allowed ``op`` (AuthHelper.filterByAuthorized)."""
     distinct = list(dict.fromkeys(names))
@@ -57,19 +66,19 @@ def authorized_names(ctx: RequestContext, op: AclOperation, rtype: ResourceType,
     return {n for n in distinct if allowed(ctx, op, rtype, n, log_denied)}
 
 
-def cluster_action_denied(ctx: RequestContext) -> bool:
+def cluster_action_denied(ctx: AclCheckContext) -> bool:
     """True when the caller lacks CLUSTER_ACTION on the cluster (denial logged)."""
     return not allowed_cluster(ctx, AclOperation.CLUSTER_ACTION)
 
 
-def cluster_denied_message(ctx: RequestContext) -> str:
+def cluster_denied_message(ctx: AclCheckContext) -> str:
     """The message of Kafka's ClusterAuthorizationException for a refused request."""
     key = int(ctx.header.api_key)
     name = ApiKey(key).name if key in ApiKey._value2member_map_ else str(key)
     return f"Request {name} from {principal_of(ctx)} at {client_host(ctx)} is not authorized."
 
 
-def cluster_operations(ctx: RequestContext, default: int) -> int:
+def cluster_operations(ctx: AclCheckContext, default: int) -> int:
     """The cluster authorized-operations bit field when asked for: 0 without
     DESCRIBE on the cluster (denial logged), else every permitted cluster operation
     (``default`` with no authorizer)."""
@@ -78,7 +87,7 @@ def cluster_operations(ctx: RequestContext, default: int) -> int:
     return authorized_operations(ctx, ResourceType.CLUSTER, CLUSTER_NAME, default)
 
 
-def idempotent_producer_allowed(ctx: RequestContext) -> bool:
+def idempotent_producer_allowed(ctx: AclCheckContext) -> bool:
     """InitProducerId without a transactional id (KafkaApis.handleInitProducerIdRequest)."""
     auth: AclAuthorizer | None = ctx.broker.authorizer
     if auth is None or allowed_cluster(ctx, AclOperation.IDEMPOTENT_WRITE, log_denied=False):

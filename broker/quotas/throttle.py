@@ -41,16 +41,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Generator
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
-from broker.quotas.client_quota_manager import handler_time_as_percentage
+from broker.quotas.client_quota_manager import ClientQuotaManager, handler_time_as_percentage
 from protocol.api_keys import ApiKey
 from protocol.fetch_session import FINAL_EPOCH, INITIAL_EPOCH, INVALID_SESSION_ID
 from protocol.headers import RequestHeader
 from protocol.schema import Struct
-
-if TYPE_CHECKING:
-    from broker.quotas.client_quotas import ClientQuotas
 
 EXEMPT = frozenset({
     ApiKey.LEADER_AND_ISR, ApiKey.STOP_REPLICA, ApiKey.UPDATE_METADATA,
@@ -136,7 +133,24 @@ def throttled_fetch(response: Struct, request: Struct, version: int, throttle_ms
     return response
 
 
-async def throttled_call(quotas: ClientQuotas, ctx: Ctx, header: RequestHeader,
+class QuotaManagers(Protocol):
+    """What a throttled call uses of ClientQuotas (client_quotas.py, which imports this
+    module): the three managers and the clock their windows run on."""
+
+    @property
+    def produce(self) -> ClientQuotaManager: ...
+
+    @property
+    def fetch(self) -> ClientQuotaManager: ...
+
+    @property
+    def request(self) -> ClientQuotaManager: ...
+
+    @property
+    def clock_ms(self) -> Callable[[], int]: ...
+
+
+async def throttled_call(quotas: QuotaManagers, ctx: Ctx, header: RequestHeader,
                          body: Struct, fn: Handler[Ctx]) -> Any:
     """Run ``fn`` under the client's quotas (the module docstring's steps)."""
     key, version = header.api_key, header.api_version

@@ -26,7 +26,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from coordinator.group.consumer import classic_members as cm
 from coordinator.group.consumer import migration as mg
@@ -37,8 +38,49 @@ from coordinator.group.classic.group_metadata import JoinCallback, JoinResult, S
 from protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
-    from coordinator.group.consumer.coordinator import ConsumerGroupCoordinator
+    from coordinator.group.classic.port import ClassicGroups
+    from coordinator.group.consumer import group_logic as gl
     from coordinator.group.consumer.model import ConsumerGroup
+    from coordinator.group.consumer.records import Record
+    from coordinator.group.consumer.topic_view import LiveTopicView
+    from coordinator.runtime.runtime import CoordinatorRuntime
+
+T = TypeVar("T")
+KeyValue = tuple[bytes, bytes | None]
+
+
+class GlueHost(Protocol):
+    """What the classic-member glue uses of ConsumerGroupCoordinator (coordinator.py,
+    which imports this module): the shared state, its lock, writes and timers."""
+
+    classic: ClassicGroups
+    runtime: CoordinatorRuntime
+    config: gl.GroupConfig
+    topics: LiveTopicView
+    groups: dict[str, ConsumerGroup]
+    classic_timers: dict[tuple[str, str, str], tuple[int, asyncio.TimerHandle]]
+
+    @property
+    def policy(self) -> mg.MigrationPolicy: ...
+
+    def now(self) -> int: ...
+
+    async def locked(self, group_id: str, fn: Callable[[], Awaitable[T]]) -> T: ...
+
+    async def write(self, group_id: str, key_values: list[KeyValue]) -> int: ...
+
+    def apply(self, records: Iterable[Record]) -> None: ...
+
+    async def write_and_apply(self, group_id: str, records: list[Record],
+                              extra: list[KeyValue] | None = None, *,
+                              fenced: str | None = None) -> int: ...
+
+    def arm(self, group_id: str, member_id: str) -> None: ...
+
+    def disarm(self, group_id: str, member_id: str) -> None: ...
+
+    async def fence_member(self, group_id: str, member_id: str, revoking_epoch: int | None,
+                           reason: str) -> None: ...
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +91,7 @@ JOIN, SYNC = "join", "sync"
 
 # -- timers --------------------------------------------------------------------------------
 
-def _arm(coord: ConsumerGroupCoordinator, group_id: str, member_id: str, kind: str,
+def _arm(coord: GlueHost, group_id: str, member_id: str, kind: str,
          timeout_ms: int, *, if_absent: bool = False) -> None:
     timers = coord.classic_timers
     key = (group_id, member_id, kind)
@@ -70,7 +112,7 @@ def _arm(coord: ConsumerGroupCoordinator, group_id: str, member_id: str, kind: s
     timers[key] = (epoch, handle)
 
 
-def _cancel(coord: ConsumerGroupCoordinator, group_id: str, member_id: str,
+def _cancel(coord: GlueHost, group_id: str, member_id: str,
             *kinds: str) -> None:
     for kind in kinds or (JOIN, SYNC):
         timer = coord.classic_timers.pop((group_id, member_id, kind), None)
@@ -78,7 +120,7 @@ def _cancel(coord: ConsumerGroupCoordinator, group_id: str, member_id: str,
             timer[1].cancel()
 
 
-def _expired(coord: ConsumerGroupCoordinator, group_id: str, member_id: str, kind: str,
+def _expired(coord: GlueHost, group_id: str, member_id: str, kind: str,
              epoch: int) -> None:
     key = (group_id, member_id, kind)
     timer = coord.classic_timers.get(key)
@@ -100,7 +142,7 @@ def _expired(coord: ConsumerGroupCoordinator, group_id: str, member_id: str, kin
     coord.runtime.spawn(coord.locked(group_id, fence))
 
 
-def _forget_removed(coord: ConsumerGroupCoordinator, group_id: str, records: list[Any]) -> None:
+def _forget_removed(coord: GlueHost, group_id: str, records: list[Any]) -> None:
     """Timers of members whose subscription a batch deleted."""
     from coordinator.group.consumer.records import MemberSubscription
     for record in records:
@@ -111,7 +153,7 @@ def _forget_removed(coord: ConsumerGroupCoordinator, group_id: str, records: lis
 
 # -- JoinGroup -----------------------------------------------------------------------------
 
-def join_group(coord: ConsumerGroupCoordinator, group: ConsumerGroup, req: JoinRequest,
+def join_group(coord: GlueHost, group: ConsumerGroup, req: JoinRequest,
                respond: JoinCallback) -> None:
     async def answered() -> None:
         try:
@@ -124,7 +166,7 @@ def join_group(coord: ConsumerGroupCoordinator, group: ConsumerGroup, req: JoinR
     coord.runtime.spawn(coord.locked(req.group_id, answered))
 
 
-async def _join(coord: ConsumerGroupCoordinator, req: JoinRequest,
+async def _join(coord: GlueHost, req: JoinRequest,
                 respond: JoinCallback) -> None:
     gid = req.group_id
     status = coord.classic.status(gid)
@@ -158,7 +200,7 @@ async def _join(coord: ConsumerGroupCoordinator, req: JoinRequest,
     respond(out.result)
 
 
-async def _join_and_downgrade(coord: ConsumerGroupCoordinator, group: ConsumerGroup,
+async def _join_and_downgrade(coord: GlueHost, group: ConsumerGroup,
                               out: cm.JoinOutcome, respond: JoinCallback) -> bool:
     """The join replaced the last consumer-protocol member: write it together with the
     conversion to a classic group (no rebalance) and answer as that group's member.
@@ -191,7 +233,7 @@ async def _join_and_downgrade(coord: ConsumerGroupCoordinator, group: ConsumerGr
 
 # -- SyncGroup / Heartbeat -----------------------------------------------------------------
 
-def sync_group(coord: ConsumerGroupCoordinator, group: ConsumerGroup, generation_id: int,
+def sync_group(coord: GlueHost, group: ConsumerGroup, generation_id: int,
                member_id: str, instance_id: str | None, protocol_type: str | None,
                protocol_name: str | None, respond: SyncCallback) -> bool:
     result, member = cm.sync(group, member_id, instance_id, generation_id, protocol_type,
@@ -207,7 +249,7 @@ def sync_group(coord: ConsumerGroupCoordinator, group: ConsumerGroup, generation
     return True
 
 
-def heartbeat(coord: ConsumerGroupCoordinator, group: ConsumerGroup, member_id: str,
+def heartbeat(coord: GlueHost, group: ConsumerGroup, member_id: str,
               instance_id: str | None, generation_id: int) -> int:
     error, member = cm.heartbeat(group, member_id, instance_id, generation_id)
     if member is not None:
@@ -220,7 +262,7 @@ def heartbeat(coord: ConsumerGroupCoordinator, group: ConsumerGroup, member_id: 
 
 # -- LeaveGroup ----------------------------------------------------------------------------
 
-def leave_group(coord: ConsumerGroupCoordinator, group: ConsumerGroup,
+def leave_group(coord: GlueHost, group: ConsumerGroup,
                 members: list[LeaveMember]) -> tuple[int, list[LeaveMember]]:
     cm.leave(group, members, coord.topics, coord.config, coord.now(), replay)
     leaving = [LeaveMember(m.member_id, m.group_instance_id, m.reason)
@@ -231,7 +273,7 @@ def leave_group(coord: ConsumerGroupCoordinator, group: ConsumerGroup,
     return ErrorCode.NONE, members
 
 
-async def _leave(coord: ConsumerGroupCoordinator, group_id: str,
+async def _leave(coord: GlueHost, group_id: str,
                  leaving: list[LeaveMember]) -> None:
     group = coord.groups.get(group_id)
     if group is None or coord.classic.status(group_id) is not None:
