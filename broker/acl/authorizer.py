@@ -38,7 +38,6 @@ from broker.acl.zk_access import AclZk
 from broker.config import BrokerConfig, ConfigError
 from protocol.errors import ErrorCode
 
-
 log = logging.getLogger("kafka.authorizer.logger")
 
 AUTHORIZER_CLASSES = frozenset({
@@ -270,8 +269,6 @@ def allowed(ctx: AclContext, op: AclOperation, rtype: ResourceType, name: str,
 
 def allowed_cluster(ctx: AclContext, op: AclOperation, log_denied: bool = True) -> bool:
     return allowed(ctx, op, ResourceType.CLUSTER, CLUSTER_NAME, log_denied)
-
-
 
 
 def authorized_operations(ctx: AclContext, rtype: ResourceType, name: str, default: int) -> int:
