@@ -4,7 +4,8 @@ proposes and the controller's answers to them (Kafka ``Partition``'s
 
 Holds what the leader knows of each follower (``FollowerState``: its LEO and
 when it last caught up), the AlterPartition in flight (``PendingIsrChange``)
-and the steps over a ``Partition``'s state, each a function of the partition:
+and the steps over a ``Partition``'s state, each a function of the partition as
+``IsrPartition`` names it (a Protocol, so this module does not import partition.py):
 
 * ``start_follower_clocks`` / ``refresh_caught_up_follower``: the lag clocks
   (``Partition.update_follower_fetch_state`` keeps the rest of a fetch's
@@ -26,13 +27,11 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from broker.why import isr_facts
+from broker.why.isr_facts import LeaderPartitionView
 from protocol.errors import ErrorCode
-
-if TYPE_CHECKING:
-    from broker.replication.partition import Partition
 
 # the partition's logger: these lines are about the partition, as before the split
 log = logging.getLogger("broker.replication.partition")
@@ -73,8 +72,28 @@ class PendingIsrChange:
         return not self.proposed >= self.committed
 
 
-# The ReplicaManager's seam to the AlterPartitionManager: submit this change for p.
-IsrSink = Callable[["Partition", PendingIsrChange], None]
+# The ReplicaManager's seam to the AlterPartitionManager: submit this change of the
+# partition's ISR (the sink is bound to its partition).
+IsrSink = Callable[[PendingIsrChange], None]
+
+
+class IsrPartition(LeaderPartitionView, Protocol):
+    """What the ISR steps read and write of a leader Partition (partition.py, which
+    imports this module): its ISR, the change in flight, the followers' state."""
+
+    isr: frozenset[int]
+    pending_isr: PendingIsrChange | None
+    partition_epoch: int
+    leader_epoch_start_offset: int
+    isr_sink: IsrSink | None
+
+    @property
+    def followers(self) -> dict[int, FollowerState]: ...
+
+    @property
+    def is_leader(self) -> bool: ...
+
+    def maybe_increment_high_watermark(self) -> bool: ...
 
 # AlterPartition errors after which the leader goes back to its committed ISR
 # and may propose again (Kafka: the request was surely not applied).
@@ -86,7 +105,7 @@ FENCED_ERRORS = frozenset({ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.INVALID_UPDA
                            ErrorCode.NEW_LEADER_ELECTED})
 
 
-def start_follower_clocks(p: Partition) -> None:
+def start_follower_clocks(p: IsrPartition) -> None:
     """ISR followers count as caught up from now on: called once the whole
     LeaderAndIsr that made us leader has been applied. Applying one for
     10,000 new partitions takes half a minute here, nobody can fetch from us
@@ -98,7 +117,7 @@ def start_follower_clocks(p: Partition) -> None:
             s.last_caught_up_ms = now
 
 
-def refresh_caught_up_follower(p: Partition, replica_id: int, now: int) -> bool:
+def refresh_caught_up_follower(p: IsrPartition, replica_id: int, now: int) -> bool:
     """A follower fetched again at the offset of its last fetch, which was our
     LEO, nothing having changed here since (the caller checked ``change_seq``;
     the LEO cannot have moved without a change): if it is an ISR member, note
@@ -115,7 +134,7 @@ def refresh_caught_up_follower(p: Partition, replica_id: int, now: int) -> bool:
     return True
 
 
-def maybe_expand_isr(p: Partition, replica_id: int) -> bool:
+def maybe_expand_isr(p: IsrPartition, replica_id: int) -> bool:
     """Propose ``replica_id`` for the ISR once its LEO reached our HW and the
     start of our leader epoch; True if an AlterPartition was submitted.
 
@@ -136,14 +155,14 @@ def maybe_expand_isr(p: Partition, replica_id: int) -> bool:
     return True
 
 
-def out_of_sync_replicas(p: Partition, max_lag_ms: int) -> set[int]:
+def out_of_sync_replicas(p: IsrPartition, max_lag_ms: int) -> set[int]:
     """ISR followers that have not caught up within ``max_lag_ms`` (the shrink input)."""
     now = p.clock()
     return {r for r, s in p.followers.items()
             if r in p.isr and now - s.last_caught_up_ms > max_lag_ms}
 
 
-def maybe_shrink_isr(p: Partition, max_lag_ms: int) -> bool:
+def maybe_shrink_isr(p: IsrPartition, max_lag_ms: int) -> bool:
     """Propose an ISR without the followers that have not caught up to our
     LEO within ``max_lag_ms`` (replica.lag.time.max.ms); True if submitted.
 
@@ -164,15 +183,15 @@ def maybe_shrink_isr(p: Partition, max_lag_ms: int) -> bool:
     return True
 
 
-def _propose(p: Partition, new_isr: frozenset[int]) -> None:
+def _propose(p: IsrPartition, new_isr: frozenset[int]) -> None:
     assert p.isr_sink is not None
     change = PendingIsrChange(frozenset(new_isr), p.isr, p.leader_epoch,
                               p.partition_epoch, p.clock())
     p.pending_isr = change
-    p.isr_sink(p, change)
+    p.isr_sink(change)
 
 
-def on_alter_partition_answer(p: Partition, change: PendingIsrChange, error: int,
+def on_alter_partition_answer(p: IsrPartition, change: PendingIsrChange, error: int,
                               leader_epoch: int = -1,
                               isr: tuple[int, ...] = (), partition_epoch: int = -1) -> bool:
     """Apply the controller's answer to ``change``; True if the HW moved.

@@ -22,14 +22,15 @@ read_committed Fetch is told about.
 * ``load_snapshot``: the newest usable ``<offset>.snapshot`` into the producer
   state (the log writes them: at every roll and at close).
 
-Each function takes the ``Partition`` (as ``partition_isr`` does); the state
+Each function takes the partition as ``TxnPartition`` names it (a Protocol that
+partition.py's Partition satisfies, so this module does not import it); the state
 is the partition's ``producers`` and its log, written on the event loop only.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Protocol
 
 from protocol import records
 from protocol.errors import ErrorCode, KafkaError
@@ -39,10 +40,33 @@ from storage.log import PartitionLog, ReadResult
 from storage.txn_index import AbortedTxn
 
 if TYPE_CHECKING:
-    from broker.replication.partition import Partition
     from broker.replication.producer_state import CompletedTxn, ProducerStateManager
 
-def append_marker_as_leader(p: Partition, *, commit: bool, producer_id: int,
+
+class TxnPartition(Protocol):
+    """What the transaction steps use of a Partition."""
+
+    topic: str
+    partition: int
+    local_broker_id: int
+    leader_epoch: int
+    producers: ProducerStateManager
+
+    @property
+    def clock(self) -> Callable[[], int]: ...
+
+    @property
+    def is_leader(self) -> bool: ...
+
+    @property
+    def high_watermark(self) -> int: ...
+
+    def local_log(self) -> PartitionLog: ...
+
+    def maybe_increment_high_watermark(self) -> bool: ...
+
+
+def append_marker_as_leader(p: TxnPartition, *, commit: bool, producer_id: int,
                             producer_epoch: int, coordinator_epoch: int) -> int:
     """Append the end-transaction marker; returns its offset. Raises KafkaError
     (NOT_LEADER_OR_FOLLOWER, INVALID_PRODUCER_EPOCH, KAFKA_STORAGE_ERROR)."""
@@ -63,7 +87,7 @@ def append_marker_as_leader(p: Partition, *, commit: bool, producer_id: int,
     return info.first_offset
 
 
-def record_completed(p: Partition, completed: CompletedTxn | None) -> None:
+def record_completed(p: TxnPartition, completed: CompletedTxn | None) -> None:
     """Index an aborted transaction the last appended marker ended (leader and
     follower alike)."""
     if completed is None or not completed.aborted:
@@ -73,13 +97,13 @@ def record_completed(p: Partition, completed: CompletedTxn | None) -> None:
                                                 completed.last_offset, lso))
 
 
-def last_stable_offset(p: Partition) -> int:
+def last_stable_offset(p: TxnPartition) -> int:
     hw = p.high_watermark
     first_unstable = p.producers.first_unstable_offset(hw)
     return hw if first_unstable is None else min(first_unstable, hw)
 
 
-def aborted_txns(p: Partition, fetch_offset: int, result: ReadResult,
+def aborted_txns(p: TxnPartition, fetch_offset: int, result: ReadResult,
                  upper: int) -> list[AbortedTxn]:
     """The aborted transactions a read_committed reader needs to filter the data of
     ``result`` (read from ``fetch_offset`` below ``upper``)."""

@@ -41,6 +41,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Hashable, Iterable, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol
 
 from broker.replication.fetch_reads import (FetchPartitionRequest, FetchPartitionResult, read_all,
@@ -239,7 +240,7 @@ class ReplicaManager:
         if p is None:
             p = Partition(state.topic, state.partition, self.broker_id, self.clock)
             if self.alter_partitions is not None:
-                p.isr_sink = self._submit_isr_change
+                p.isr_sink = partial(self._submit_isr_change, p)
             self.partitions[state.tp] = p
         error = self._attach_or_offline(p, state, become=True)
         if error:

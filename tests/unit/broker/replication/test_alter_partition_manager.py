@@ -4,6 +4,7 @@ request, the wire versions (names v0-1, ids v2+), retries, answers applied."""
 from __future__ import annotations
 
 import asyncio
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -75,7 +76,7 @@ def setup(tmp_path: Path, controller: FakeController, *, partitions: int = 3,
     assert not any(node.replicas.become_leader_or_follower(1, states).values())
     parts = [node.replicas.partition("t", i) for i in range(partitions)]
     for p in parts:
-        p.isr_sink = node.replicas._submit_isr_change
+        p.isr_sink = partial(node.replicas._submit_isr_change, p)
     return c, manager, parts
 
 
