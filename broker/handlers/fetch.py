@@ -40,7 +40,7 @@ from typing import Any
 
 from broker.acl.acl_model import AclOperation, ResourceType
 from broker.acl.checks import authorized_names, cluster_action_denied
-from broker.context import BrokerServices, RequestContext
+from broker.context import RequestContext
 from broker.dispatch import handler
 from broker.metrics.topic_stats import BrokerTopicStats
 from broker.handler_support import LEADER_HINT_ERRORS, leader_hint, node_endpoints, refine_unknown
