@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from broker.acl.acl_model import (AclBindingFilter, AclOperation, EntryFilter, PatternFilter,
                                   PatternType, PermissionType, ResourceType)
-from broker.context import BrokerServices, RequestContext
+from broker.context import RequestContext
 from protocol.errors import ErrorCode
 from protocol.schema import Struct
 

@@ -40,7 +40,7 @@ bytes more per partition.
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Generator
+from collections.abc import Callable, Coroutine, Generator
 from typing import Any, Protocol, TypeVar
 
 from broker.quotas.client_quota_manager import ClientQuotaManager, handler_time_as_percentage
