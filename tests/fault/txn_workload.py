@@ -185,13 +185,17 @@ class Processor(threading.Thread):
                          "isolation.level": "read_committed", "enable.auto.commit": False,
                          "auto.offset.reset": "earliest", "enable.partition.eof": False})
 
-    def _assigned(self) -> list[Any]:
-        """The input partitions this processor assigned itself. Not
-        ``Consumer.assignment()``: confluent-kafka holds the GIL while that waits for
-        librdkafka's main thread, and a main thread that waits meanwhile froze the
-        whole campaign process (seen: every thread parked, the kills stopped)."""
-        from confluent_kafka import TopicPartition
-        return [TopicPartition(self.source, p) for p in self.partitions]
+    def _close(self, consumer: Any) -> None:
+        """Close a consumer, abandoning it when the close hangs: a librdkafka consumer
+        can deadlock inside (its main thread holding a partition lock while it waits for
+        the handle lock a broker thread holds while it waits for that partition lock:
+        confluentinc/librdkafka#5476, OffsetForLeaderEpoch's leader query racing a
+        broker's failure), and rd_kafka_destroy then waits for ever."""
+        try:
+            _bounded("consumer close", consumer.close)
+        except ClientHang as e:
+            self.hangs += 1
+            self.log(f"{self.label}: {e}: consumer abandoned")
 
     def _rewind(self, consumer: Any) -> dict[int, int]:
         """Seek every input partition to the group's committed offset (read stable)."""
@@ -211,10 +215,19 @@ class Processor(threading.Thread):
         return at
 
     def _run(self) -> None:
-        from confluent_kafka import KafkaException
+        from confluent_kafka import KafkaException, TopicPartition
         consumer = self._consumer()
+        # the consumer's group metadata for send_offsets_to_transaction: fixed for a
+        # consumer that assigns itself its partitions (no group membership), so read once
+        group = consumer.consumer_group_metadata()
         producer = self._producer()
         position = self._rewind(consumer)
+        # partition -> the next offset to read, for the partitions read since the last
+        # seek (the input is not transactional: no control batch between two records).
+        # Kept here rather than asked with Consumer.position(): confluent-kafka holds the
+        # GIL while that waits for librdkafka's handle lock, so a consumer deadlocked
+        # inside (librdkafka#5476, see _close) froze every thread of the campaign
+        read_next: dict[int, int] = {}
         quiet_since = time.monotonic()
         try:
             while not all(position[p] >= self.ends[p] for p in self.partitions):
@@ -227,21 +240,23 @@ class Processor(threading.Thread):
                         self.log(f"{self.label}: consumer: {m.error()}")
                     else:
                         msgs.append(m)
+                        read_next[m.partition()] = m.offset() + 1
                 if not msgs:
                     if time.monotonic() - quiet_since > 10:
                         stable = stable_ends(self.bootstrap, self.source, self.partitions)
                         self.log(f"{self.label}: nothing to read for 10 s at {position} "
-                                 f"(consumer positions "
-                                 f"{[(t.partition, t.offset) for t in consumer.position(self._assigned())]}"
-                                 f", broker's last stable offsets {stable})")
+                                 f"(read since the last seek: {read_next}, broker's last "
+                                 f"stable offsets {stable})")
                         if any(stable.get(p, -1) > position[p] for p in self.partitions):
                             # records are readable (below the LSO) yet the consumer
                             # fetches none: a client stall, not the broker's; recorded
                             # in the outcome and worked around with a new consumer
                             self.consumer_restarts += 1
-                            consumer.close()
+                            self._close(consumer)
                             consumer = self._consumer()
+                            group = consumer.consumer_group_metadata()
                             position = self._rewind(consumer)
+                            read_next = {}
                         quiet_since = time.monotonic()
                     continue
                 quiet_since = time.monotonic()
@@ -252,11 +267,10 @@ class Processor(threading.Thread):
                     for m in msgs:
                         producer.produce(self.sink, value=out_value(m.value(), tag),
                                          partition=m.partition() % self.sink_partitions)
-                    # a partition nothing was read from since the last seek has no
-                    # position (-1001): its committed offset stands
-                    positions = [tp for tp in consumer.position(self._assigned())
-                                 if tp.offset >= 0]
-                    group = consumer.consumer_group_metadata()
+                    # a partition nothing was read from since the last seek is left
+                    # out: its committed offset stands
+                    positions = [TopicPartition(self.source, p, o)
+                                 for p, o in sorted(read_next.items())]
                     _bounded("send_offsets_to_transaction",
                              lambda: producer.send_offsets_to_transaction(
                                  positions, group, CALL_TIMEOUT_S))
@@ -271,6 +285,7 @@ class Processor(threading.Thread):
                     self.log(f"{self.label}: transaction {tag}: {e}: producer abandoned")
                     producer = self._fresh(producer)
                     position = self._rewind(consumer)
+                    read_next = {}
                 except KafkaException as e:
                     err = e.args[0]
                     self.log(f"{self.label}: transaction {tag}: {err}")
@@ -286,9 +301,10 @@ class Processor(threading.Thread):
                     else:
                         producer = self._fresh(producer)
                     position = self._rewind(consumer)
+                    read_next = {}
             self.done = True
         finally:
-            consumer.close()
+            self._close(consumer)
             producer.flush(5)
 
     def _commit(self, producer: Any) -> None:
