@@ -22,7 +22,6 @@ from pathlib import Path
 
 import pytest
 
-from broker.zookeeper_runner import java_major
 from tests.integration.cluster import Cluster
 from tests.integration.zookeeper import PIDS, zookeeper_server
 
@@ -33,8 +32,6 @@ EXIT_WITHIN_S = 15.0
 
 
 def test_sigterm_stops_brokers_whose_zookeeper_was_killed(tmp_path: Path) -> None:
-    if (java_major("java") or 0) < 17:
-        pytest.skip("Java 17+ is needed to run ZooKeeper")
     with zookeeper_server(tmp_path / "zk") as zk:
         c = Cluster(zk, tmp_path / "cluster", 2, overrides={
             "zookeeper.session.timeout.ms": "6000",
