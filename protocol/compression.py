@@ -252,46 +252,103 @@ def _gzip_decompress(data: Data, max_size: int | None = None) -> bytes:
 
 
 GZIP_FIRST_WINDOW = 64          # bytes of input first fed for a member; doubled until it ends
+_GZIP_MAGIC = b"\x1f\x8b"
+_GZIP_DEFLATE = 8
+# header flags (RFC 1952 2.3.1); the reserved bits 5-7 are ignored, as gzip.decompress and
+# Java's GZIPInputStream do (zlib's own gzip mode refuses them)
+_FHCRC, _FEXTRA, _FNAME, _FCOMMENT = 2, 4, 8, 16
+_GZIP_TRAILER = struct.Struct("<II")     # CRC-32 and size mod 2^32 of the member's data
+
+
+def _gzip_corrupt(message: str) -> CorruptCompressedData:
+    return CorruptCompressedData(Codec.GZIP, message)
+
+
+def _gzip_header_end(raw: bytes | bytearray, pos: int) -> int:
+    """Where the deflate data of the member whose header starts at ``pos`` begins; the
+    header read as gzip.decompress reads it (RFC 1952: magic, method 8, flags, mtime,
+    xfl, os, then the optional extra field, file name, comment and header CRC -- the
+    CRC skipped, not checked; a name or comment without its zero runs to the end)."""
+    size = len(raw)
+    if raw[pos:pos + 2] != _GZIP_MAGIC:
+        raise _gzip_corrupt("Not a gzipped file")
+    if pos + 10 > size:
+        raise _gzip_corrupt("Compressed file ended before the end-of-stream marker was reached")
+    if raw[pos + 2] != _GZIP_DEFLATE:
+        raise _gzip_corrupt("Unknown compression method")
+    flags = raw[pos + 3]
+    at = pos + 10
+    if flags & _FEXTRA:
+        if at + 2 > size:
+            raise _gzip_corrupt("Compressed file ended before the end-of-stream marker "
+                                "was reached")
+        at += 2 + (raw[at] | raw[at + 1] << 8)
+        if at > size:
+            raise _gzip_corrupt("Compressed file ended before the end-of-stream marker "
+                                "was reached")
+    for flag in (_FNAME, _FCOMMENT):
+        if flags & flag:
+            end = raw.find(b"\x00", at)
+            at = size if end < 0 else end + 1
+    if flags & _FHCRC:
+        if at + 2 > size:
+            raise _gzip_corrupt("Compressed file ended before the end-of-stream marker "
+                                "was reached")
+        at += 2
+    return at
 
 
 def _gzip_decompress_bounded(data: Data, max_size: int) -> bytes:
-    """Member after member (as gzip.decompress reads them), never past ``max_size + 1`` bytes.
+    """Member after member, as gzip.decompress reads them (its header rules, raw deflate,
+    the CRC-32 and size trailer, zero bytes skipped between and after members), never
+    past ``max_size + 1`` bytes of output.
 
     Linear in the input whatever the member count: each member is fed through a
     ``memoryview`` in a window that doubles while the member is unfinished, so its
     ``unused_data`` (a copy) is at most one window -- not a copy of all the input left,
     which made a batch of many tiny members quadratic (1 MB of 21-byte members: ~1 s,
     the GIL held for the copies)."""
-    view = memoryview(data).cast("B")
+    # a view of a larger buffer is copied once, so that header scans can use find
+    raw = data if isinstance(data, (bytes, bytearray)) else bytes(data)
+    view = memoryview(raw)
     size = len(view)
     parts: list[bytes] = []
     total = 0
     pos = 0
-    while True:
-        inflater = zlib.decompressobj(wbits=31)  # 16 + 15: a gzip header and trailer
+    while pos < size:
+        pos = _gzip_header_end(raw, pos)
+        inflater = zlib.decompressobj(wbits=-15)     # raw deflate: the header is read above
+        crc = produced = 0
         window = GZIP_FIRST_WINDOW
         while not inflater.eof:
             if pos >= size:
-                raise CorruptCompressedData(
-                    Codec.GZIP,
+                raise _gzip_corrupt(
                     "Compressed file ended before the end-of-stream marker was reached")
             fed = view[pos:pos + window]
             try:
                 chunk = inflater.decompress(fed, max_size + 1 - total)
             except zlib.error as exc:
-                raise CorruptCompressedData(Codec.GZIP, str(exc)) from exc
+                raise _gzip_corrupt(str(exc)) from exc
             total += len(chunk)
+            produced += len(chunk)
+            crc = zlib.crc32(chunk, crc)
             parts.append(chunk)
             if total > max_size or inflater.unconsumed_tail:
                 raise DecompressedTooLarge(Codec.GZIP, max_size)
             pos += len(fed) - len(inflater.unused_data)
             window *= 2
-        if pos >= size:
-            return b"".join(parts)
-        if view[pos] == 0:
-            # gzip.decompress allows zero padding after the last member
-            if not bytes(view[pos:]).strip(b"\x00"):
-                return b"".join(parts)
+        if pos + _GZIP_TRAILER.size > size:
+            raise _gzip_corrupt(
+                "Compressed file ended before the end-of-stream marker was reached")
+        want_crc, want_size = _GZIP_TRAILER.unpack_from(view, pos)
+        if want_crc != crc:
+            raise _gzip_corrupt("CRC check failed")
+        if want_size != produced & 0xFFFFFFFF:
+            raise _gzip_corrupt("Incorrect length of data produced")
+        pos += _GZIP_TRAILER.size
+        while pos < size and view[pos] == 0:       # zero padding, as gzip.decompress
+            pos += 1
+    return b"".join(parts)
 
 
 # --------------------------------------------------------------------------- snappy (xerial)

@@ -47,9 +47,8 @@ async def handle_describe_groups(ctx: RequestContext, request: Struct) -> Struct
             out.append(_error(group_id, ErrorCode.GROUP_AUTHORIZATION_FAILED))
     coordinator = coordinator_of(ctx.broker)
     for group_id in permitted:
+        # a KIP-848 consumer group is no classic group: Dead here (Kafka 4.0, v0-5)
         error, group = coordinator.describe_group(group_id)
-        if error == ErrorCode.NONE and coordinator.consumer.has_group(group_id):
-            group = None     # a KIP-848 consumer group: Dead here (Kafka 4.0, v0-5)
         if error != ErrorCode.NONE:
             out.append(_error(group_id, error))
             continue

@@ -33,8 +33,6 @@ async def handle_list_groups(ctx: RequestContext, request: Struct) -> Struct:
     types = set(request.types_filter) if v >= 5 else set()
     coordinator = coordinator_of(ctx.broker)
     error, groups = coordinator.list_groups(states, types)
-    # KIP-848 consumer groups (issue 19): their offsets holders are not classic groups
-    groups = [g for g in groups if not coordinator.consumer.has_group(g[0])]
     groups += admin_ops.list_groups(coordinator, states, types)
     if not allowed_cluster(ctx, AclOperation.DESCRIBE, log_denied=False):
         shown = authorized_names(ctx, AclOperation.DESCRIBE, ResourceType.GROUP,

@@ -55,9 +55,6 @@ async def handle_offset_delete(ctx: RequestContext, request: Struct) -> Struct:
         blocked = admin_ops.offsets_not_deletable(coordinator, request.group_id, wanted)
         errors.update(blocked)
         wanted = [tp for tp in wanted if tp not in blocked]
-        if request.group_id not in coordinator.groups:    # no offsets held: nothing to delete
-            errors.update(dict.fromkeys(wanted, ErrorCode.NONE))
-            wanted = []
     group_error, found = (await coordinator.offsets.delete(request.group_id, wanted)
                           if wanted or not coordinator.consumer.has_group(request.group_id)
                           else (ErrorCode.NONE, {}))

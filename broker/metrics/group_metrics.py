@@ -24,12 +24,10 @@ GroupMetadataManager,name=NumGroups...``, the JMX exporter's gauge rule):
         numgroupspreparingrebalance, numgroupscompletingrebalance, numgroupsempty,
         numgroupsdead), ..._numoffsets (committed offsets of both kinds)
 
-Which groups are which: the consumer group coordinator's groups
-(``group_coordinator.consumer.groups``) are consumer groups; every other group
-of the classic coordinator (``group_coordinator.groups``) is classic, so a
-classic entry that only holds a consumer group's committed offsets is not
-counted twice. A consumer group's committed offsets are in the classic entry of
-its id (``offsets``), where OffsetCommit stores them for both kinds.
+Which groups are which: the coordinator's one group map has a view per kind
+(``group_coordinator.groups``: classic, ``group_coordinator.consumer.groups``:
+consumer; an id is in one of them), and the committed offsets of both kinds are
+keyed by group id in ``group_coordinator.committed``.
 """
 
 from __future__ import annotations
@@ -58,16 +56,16 @@ def consumer_groups_of(gc: GroupCoordinator) -> Mapping[str, ConsumerGroup]:
 
 
 def classic_groups_of(gc: GroupCoordinator) -> dict[str, GroupMetadata]:
-    consumer = consumer_groups_of(gc)
-    return {gid: g for gid, g in list(gc.groups.items()) if gid not in consumer}
+    """The classic groups this coordinator holds (a snapshot)."""
+    return dict(gc.groups.items())
 
 
 def committed_offsets_of(gc: GroupCoordinator
                          ) -> list[tuple[str, Mapping[tuple[str, int], OffsetAndMetadata]]]:
     """[(group id, {(topic, partition): committed offset})] for every group of either
-    kind with offsets here, sorted by id (a consumer group's offsets are kept in the
-    classic coordinator's entry of the same id)."""
-    return sorted((gid, g.offsets) for gid, g in list(gc.groups.items()))
+    kind with offsets here, sorted by id."""
+    return sorted((gid, state.committed) for gid, state in gc.committed.items()
+                  if state.committed)
 
 
 def member_counts_of(gc: GroupCoordinator) -> list[tuple[str, int]]:

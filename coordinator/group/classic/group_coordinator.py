@@ -23,7 +23,8 @@ Theory of operation:
    ``ownership`` (ownership.py: loading and unloading partitions), ``sync``
    (sync_ops.py: SyncGroup and the group write), ``offsets`` (offset_ops.py:
    offsets and deletions), ``txn`` (txn_offset_ops.py: transactional offsets),
-   ``consumer`` (the KIP-848 groups of the same id space); the settings, the
+   ``consumer`` (the KIP-848 groups of the same id space: ``group_map`` holds both
+   kinds, ``committed`` the offsets of both by group id); the settings, the
    request dataclasses and the group -> partition hash are in ``coordinator_types``.
 """
 
@@ -48,6 +49,8 @@ from coordinator.group.classic.ownership import GroupOwnership
 from coordinator.group.classic.sync_ops import GroupSync
 from coordinator.group.classic.txn_offset_ops import TxnOffsets
 from coordinator.runtime.purgatory import Purgatory, Timer
+from coordinator.group.committed_offsets import CommittedOffsets
+from coordinator.group.group_map import GroupMap, KindView
 from coordinator.group.why import group_facts
 from coordinator.group.why.group_history import GroupHistories
 from protocol.errors import ErrorCode
@@ -76,7 +79,12 @@ class GroupCoordinator:
             num_partitions or (lambda: config.offsets_topic_num_partitions), clock)
         self.heartbeats = Purgatory("Heartbeat", timer)
         self.rebalances = Purgatory("Rebalance", timer)
-        self.groups: dict[str, GroupMetadata] = {}
+        # one group id space: classic and consumer groups in one map (group_map.py);
+        # ``groups`` is its classic view, ``consumer.groups`` its consumer view
+        self.group_map = GroupMap()
+        self.groups: KindView[GroupMetadata] = self.group_map.classic
+        # committed offsets by group id, whatever the group's kind (committed_offsets.py)
+        self.committed = CommittedOffsets()
         self.why = GroupHistories()   # broker/why: what started each rebalance (group_facts)
         self.active = True
         # FindCoordinator creates __consumer_offsets once; concurrent finds see this set

@@ -1,5 +1,6 @@
-"""A classic group's members, generation, protocols, assignments and offsets
-(Kafka's GroupMetadata / MemberMetadata). Pure: the asyncio glue lives in
+"""A classic group's members, generation, protocols and assignments (Kafka's
+GroupMetadata / MemberMetadata; its committed offsets are keyed by group id in
+coordinator/group/committed_offsets.py). Pure: the asyncio glue lives in
 ``group_coordinator``; here a waiting JoinGroup or SyncGroup is only a callback.
 
 Invariants:
@@ -116,11 +117,6 @@ class GroupMetadata:
         self.num_awaiting_join = 0
         self.new_member_added = False
         self.subscribed_topics: set[str] | None = None
-        self.offsets: dict[TopicPartition, OffsetAndMetadata] = {}
-        self.pending_offset_commits: Counter[TopicPartition] = Counter()
-        # TxnOffsetCommit: producer id -> offsets written in its open transaction,
-        # applied to ``offsets`` by its COMMIT marker, dropped by an ABORT
-        self.pending_txn_offsets: dict[int, dict[TopicPartition, OffsetAndMetadata]] = {}
 
     def __repr__(self) -> str:
         return (f"GroupMetadata({self.group_id!r}, {self.state}, generation={self.generation_id}, "
@@ -307,43 +303,27 @@ class GroupMetadata:
     def is_subscribed_to(self, topic: str) -> bool:
         return True if self.subscribed_topics is None else topic in self.subscribed_topics
 
-    # -- offsets -------------------------------------------------------------------------
+    # -- offset retention ----------------------------------------------------------------
 
-    def has_offsets(self) -> bool:
-        return (bool(self.offsets) or bool(+self.pending_offset_commits)
-                or bool(self.pending_txn_offsets))
-
-    def expired_offsets(self, now_ms: int, retention_ms: int) -> list[TopicPartition]:
-        """Kafka's removeExpiredOffsets rules (KIP-211):
+    def retention_rule(self) -> tuple[Callable[[OffsetAndMetadata], int], set[str]] | None:
+        """How this group's committed offsets expire (Kafka's removeExpiredOffsets,
+        KIP-211): (when an offset's retention starts, topics whose offsets never
+        expire), or None when none expire now:
         * Empty group with a protocol type: retention runs from when it became
           Empty (else from each commit);
         * Stable consumer group that knows its subscriptions: unsubscribed
           topics' offsets expire from their commit time;
-        * no protocol type (standalone commits): from each commit.
-        An offset with its own expire timestamp (old clients) expires then.
-        Offsets with a commit in flight never expire."""
-        base: Callable[[OffsetAndMetadata], int]
+        * no protocol type (standalone commits): from each commit."""
         if self.protocol_type is not None and self.is_(GroupState.EMPTY):
             emptied = self.current_state_timestamp
-            base = (lambda o: o.commit_timestamp) if emptied is None else (lambda o: emptied)
-            subscribed: set[str] = set()
-        elif (self.protocol_type == CONSUMER_PROTOCOL_TYPE and self.subscribed_topics is not None
-              and self.is_(GroupState.STABLE)):
-            base, subscribed = (lambda o: o.commit_timestamp), self.subscribed_topics
-        elif self.protocol_type is None:
-            base, subscribed = (lambda o: o.commit_timestamp), set()
-        else:
-            return []
-        out = []
-        for tp, o in self.offsets.items():
-            if tp[0] in subscribed or self.pending_offset_commits[tp]:
-                continue
-            if o.expire_timestamp >= 0:
-                if now_ms >= o.expire_timestamp:
-                    out.append(tp)
-            elif now_ms - base(o) >= retention_ms:
-                out.append(tp)
-        return out
+            return ((lambda o: o.commit_timestamp) if emptied is None
+                    else (lambda o: emptied)), set()
+        if (self.protocol_type == CONSUMER_PROTOCOL_TYPE and self.subscribed_topics is not None
+                and self.is_(GroupState.STABLE)):
+            return (lambda o: o.commit_timestamp), set(self.subscribed_topics)
+        if self.protocol_type is None:
+            return (lambda o: o.commit_timestamp), set()
+        return None
 
     # -- summaries and records -----------------------------------------------------------
 

@@ -1,5 +1,6 @@
 """Committed offsets as records: the one writer of a group's committed offsets
-(``GroupMetadata.offsets``), as Kafka 4's OffsetMetadataManager.replay.
+(``GroupOffsetState.committed``, committed_offsets.py), as Kafka 4's
+OffsetMetadataManager.replay.
 
 Every change of committed offsets is written to ``__consumer_offsets`` first -- an
 offset commit value, or for a removal (OffsetDelete, DeleteGroups, expiry) its
@@ -19,7 +20,7 @@ Per record:
                             group metadata with replayRecords=false too)
 
 Transactional offsets (TxnOffsetCommit) replay into the producer's pending offsets
-(``GroupMetadata.pending_txn_offsets``); its COMMIT marker, itself a record of the
+(``GroupOffsetState.pending_txn``); its COMMIT marker, itself a record of the
 log, moves them into the committed ones (txn_offset_ops.py, loader.py's TxnEnd).
 """
 

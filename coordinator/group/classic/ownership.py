@@ -28,7 +28,9 @@ from protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
     from coordinator.group.classic.txn_offset_ops import TxnOffsets
+    from coordinator.group.committed_offsets import CommittedOffsets
     from coordinator.group.consumer.model import ConsumerGroup
+    from coordinator.group.group_map import GroupMap, KindView
     from coordinator.runtime.purgatory import Purgatory
     from coordinator.runtime.runtime import CoordinatorRuntime
 
@@ -42,7 +44,9 @@ class OwnershipHost(Protocol):
     """What loading and unloading use of the group coordinator."""
 
     runtime: CoordinatorRuntime
-    groups: dict[str, GroupMetadata]
+    group_map: GroupMap
+    groups: KindView[GroupMetadata]
+    committed: CommittedOffsets
     heartbeats: Purgatory
     rebalances: Purgatory
     txn: TxnOffsets
@@ -83,6 +87,7 @@ class GroupOwnership:
             self._on_group_unloaded(group)
             del self.gc.groups[group.group_id]
         self.gc.consumer.unload(partition)          # KIP-848 consumer groups (issue 19)
+        self.gc.committed.unload(lambda gid: self.gc.runtime.partition_for(gid) == partition)
         if was_owned or unloaded:
             log.info("resigned as coordinator of %s-%d: unloaded %d groups", OFFSETS_TOPIC, partition,
                      len(unloaded))
@@ -101,22 +106,33 @@ class GroupOwnership:
             log.exception("error loading %s-%d", OFFSETS_TOPIC, partition)
         if not self.gc.runtime.partitions.loaded(partition, epoch):
             return
+        # consumer groups first: an id with offsets and no group of either kind gets a
+        # simple classic group (_install), and so do open transactions' (install_pending)
+        self.gc.consumer.install(loaded.consumer_groups)   # no epoch bump: no rebalance
         self._install(loaded)
         self.gc.txn.install_pending(loaded.pending_txn())
-        self.gc.consumer.install(loaded.consumer_groups)   # no epoch bump: no rebalance
         log.info("loaded %s-%d (epoch %d): %d groups, %d records in %d ms", OFFSETS_TOPIC, partition,
                  epoch, len(loaded.groups) + len(set(loaded.offsets) - set(loaded.groups)),
                  loaded.records, self.gc.runtime.clock() - started)
 
     def _install(self, loaded: LoadedPartition) -> None:
+        """The loaded committed offsets (every id) and classic groups: an id's stored
+        metadata, else, for offsets of an id no group holds, a simple classic group
+        (Empty, no protocol type) to own them, as Kafka 4's replay makes one."""
         now = self.gc.runtime.clock()
+        for group_id, offsets in loaded.offsets.items():
+            self.gc.committed.of(group_id).committed.update(offsets)
         for group_id in set(loaded.groups) | set(loaded.offsets):
             stored = loaded.groups.get(group_id)
+            if group_id in self.gc.group_map:     # a consumer group (installed first)
+                if stored is not None:   # a conversion's batch tombstones the old kind
+                    log.warning("group %s is in %s both as a classic and a consumer group; "
+                                "the consumer group is kept", group_id, OFFSETS_TOPIC)
+                continue
             group = (GroupMetadata.from_stored(group_id, stored, now) if stored is not None
                      else GroupMetadata(group_id, E, now))
             if stored is None:
                 group.current_state_timestamp = None
-            group.offsets = dict(loaded.offsets.get(group_id, {}))
             self.gc.groups[group_id] = group
             for member in list(group.members.values()):
                 self.gc.extend_session(group, member)

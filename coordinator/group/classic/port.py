@@ -4,12 +4,12 @@ imports this leaf rather than the coordinator, so the classic coordinator can ow
 ConsumerGroupCoordinator without an import circle; GroupCoordinator satisfies it.
 
 What the consumer side needs: the coordinator runtime both sides stand on (the log
-seam, partition ownership, the clock, tasks), the classic groups map (a consumer
-group's committed offsets live in the classic entry of the same id), the group-id
-status check (``status``), the settings, the rebalance histories, and the few
+seam, partition ownership, the clock, tasks), the one map of groups of both kinds
+(``group_map``; ``groups`` is its classic view), the committed offsets of both kinds
+by group id (``committed``), the group-id status check (``status``), the settings, the rebalance histories, and the few
 classic steps a migration
 performs (``handle_join``, ``extend_session``, ``maybe_prepare_rebalance``); the
-committed offsets (``offsets``: store, delete_groups); ``consumer`` is the consumer groups' side as
+committed offsets' writes (``offsets``: store, remove); ``consumer`` is the consumer groups' side as
 the classic side's admin paths see it (``ConsumerGroups``).
 """
 
@@ -23,6 +23,8 @@ if TYPE_CHECKING:
     from coordinator.group.classic.group_metadata import GroupMetadata, JoinCallback, \
         MemberMetadata
     from coordinator.group.classic.offsets_topic import OffsetAndMetadata
+    from coordinator.group.committed_offsets import CommittedOffsets
+    from coordinator.group.group_map import GroupMap, KindView
     from coordinator.group.consumer.model import ConsumerGroup
     from coordinator.group.consumer.records import Record
     from coordinator.group.why.group_history import GroupHistories
@@ -37,11 +39,9 @@ KeyValue = tuple[bytes, bytes | None]
 class ConsumerGroups(Protocol):
     """The KIP-848 groups as the admin paths (admin_ops) see them."""
 
-    groups: dict[str, ConsumerGroup]
+    groups: KindView[ConsumerGroup]
 
     async def locked(self, group_id: str, fn: Callable[[], Awaitable[T]]) -> T: ...
-
-    def offsets_holder(self, group_id: str) -> GroupMetadata: ...
 
     async def write_and_apply(self, group_id: str, records: list[Record],
                               extra: list[KeyValue] | None = None, *,
@@ -49,18 +49,20 @@ class ConsumerGroups(Protocol):
 
 
 class OffsetStore(Protocol):
-    """The classic side's committed offsets (offset_ops.GroupOffsets) as the consumer
-    side uses them: a consumer group's offsets are written and deleted there."""
+    """The writes of committed offsets (offset_ops.GroupOffsets) as the consumer side
+    uses them: a consumer group's offsets are written and removed there."""
 
-    async def store(self, group: GroupMetadata, offsets: dict[TopicPartition, OffsetAndMetadata],
+    async def store(self, group_id: str, offsets: dict[TopicPartition, OffsetAndMetadata],
                     producer: tuple[int, int] | None = None) -> dict[TopicPartition, int]: ...
 
-    async def delete_groups(self, group_ids: list[str]) -> dict[str, int]: ...
+    async def remove(self, group_id: str, partitions: list[TopicPartition]) -> tuple[int, int]: ...
 
 
 class ClassicGroups(Protocol):
     runtime: CoordinatorRuntime      # the log seam, ownership, clock, tasks (shared)
-    groups: dict[str, GroupMetadata]
+    group_map: GroupMap              # every group, either kind
+    groups: KindView[GroupMetadata]  # the classic ones
+    committed: CommittedOffsets      # committed offsets by group id, either kind
     config: CoordinatorConfig
     why: GroupHistories
     rebalances: Purgatory

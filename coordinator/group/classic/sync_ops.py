@@ -24,6 +24,7 @@ from protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
     from coordinator.group.classic.coordinator_types import CoordinatorConfig
+    from coordinator.group.group_map import KindView
     from coordinator.group.classic.group_metadata import MemberMetadata
     from coordinator.runtime.runtime import CoordinatorRuntime
 
@@ -44,7 +45,7 @@ class SyncHost(Protocol):
 
     config: CoordinatorConfig
     runtime: CoordinatorRuntime
-    groups: dict[str, GroupMetadata]
+    groups: KindView[GroupMetadata]
 
     @property
     def consumer(self) -> ClassicSyncHook: ...

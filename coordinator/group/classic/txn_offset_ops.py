@@ -9,7 +9,8 @@ GroupMetadataManager.storeOffsets for a producer, and handleTxnCompletion).
    static member's instance id FENCED_INSTANCE_ID, another generation
    ILLEGAL_GENERATION). Then the committed offsets' ``store`` (offset_ops)
    writes them as one *transactional* batch of the producer (acks=all;
-   OFFSET_METADATA_TOO_LARGE as there), and they are held in ``group.pending_txn_offsets[producer id]``: not visible to
+   OFFSET_METADATA_TOO_LARGE as there), and they are held in the group id's
+   ``committed`` entry's ``pending_txn[producer id]`` (committed_offsets.py): not visible to
    OffsetFetch (which answers UNSTABLE_OFFSET_COMMIT for them when the caller
    requires stable offsets).
 2. ``complete``: the producer's COMMIT marker was written to the
@@ -34,6 +35,8 @@ from protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
     from coordinator.group.classic.port import ConsumerGroups, OffsetStore
+    from coordinator.group.committed_offsets import CommittedOffsets
+    from coordinator.group.group_map import GroupMap, KindView
     from coordinator.runtime.runtime import CoordinatorRuntime
 
 
@@ -41,7 +44,9 @@ class TxnOffsetsHost(Protocol):
     """What the transactional offsets use of the group coordinator."""
 
     runtime: CoordinatorRuntime
-    groups: dict[str, GroupMetadata]
+    group_map: GroupMap
+    groups: KindView[GroupMetadata]
+    committed: CommittedOffsets
 
     @property
     def consumer(self) -> ConsumerGroups: ...
@@ -62,28 +67,30 @@ class TxnOffsets:
         self.gc = groups
 
     async def commit(self, group_id: str, producer_id: int, producer_epoch: int,
-                                 member_id: str, instance_id: str | None, generation_id: int,
-                                 offsets: dict[TopicPartition, ot.OffsetAndMetadata]
-                                 ) -> dict[TopicPartition, int]:
+                     member_id: str, instance_id: str | None, generation_id: int,
+                     offsets: dict[TopicPartition, ot.OffsetAndMetadata]
+                     ) -> dict[TopicPartition, int]:
         error = self.gc.status(group_id)
         if error is not None:
             return dict.fromkeys(offsets, error)
-        group = self.gc.groups.get(group_id)
-        if group is None:
-            group = self.gc.groups[group_id] = GroupMetadata(group_id, GroupState.EMPTY,
-                                                          self.gc.runtime.clock())
-        error = self._validate(group, generation_id, member_id, instance_id)
+        consumer_group = self.gc.consumer.groups.get(group_id)
+        if consumer_group is not None:   # KIP-848 group (issue 19): member epochs
+            error = admin_ops.validate_commit(consumer_group, member_id, generation_id,
+                                              transactional=True)
+        else:
+            group = self.gc.groups.get(group_id)
+            if group is None:
+                group = self.gc.groups[group_id] = GroupMetadata(group_id, GroupState.EMPTY,
+                                                                 self.gc.runtime.clock())
+            error = self._validate(group, generation_id, member_id, instance_id)
         if error is not None:
             return dict.fromkeys(offsets, error)
-        return await self.gc.offsets.store(group, offsets, (producer_id, producer_epoch))
+        return await self.gc.offsets.store(group_id, offsets, (producer_id, producer_epoch))
 
     def _validate(self, group: GroupMetadata, generation_id: int, member_id: str,
-                             instance_id: str | None) -> int | None:
+                  instance_id: str | None) -> int | None:
         if group.is_(GroupState.DEAD):
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
-        consumer_group = self.gc.consumer.groups.get(group.group_id)
-        if consumer_group is not None:   # KIP-848 group (issue 19): member epochs
-            return admin_ops.validate_commit(consumer_group, member_id, generation_id, transactional=True)
         if member_id or instance_id is not None:
             error = self.gc.validate_member(group, member_id, instance_id)
             if error is not None:
@@ -92,35 +99,34 @@ class TxnOffsets:
             return ErrorCode.ILLEGAL_GENERATION
         return None
 
-    def complete(self, producer_id: int, partitions: Iterable[int],
-                             commit: bool) -> int:
+    def complete(self, producer_id: int, partitions: Iterable[int], commit: bool) -> int:
         """The producer's marker reached these __consumer_offsets partitions: apply or
         drop its pending offsets in their groups; -> how many groups changed."""
         wanted = set(partitions)
         changed = 0
-        for group in list(self.gc.groups.values()):
-            if producer_id not in group.pending_txn_offsets \
-                    or self.gc.runtime.partition_for(group.group_id) not in wanted:
+        for group_id, state in self.gc.committed.items():
+            if producer_id not in state.pending_txn \
+                    or self.gc.runtime.partition_for(group_id) not in wanted:
                 continue
-            pending = group.pending_txn_offsets.pop(producer_id)
-            if commit and not group.is_(GroupState.DEAD):
-                group.offsets.update(pending)
+            pending = state.pending_txn.pop(producer_id)
+            group = self.gc.group_map.get(group_id)
+            if commit and group is not None \
+                    and not (isinstance(group, GroupMetadata) and group.is_(GroupState.DEAD)):
+                state.committed.update(pending)
+            self.gc.committed.drop_if_empty(group_id)
             changed += 1
         return changed
-
-    def unstable_partitions(self, group: GroupMetadata) -> set[TopicPartition]:
-        """Partitions with offsets in an open transaction (OffsetFetch require_stable)."""
-        return {tp for pending in group.pending_txn_offsets.values() for tp in pending}
 
     def install_pending(
             self, pending: dict[str, dict[int, dict[TopicPartition, ot.OffsetAndMetadata]]]
             ) -> None:
-        """After a load: offsets of transactions the log leaves open."""
+        """After a load: offsets of transactions the log leaves open (an id without a
+        group gets a simple classic group to own them, as a commit would)."""
         for group_id, by_producer in pending.items():
-            group = self.gc.groups.get(group_id)
-            if group is None:
+            if group_id not in self.gc.group_map:
                 group = self.gc.groups[group_id] = GroupMetadata(group_id, GroupState.EMPTY,
-                                                              self.gc.runtime.clock())
+                                                                 self.gc.runtime.clock())
                 group.current_state_timestamp = None
+            state = self.gc.committed.of(group_id)
             for pid, offsets in by_producer.items():
-                group.pending_txn_offsets.setdefault(pid, {}).update(offsets)
+                state.pending_txn.setdefault(pid, {}).update(offsets)

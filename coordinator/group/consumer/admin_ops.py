@@ -3,10 +3,10 @@ ConsumerGroup.validateOffsetCommit / validateOffsetFetch / validateDeleteGroup a
 OffsetMetadataManager's consumer-group rules), called by the handlers and the classic
 coordinator's hooks when a group id names a consumer group.
 
-Offsets live where classic groups keep theirs: the classic coordinator's entry of
-the same id (an Empty GroupMetadata without members: the *offsets holder*), so
-writing (acks=-1), loading, expiry and transactional commits are the classic code's.
-What differs is validation:
+Offsets live where every group keeps its own: the coordinator's ``committed``,
+keyed by group id (committed_offsets.py), written by offset_ops' ``store`` and
+``remove`` (acks=-1 / tombstones) for both kinds; loading, expiry and transactional
+commits are shared too. What differs is validation:
 
 * OffsetCommit: a member epoch < 0 commits only into an empty group (admin
   commits); otherwise the member id must name a member (UNKNOWN_MEMBER_ID), a
@@ -100,8 +100,7 @@ async def commit_offsets(classic: ClassicGroups, group_id: str, member_id: str,
         error = validate_commit(group, member_id, member_epoch, api_version=api_version)
     if error is not None:
         return dict.fromkeys(offsets, int(error))
-    holder = consumer.offsets_holder(group_id)
-    return await classic.offsets.store(holder, offsets)
+    return await classic.offsets.store(group_id, offsets)
 
 
 def fetch_error(classic: ClassicGroups, group_id: str, member_id: str | None,
@@ -147,16 +146,15 @@ async def _delete(classic: ClassicGroups, group_id: str) -> int:
         return ErrorCode.GROUP_ID_NOT_FOUND
     if group.members:
         return ErrorCode.NON_EMPTY_GROUP
-    holder = classic.groups.get(group_id)
-    if holder is not None and holder.offsets:
-        # the offsets' tombstones first (Kafka's order), by the classic path
-        errors = await classic.offsets.delete_groups([group_id])
-        if errors.get(group_id, ErrorCode.NONE) not in (ErrorCode.NONE,
-                                                        ErrorCode.GROUP_ID_NOT_FOUND):
-            return errors[group_id]
+    committed = list(classic.committed.committed(group_id))
+    if committed:
+        # the offsets' tombstones first (Kafka's order)
+        error, _ = await classic.offsets.remove(group_id, committed)
+        if error != ErrorCode.NONE:
+            return error
     error = await consumer.write_and_apply(group_id, gl.delete_group_records(group))
     if error == ErrorCode.NONE:
-        classic.groups.pop(group_id, None)
+        classic.committed.drop(group_id)     # open transactions' offsets go with it
     return error
 
 
@@ -168,8 +166,7 @@ async def delete_expired_groups(classic: ClassicGroups) -> list[str]:
     for group_id, group in list(classic.consumer.groups.items()):
         if group.members or runtime.partition_for(group_id) not in runtime.partitions.owned:
             continue
-        holder = classic.groups.get(group_id)
-        if holder is not None and holder.offsets:
+        if classic.committed.committed(group_id):
             continue
         if await classic.consumer.locked(
                 group_id, partial(_delete_if_idle, classic, group_id)) == ErrorCode.NONE:
@@ -179,8 +176,7 @@ async def delete_expired_groups(classic: ClassicGroups) -> list[str]:
 
 async def _delete_if_idle(classic: ClassicGroups, group_id: str) -> int:
     group = classic.consumer.groups.get(group_id)          # re-checked under the lock
-    holder = classic.groups.get(group_id)
-    if group is None or group.members or (holder is not None and holder.offsets):
+    if group is None or group.members or classic.committed.committed(group_id):
         return ErrorCode.NON_EMPTY_GROUP
     return await _delete(classic, group_id)
 

@@ -39,6 +39,7 @@ from protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
     from coordinator.group.classic.port import ClassicGroups
+    from coordinator.group.group_map import KindView
     from coordinator.group.consumer import group_logic as gl
     from coordinator.group.consumer.model import ConsumerGroup
     from coordinator.group.consumer.records import Record
@@ -57,7 +58,7 @@ class GlueHost(Protocol):
     runtime: CoordinatorRuntime
     config: gl.GroupConfig
     topics: LiveTopicView
-    groups: dict[str, ConsumerGroup]
+    groups: KindView[ConsumerGroup]
     classic_timers: dict[tuple[str, str, str], tuple[int, asyncio.TimerHandle]]
 
     @property
@@ -222,8 +223,7 @@ async def _join_and_downgrade(coord: GlueHost, group: ConsumerGroup,
     for member_id in set(group.members) | set(after.members):
         coord.disarm(gid, member_id)
         _cancel(coord, gid, member_id)
-    classic = mg.install_downgraded(coord.classic, conversion, coord.classic.groups.get(gid),
-                                    rebalance=False)
+    classic = mg.install_downgraded(coord.classic, conversion, rebalance=False)
     respond(JoinResult(ErrorCode.NONE, member_id=out.result.member_id,
                        generation_id=classic.generation_id,
                        protocol_type=classic.protocol_type, protocol_name=classic.protocol_name,

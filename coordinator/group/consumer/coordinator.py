@@ -36,12 +36,14 @@ Theory of operation:
    group with ``group_logic.refresh_metadata`` (regexes re-resolved, deleted /
    created / grown topics: an epoch bump when the group's subscribed metadata
    changed).
-6. Shared namespace with classic groups and their offsets: committed offsets of
-   a consumer group stay in the classic coordinator's offsets holder (an Empty
-   classic GroupMetadata of the same id, which owns no members); the classic
-   request paths ask ``classic_*`` here first (admin_ops.py has the offsets and
-   admin side). A heartbeat for the id of an *empty* classic group replaces it
-   (its GroupMetadata tombstone goes in the same batch, the offsets stay); a
+6. One group id space with classic groups: ``groups`` is the consumer view of the
+   classic coordinator's GroupMap (group_map.py: an id names one group of one
+   kind), and committed offsets are the coordinator's ``committed``, keyed by group
+   id whatever its kind (committed_offsets.py); the classic request paths ask
+   ``classic_*`` here first (admin_ops.py has the offsets and admin side). A
+   heartbeat for the id of an *empty* classic group replaces it (its GroupMetadata
+   tombstone, when it ever had a generation, goes in the same batch; it leaves the
+   map before the new group is replayed; the offsets stay); a
    *non-empty* classic group is upgraded by migration.py when the policy allows,
    else GROUP_ID_NOT_FOUND; when the last consumer-protocol member leaves or is
    fenced and only classic-protocol members stay, migration.py downgrades it.
@@ -82,6 +84,7 @@ from coordinator.group.classic.group_metadata import JoinCallback, SyncCallback
 if TYPE_CHECKING:
     from coordinator.group.classic.port import ClassicGroups
     from coordinator.group.classic.group_metadata import GroupMetadata
+    from coordinator.group.group_map import KindView
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -118,7 +121,8 @@ class ConsumerGroupCoordinator:
         self.config = config or gl.GroupConfig()
         self.topics: LiveTopicView = topics if topics is not None else StaticTopics()
         self.enabled = enabled                       # group.coordinator.rebalance.protocols
-        self.groups: dict[str, ConsumerGroup] = {}
+        # the consumer view of the one group map (classic groups are its other view)
+        self.groups: KindView[ConsumerGroup] = classic.group_map.consumer
         self._locks: dict[str, _GroupLock] = {}
         self._sessions: dict[MemberKey, asyncio.TimerHandle] = {}
         self._rebalance: dict[MemberKey, tuple[int, asyncio.TimerHandle]] = {}
@@ -188,15 +192,35 @@ class ConsumerGroupCoordinator:
                               extra: list[KeyValue] | None = None, *,
                               fenced: str | None = None) -> int:
         """Write ``extra`` (already encoded) then ``records``; apply on success. A group
-        epoch bump is noted for broker/why first (it compares with the group as it was)."""
+        epoch bump is noted for broker/why first (it compares with the group as it was).
+        A batch that makes the group while a classic group holds the id displaces that
+        one first (``_displace_classic``): one id, one group."""
         batch = (extra or []) + record_codec.encode_all(records)
         error = await self.write(group_id, batch)
         if error == ErrorCode.NONE:
+            if group_id not in self.groups and any(not r.tombstone for r in records):
+                self._displace_classic(group_id)
             consumer_group_facts.epoch_bumped(self.classic.why, self.groups.get(group_id),
                                               records, self.now(), fenced=fenced,
                                               timeout_ms=self.config.session_timeout_ms)
             self.apply_written(batch)
         return error
+
+    def _displace_classic(self, group_id: str) -> None:
+        """A consumer group is about to be replayed under ``group_id``: the classic
+        group holding it leaves the map. It is the empty classic group the heartbeat
+        replaces (Kafka 4: a simple group is overridden, an emptied one was tombstoned
+        in the batch), or -- a classic JoinGroup or standalone commit made it while the
+        batch was being written -- one whose waiting members are told to rejoin
+        (REBALANCE_IN_PROGRESS), which brings them into the consumer group as classic
+        members, as an upgrade does."""
+        classic = self.classic.groups.get(group_id)
+        if classic is None:
+            return
+        if not mg.is_empty_classic(classic):
+            log.warning("classic group %s was made while consumer group %s was being "
+                        "written: its members rejoin the consumer group", group_id, group_id)
+        mg.complete_upgrade(self.classic, group_id)
 
     # -- ConsumerGroupHeartbeat ------------------------------------------------------------
 
@@ -213,13 +237,14 @@ class ConsumerGroupCoordinator:
             return _error(status)
         group = self.groups.get(gid)
         extra: list[KeyValue] = []
-        if group is None:
-            classic = self.classic.groups.get(gid)
-            if classic is not None and not mg.is_empty_classic(classic):
+        classic = self.classic.groups.get(gid) if group is None else None
+        if classic is not None:
+            if not mg.is_empty_classic(classic):
                 return await self._upgrade(classic, hb)
-            if classic is not None and classic.generation_id > 0 and hb.member_epoch == 0:
+            if classic.generation_id > 0 and hb.member_epoch == 0:
                 extra.append(mg.classic_tombstone(gid))   # an empty classic group is replaced
-        elif hb.member_epoch == gl.LEAVE_GROUP_MEMBER_EPOCH and hb.member_id in group.members \
+        elif group is not None and hb.member_epoch == gl.LEAVE_GROUP_MEMBER_EPOCH \
+                and hb.member_id in group.members \
                 and mg.can_downgrade(group, hb.member_id, self.policy,
                                      self.classic.config.group_max_size):
             return await self._downgrade(group, hb)
@@ -230,8 +255,6 @@ class ConsumerGroupCoordinator:
         error = await self.write_and_apply(gid, records, extra)
         if error != ErrorCode.NONE:
             return _error(error)
-        if extra:
-            self._reset_offsets_holder(gid)
         self._after(gid, result.member_id or hb.member_id, result)
         return result
 
@@ -341,9 +364,8 @@ class ConsumerGroupCoordinator:
         error = await self.write(gid, batch)
         if error != ErrorCode.NONE:
             return _error(error)
+        mg.complete_upgrade(self.classic, gid)     # the classic group leaves the map first
         self.apply_written(batch)
-        removed = mg.complete_upgrade(self.classic, gid)
-        self._reset_offsets_holder(gid, removed)
         for member_id in list(self.groups[gid].members):
             self.arm(gid, member_id)
         log.info("classic group %s upgraded to a consumer group", gid)
@@ -371,33 +393,8 @@ class ConsumerGroupCoordinator:
         self.apply_written(batch)
         for member_id in list(group.members):
             self.disarm(gid, member_id)
-        mg.install_downgraded(self.classic, conversion, self.classic.groups.get(gid))
+        mg.install_downgraded(self.classic, conversion)
         return ErrorCode.NONE
-
-    def _reset_offsets_holder(self, group_id: str, previous: GroupMetadata | None = None
-                              ) -> None:
-        """The classic entry of a consumer group id only holds its committed offsets: a
-        fresh Empty GroupMetadata that keeps the old entry's offsets."""
-        from coordinator.group.classic.group_metadata import GroupMetadata
-        from coordinator.group.classic.group_state import GroupState
-        old = previous if previous is not None else self.classic.groups.get(group_id)
-        holder = GroupMetadata(group_id, GroupState.EMPTY, self.now())
-        if old is not None:
-            holder.offsets = old.offsets
-            holder.pending_offset_commits = old.pending_offset_commits
-            holder.pending_txn_offsets = old.pending_txn_offsets
-        if old is not None or previous is not None:
-            self.classic.groups[group_id] = holder
-
-    def offsets_holder(self, group_id: str) -> GroupMetadata:
-        """The classic entry that holds ``group_id``'s committed offsets (made if none)."""
-        holder = self.classic.groups.get(group_id)
-        if holder is None:
-            from coordinator.group.classic.group_metadata import GroupMetadata
-            from coordinator.group.classic.group_state import GroupState
-            holder = self.classic.groups[group_id] = GroupMetadata(
-                group_id, GroupState.EMPTY, self.now())
-        return holder
 
     # -- classic requests for consumer group ids (classic_glue.py) ------------------------
 

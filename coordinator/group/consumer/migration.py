@@ -17,7 +17,7 @@ consumer_group/coordinator.py calls them):
                                            ... WithReplacedMemberId (a static classic join)
     downgrade(group, leaving_id, topics, now_ms) -> Conversion
                                            consumer -> classic records (+ the classic group)
-    install_downgraded(classic_coordinator, conversion, offsets_from, rebalance=True)
+    install_downgraded(classic_coordinator, conversion, rebalance=True)
                                            after the write: the classic side takes over
 
 Upgrade (a ConsumerGroupHeartbeat with member epoch 0 for the id of a
@@ -40,11 +40,10 @@ the policy, as Kafka does):
      group: it bumps the epoch, so every classic member is told to rejoin).
   3. After the batch is written, ``complete_upgrade`` answers the classic
      group's waiting JoinGroups/SyncGroups REBALANCE_IN_PROGRESS, stops its
-     session timers and removes it from the classic coordinator; it returns the
-     removed GroupMetadata: its ``offsets`` (and pending / transactional
-     offsets) are the group's committed offsets, which a conversion never
-     touches: the glue keeps them wherever consumer groups keep offsets. The
-     converted members get consumer-group session timers with their classic
+     session timers and removes it from the group map (before the batch is
+     replayed: one id names one group); it returns the removed GroupMetadata.
+     The group's committed offsets are keyed by its id (committed_offsets.py),
+     so a conversion never touches them. The converted members get consumer-group session timers with their classic
      session timeouts (``member.classic.session_timeout_ms``).
 
 Downgrade (the last consumer-protocol member leaves or is fenced and every
@@ -69,9 +68,9 @@ other member speaks classic):
      assignment), then ``downgrade(group as the join leaves it, None, ...)``
      in the same batch, and no rebalance (Kafka: the joining member takes the
      leaving one's place).
-  3. After the batch is written, ``install_downgraded`` puts the classic group
-     in the classic coordinator (offsets taken from ``offsets_from``, the
-     holder of the group's committed offsets, when given), starts its members'
+  3. After the batch is written and replayed (the consumer group leaves the
+     group map), ``install_downgraded`` puts the classic group in the classic
+     coordinator (its committed offsets stay keyed by its id), starts its members'
      session timers and begins a rebalance: every member's next Heartbeat is
      answered REBALANCE_IN_PROGRESS and it rejoins as a classic member.
 
@@ -335,7 +334,7 @@ def complete_upgrade(coordinator: ClassicGroups, group_id: str) -> GroupMetadata
     """After the upgrade batch is written: the classic coordinator lets the group go.
     Waiting joins and syncs are answered REBALANCE_IN_PROGRESS (they rejoin, now
     inside the consumer group), session timers end, the group goes Dead and out of
-    ``coordinator.groups``. -> the removed group (it holds the committed offsets)."""
+    ``coordinator.groups``. -> the removed group."""
     classic = coordinator.groups.pop(group_id, None)
     if classic is None:
         return None
@@ -454,21 +453,16 @@ def downgrade(group: ConsumerGroup, leaving_member_id: str | None, topics: Topic
                       classic_first=False, classic=classic)
 
 
-def install_downgraded(coordinator: ClassicGroups, conversion: Conversion,
-                       offsets_from: GroupMetadata | None = None, *,
+def install_downgraded(coordinator: ClassicGroups, conversion: Conversion, *,
                        rebalance: bool = True) -> GroupMetadata:
-    """After the downgrade batch is written: the classic coordinator takes the
-    group (committed offsets from ``offsets_from`` — else from a classic entry
-    of the same id already there), starts its members' session timers and, unless
-    told otherwise, a rebalance (Kafka: a downgrade caused by a member leaving)."""
+    """After the downgrade batch is written (and replayed: the consumer group is gone
+    from the group map): the classic coordinator takes the group -- its committed
+    offsets stay where they are, keyed by the group id -- starts its members'
+    session timers and, unless told otherwise, a rebalance (Kafka: a downgrade
+    caused by a member leaving)."""
     classic = conversion.classic
     if classic is None:
         raise ValueError(f"conversion of {conversion.group_id} is not a downgrade")
-    holder = offsets_from if offsets_from is not None else coordinator.groups.get(classic.group_id)
-    if holder is not None and holder is not classic:
-        classic.offsets = holder.offsets
-        classic.pending_offset_commits = holder.pending_offset_commits
-        classic.pending_txn_offsets = holder.pending_txn_offsets
     coordinator.groups[classic.group_id] = classic
     for member in list(classic.members.values()):
         coordinator.extend_session(classic, member)

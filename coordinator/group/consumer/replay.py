@@ -28,7 +28,7 @@ member is ignored (it was already deleted: replaying twice is harmless).
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, MutableMapping
 
 from coordinator.group.consumer.model import Assignment, ConsumerGroup, Member
 from coordinator.group.consumer.records import CurrentAssignment, GroupEpoch, MemberSubscription, \
@@ -36,7 +36,7 @@ from coordinator.group.consumer.records import CurrentAssignment, GroupEpoch, Me
     TargetAssignmentMember
 
 
-def replay(groups: dict[str, ConsumerGroup], record: Record) -> None:
+def replay(groups: MutableMapping[str, ConsumerGroup], record: Record) -> None:
     """Apply one record to ``groups`` (group id -> group)."""
     gid = record.group_id
     group = groups.get(gid)

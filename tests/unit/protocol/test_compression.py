@@ -341,6 +341,46 @@ def test_many_gzip_members_are_read_in_linear_input(monkeypatch: pytest.MonkeyPa
     assert _CountingInflater.fed <= 4 * len(data)
 
 
+def _with_flags(member: bytes, flags: int, fields: bytes = b"") -> bytes:
+    """``member`` with header flags ``flags`` and the optional ``fields`` they announce."""
+    return member[:3] + bytes([flags]) + member[4:10] + fields + member[10:]
+
+
+@pytest.mark.parametrize("stream", [
+    # reserved flag bits: zlib's gzip mode refuses them, gzip.decompress and Java do not
+    gzip.compress(b"ab", mtime=0) + _with_flags(gzip.compress(b"", mtime=0), 0x20),
+    # zero bytes between members, not only after the last
+    gzip.compress(b"ab", mtime=0) + b"\x00\x00" + gzip.compress(b"cd", mtime=0),
+    # a header CRC that is wrong (skipped, not checked), a name, a comment, an extra field
+    _with_flags(gzip.compress(b"ab", mtime=0), 2 | 4 | 8 | 16,
+                b"\x02\x00xyname\x00comment\x00\xff\xff"),
+    # a name that runs to the end of the input
+    _with_flags(gzip.compress(b"ab", mtime=0), 8)[:10] + b"no-end",
+    # a wrong CRC, a wrong size, a cut trailer
+    gzip.compress(b"ab", mtime=0)[:-8] + b"\x00" * 8,
+    gzip.compress(b"ab", mtime=0)[:-4] + b"\x09\x00\x00\x00",
+    gzip.compress(b"ab", mtime=0)[:-3],
+    b"\x1f",
+])
+def test_gzip_headers_and_trailers_as_gzip_decompress(stream: bytes) -> None:
+    assert _bounded_verdict(stream) == _gzip_verdict(stream)
+
+
+def _gzip_verdict(data: bytes) -> bytes | None:
+    """gzip.decompress's output, None when it refuses the input."""
+    try:
+        return gzip.decompress(data)
+    except Exception:  # noqa: BLE001 - any refusal
+        return None
+
+
+def _bounded_verdict(data: bytes) -> bytes | None:
+    try:
+        return compression._gzip_decompress_bounded(data, 1 << 20)
+    except (CorruptCompressedData, compression.DecompressedTooLarge):
+        return None
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.binary(max_size=3000), min_size=1, max_size=5), st.integers(0, 12),
        st.data())
@@ -353,12 +393,4 @@ def test_gzip_members_give_gzip_decompress_verdicts(bodies: list[bytes], padding
             data = data[:at] + bytes([draw.draw(st.integers(0, 255))]) + data[at + 1:]
         else:
             data = data[:max(at, 1)]
-    try:
-        want: bytes | None = gzip.decompress(data)
-    except Exception:  # noqa: BLE001 - any refusal
-        want = None
-    try:
-        got: bytes | None = compression._gzip_decompress_bounded(data, 1 << 20)
-    except (CorruptCompressedData, compression.DecompressedTooLarge):
-        got = None
-    assert got == want
+    assert _bounded_verdict(data) == _gzip_verdict(data)

@@ -12,7 +12,11 @@ from typing import Any
 
 from coordinator.group.consumer.model import ConsumerGroup, Member, MemberState
 from coordinator.group.consumer.records import GroupEpoch, MemberSubscription
+from coordinator.group.classic.group_metadata import GroupMetadata, MemberMetadata
 from coordinator.group.classic.group_state import GroupState as ClassicState
+from coordinator.group.classic.offsets_topic import OffsetAndMetadata
+from coordinator.group.committed_offsets import CommittedOffsets
+from coordinator.group.group_map import GroupMap
 from broker.metrics import group_metrics as gm
 from broker.metrics import kafka_families as kf
 from broker.metrics.exposition import render
@@ -41,12 +45,17 @@ def consumer_group(gid: str, members: int, *, epoch: int = 2, assignment_epoch: 
     return g
 
 
-def classic_group(gid: str, state: ClassicState, members: int,
-                  offsets: dict[tuple[str, int], int] | None = None) -> SimpleNamespace:
-    return SimpleNamespace(group_id=gid, state=state, members={f"c{i}": object()
-                                                              for i in range(members)},
-                           offsets={tp: SimpleNamespace(offset=o)
-                                    for tp, o in (offsets or {}).items()})
+def classic_group(gid: str, state: ClassicState, members: int) -> GroupMetadata:
+    g = GroupMetadata(gid, state, 0)
+    for i in range(members):
+        g.add(MemberMetadata(f"c{i}", None, "client", "/127.0.0.1", 1000, 1000, "consumer",
+                             [("range", b"")]))
+    return g
+
+
+def commit(committed: CommittedOffsets, gid: str, offsets: dict[tuple[str, int], int]) -> None:
+    committed.of(gid).committed.update(
+        {tp: OffsetAndMetadata(o) for tp, o in offsets.items()})
 
 
 def coordinator(consumer_offsets: dict[str, dict[tuple[str, int], int]]) -> SimpleNamespace:
@@ -54,15 +63,19 @@ def coordinator(consumer_offsets: dict[str, dict[tuple[str, int], int]]) -> Simp
                 "cg-assigning": consumer_group("cg-assigning", 1, epoch=3),
                 "cg-reconciling": consumer_group("cg-reconciling", 3, reconciling=True),
                 "cg-empty": consumer_group("cg-empty", 0)}
-    classic = {"old": classic_group("old", ClassicState.STABLE, 2, {("t", 0): 1}),
-               "old-empty": classic_group("old-empty", ClassicState.EMPTY, 0),
-               # a classic entry that only holds a consumer group's offsets: not counted
-               "cg-stable": classic_group("cg-stable", ClassicState.EMPTY, 0, {("t", 1): 4})}
-    # a consumer group's commits go to the classic entry of its id (offsets_holder)
+    groups = GroupMap()
+    for gid, group in consumer.items():
+        groups.consumer[gid] = group
+    groups.classic["old"] = classic_group("old", ClassicState.STABLE, 2)
+    groups.classic["old-empty"] = classic_group("old-empty", ClassicState.EMPTY, 0)
+    # committed offsets are keyed by group id, whatever the group's kind
+    committed = CommittedOffsets()
+    commit(committed, "old", {("t", 0): 1})
+    commit(committed, "cg-stable", {("t", 1): 4})
     for gid, offsets in consumer_offsets.items():
-        classic[gid] = classic_group(gid, ClassicState.EMPTY, 0, offsets)
-    return SimpleNamespace(groups=classic, why=GroupHistories(),
-                           consumer=SimpleNamespace(groups=consumer))
+        commit(committed, gid, offsets)
+    return SimpleNamespace(groups=groups.classic, why=GroupHistories(), committed=committed,
+                           consumer=SimpleNamespace(groups=groups.consumer))
 
 
 def test_counts_by_protocol_and_state_and_bumps() -> None:
@@ -89,7 +102,8 @@ def test_counts_by_protocol_and_state_and_bumps() -> None:
 
 def test_no_consumer_group_and_no_coordinator() -> None:
     gc = SimpleNamespace(groups={"old": classic_group("old", ClassicState.STABLE, 1)},
-                         why=GroupHistories(), consumer=SimpleNamespace(groups={}))
+                         why=GroupHistories(), consumer=SimpleNamespace(groups={}),
+                         committed=CommittedOffsets())
     s = samples(gm.group_coordinator_families(SimpleNamespace(group_coordinator=gc), 0))
     assert s[(GCM + "group_count", (("protocol", "consumer"),))] == 0
     assert s[(GCM + "group_count", (("protocol", "classic"),))] == 1
@@ -106,18 +120,17 @@ def test_lag_and_members_cover_consumer_groups(tmp_path: Any) -> None:
         {"cg-reconciling": {("t", 0): 7, ("elsewhere", 0): 5}})
     s = samples(kf.group_families(b, lambda tp: 50 if tp == ("elsewhere", 0) else None))
     lag = "kafka_consumergroup_lag"
-    # offsets of a consumer group without a classic entry of its own before the commit
     assert s[(lag, (("consumergroup", "cg-reconciling"), ("topic", "t"), ("partition", "0")))] \
         == 3
     assert s[(lag, (("consumergroup", "cg-reconciling"), ("topic", "elsewhere"),
                     ("partition", "0")))] == 45
-    # offsets held in a classic entry under the consumer group's id
     assert s[(lag, (("consumergroup", "cg-stable"), ("topic", "t"), ("partition", "1")))] == 6
     assert s[(lag, (("consumergroup", "old"), ("topic", "t"), ("partition", "0")))] == 9
     members = {dict(labels)["consumergroup"]: v for (name, labels), v in s.items()
                if name == "kafka_consumergroup_members"}
     assert members == {"cg-stable": 2, "cg-assigning": 1, "cg-reconciling": 3, "cg-empty": 0,
                        "old": 2, "old-empty": 0}
+    # every id with committed offsets, either kind; none for a group without any
     assert [gid for gid, _ in gm.committed_offsets_of(b.group_coordinator)] == [
-        "cg-reconciling", "cg-stable", "old", "old-empty"]
+        "cg-reconciling", "cg-stable", "old"]
 

@@ -89,5 +89,5 @@ def test_what_a_coordinator_serves_is_what_the_next_one_loads() -> None:
         await loaded(again)
         assert again.offsets.fetch("g", None) == served == (
             ErrorCode.NONE, {OTHER: (2, -1, "b", 0)})
-        assert c.groups["g"].offsets == again.groups["g"].offsets
+        assert c.committed.committed("g") == again.committed.committed("g")
     run(body())

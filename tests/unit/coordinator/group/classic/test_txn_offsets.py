@@ -78,7 +78,7 @@ def test_abort_marker_drops_them_and_other_partitions_are_untouched() -> None:
         assert c.txn.complete(7, [3], commit=True) == 0             # another partition
         assert c.txn.complete(7, [0], commit=False) == 1
         assert c.offsets.fetch("g", [TP])[1][TP][0] == -1
-        assert not c.groups["g"].pending_txn_offsets
+        assert "g" not in c.committed     # nothing left: the entry goes
     run(body())
 
 
@@ -99,7 +99,7 @@ def test_kip_447_member_and_generation_are_checked() -> None:
         log.error = ErrorCode.NOT_LEADER_OR_FOLLOWER
         assert await c.txn.commit("g", 8, 0, "", None, -1, {TP: offset(3)}) == {
             TP: ErrorCode.NOT_COORDINATOR}
-        assert 8 not in c.groups["g"].pending_txn_offsets
+        assert 8 not in c.committed.of("g").pending_txn
     run(body())
 
 
@@ -119,7 +119,8 @@ def test_reload_applies_committed_drops_aborted_and_keeps_open_pending() -> None
         await settle()
         assert fresh.offsets.fetch("g", [TP, other])[1] == {
             TP: (10, -1, "", 0), other: (-1, -1, "", 0)}
-        assert fresh.groups["h"].pending_txn_offsets == {3: {TP: offset(30)}}
+        assert fresh.committed.of("h").pending_txn == {3: {TP: offset(30)}}
+        assert "h" in fresh.groups          # a simple classic group owns them
         fresh.txn.complete(3, [0], commit=True)                     # the late marker
         assert fresh.offsets.fetch("h", [TP])[1][TP][0] == 30
     run(body())

@@ -162,7 +162,8 @@ async def test_offset_commit_validation() -> None:
     offsets = {("t", 0): ot.OffsetAndMetadata(5, commit_timestamp=1)}
     ok = await admin_ops.commit_offsets(c, "g", "m1", r.member_epoch, offsets, 9)
     assert ok == {("t", 0): 0}
-    assert c.groups["g"].offsets[("t", 0)].offset == 5        # held by the classic entry
+    assert c.committed.committed("g")[("t", 0)].offset == 5   # keyed by the group id
+    assert "g" not in c.groups and "g" in c.group_map         # one group, of one kind
     stale = await admin_ops.commit_offsets(c, "g", "m1", r.member_epoch + 1, offsets, 9)
     assert stale == {("t", 0): ErrorCode.STALE_MEMBER_EPOCH}
     unknown = await admin_ops.commit_offsets(c, "g", "zz", 1, offsets, 9)
@@ -280,7 +281,7 @@ async def test_heartbeat_upgrades_a_classic_group_or_refuses() -> None:
     group = c.consumer.groups["g"]
     assert set(group.members) == {joined.member_id, "new"}
     assert group.members[joined.member_id].classic is not None
-    assert not c.groups["g"].members                             # only the offsets holder
+    assert "g" not in c.groups                                   # one group per id
     # the last consumer-protocol member leaves: the group goes back to classic
     left = await c.consumer.heartbeat(Heartbeat(group_id="g", member_id="new", member_epoch=-1,
                                                 api_version=1))
@@ -318,7 +319,7 @@ async def test_expiry_deletes_an_empty_group_only_once_its_offsets_are_gone() ->
                                                  api_version=1))).error == 0
     await c.offsets.expire()
     assert "g" in c.consumer.groups                       # empty, but offsets are kept
-    c.groups["g"].offsets.clear()                         # (as if they had expired)
+    c.committed.drop("g")                                 # (as if they had expired)
     await c.offsets.expire()
     assert "g" not in c.consumer.groups and "g" not in c.groups
     key, value = log.records[0][-1]

@@ -268,14 +268,15 @@ def test_complete_upgrade_answers_waiting_members_and_lets_the_group_go() -> Non
         c = make(clock)
         await loaded(c)
         results = await stable_group(c, clock, 2)
-        c.groups["g"].offsets[("t1", 0)] = ot.OffsetAndMetadata(42)
+        c.committed.of("g").committed[("t1", 0)] = ot.OffsetAndMetadata(42)
         waiting = join(c, results[0].member_id)       # the group starts rebalancing
         await settle()
         assert c.groups["g"].is_(GroupState.PREPARING_REBALANCE) and not waiting.done()
         removed = mg.complete_upgrade(c, "g")
         assert (await waiting).error == ErrorCode.REBALANCE_IN_PROGRESS
         assert removed is not None and removed.is_(GroupState.DEAD)
-        assert removed.offsets == {("t1", 0): ot.OffsetAndMetadata(42)}
+        # the offsets are keyed by the group id: the new kind of group finds them
+        assert c.committed.committed("g") == {("t1", 0): ot.OffsetAndMetadata(42)}
         assert "g" not in c.groups and mg.complete_upgrade(c, "g") is None
         clock.advance(60_000)                            # old session timers do nothing
         await settle()
@@ -283,16 +284,16 @@ def test_complete_upgrade_answers_waiting_members_and_lets_the_group_go() -> Non
     run(body())
 
 
-def test_install_downgraded_takes_offsets_and_rebalances() -> None:
+def test_install_downgraded_keeps_offsets_and_rebalances() -> None:
     async def body() -> None:
         clock = FakeClock()
         c = make(clock)
         await loaded(c)
-        holder = GroupMetadata("g", GroupState.EMPTY, 0)
-        holder.offsets[("t1", 0)] = ot.OffsetAndMetadata(7)
+        c.committed.of("g").committed[("t1", 0)] = ot.OffsetAndMetadata(7)
         conv = mg.downgrade(consumer_group(), "new", Topics(t1=3), now_ms=clock())
-        classic = mg.install_downgraded(c, conv, holder)
-        assert c.groups["g"] is classic and classic.offsets == {("t1", 0): ot.OffsetAndMetadata(7)}
+        classic = mg.install_downgraded(c, conv)
+        assert c.groups["g"] is classic
+        assert c.committed.committed("g") == {("t1", 0): ot.OffsetAndMetadata(7)}
         assert classic.is_(GroupState.PREPARING_REBALANCE)
         # members learn of the rebalance with the generation = the old group epoch
         assert c.heartbeat("g", "a", None, 9) == ErrorCode.REBALANCE_IN_PROGRESS

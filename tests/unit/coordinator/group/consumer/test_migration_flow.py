@@ -69,7 +69,7 @@ def test_upgrade_reconcile_and_downgrade() -> None:
         c = coordinator(clock)
         await loaded(c)
         a, b = await classic_pair(c, clock)
-        c.groups["g"].offsets[("t1", 0)] = ot.OffsetAndMetadata(11)
+        c.committed.of("g").committed[("t1", 0)] = ot.OffsetAndMetadata(11)
         generation = a.generation_id
         # the first consumer-protocol member upgrades the group
         first = await consumer_join(c, "cons-1")
@@ -77,7 +77,8 @@ def test_upgrade_reconcile_and_downgrade() -> None:
         group = c.consumer.groups["g"]
         assert set(group.members) == {a.member_id, b.member_id, "cons-1"}
         assert group.group_epoch == generation + 1
-        assert c.groups["g"].offsets == {("t1", 0): ot.OffsetAndMetadata(11)}  # offsets stay
+        assert "g" not in c.groups                           # one group per id: no classic one
+        assert c.committed.committed("g") == {("t1", 0): ot.OffsetAndMetadata(11)}  # offsets stay
         # the classic members are told to rejoin, and get their share from the broker
         assert c.heartbeat("g", a.member_id, None, generation) == ErrorCode.REBALANCE_IN_PROGRESS
         gen_a, parts_a = await rejoin(c, a.member_id)
@@ -99,7 +100,7 @@ def test_upgrade_reconcile_and_downgrade() -> None:
         classic = c.groups["g"]
         assert classic.is_(GroupState.PREPARING_REBALANCE)
         assert set(classic.members) == {a.member_id, b.member_id}
-        assert classic.offsets == {("t1", 0): ot.OffsetAndMetadata(11)}
+        assert c.committed.committed("g") == {("t1", 0): ot.OffsetAndMetadata(11)}
         assert c.heartbeat("g", a.member_id, None, classic.generation_id) == \
             ErrorCode.REBALANCE_IN_PROGRESS
         futs = [join(c, m, protocols=PROTOCOLS) for m in (a.member_id, b.member_id)]
