@@ -1,4 +1,6 @@
-"""The classic group coordinator (consumer groups and committed offsets).
+"""The classic group coordinator (classic groups, and the writes of committed offsets
+of both kinds of group; the groups themselves are in ../group_map.py, the offsets by
+group id in ../committed_offsets.py).
 
 Handlers reach it with ``broker.coordination.groups.coordinator_of(broker)``; the
 Broker builds it in ``start`` (``groups.build(broker)``, then ``start()``), routes
@@ -13,13 +15,14 @@ Map:
                           unloading __consumer_offsets partitions
     sync_ops.py           GroupSync (GroupCoordinator.sync): SyncGroup, the group-metadata write
     offset_ops.py         GroupOffsets (GroupCoordinator.offsets): OffsetCommit /
-                          OffsetFetch / OffsetDelete / DeleteGroups, offset expiry
+                          OffsetFetch / OffsetDelete / DeleteGroups, offset expiry;
+                          ``store`` / ``remove`` write any group's offsets
     group_metadata.py     a group and its members (Kafka's GroupMetadata)
     group_state.py        the group state machine
     delayed.py            DelayedJoin / DelayedSync / DelayedHeartbeat (purgatory ops)
                           over DelayedCallbacks
     offset_records.py     committed offsets as records: written, then replayed from the
-                          bytes written (the one writer of a group's offsets)
+                          bytes written (the one writer of an id's committed offsets)
     loader.py             replaying a __consumer_offsets partition (LoadedPartition)
     offsets_topic.py      the __consumer_offsets key and value layouts
     coordinator_types.py  settings, request dataclasses, purgatory keys, the write-error
