@@ -3,7 +3,7 @@
 v0-1 carry UngroupedPartitionStates (each with its TopicName); v2+ group them
 under TopicStates (v5+ with a TopicId). Each becomes a
 broker.replication.partition_state.PartitionState handed to
-``ReplicaManager.become_leader_or_follower``; the metadata cache learns the
+``ReplicaManager.become_leader_or_follower_paced``; the metadata cache learns the
 leadership at once. Response: v0-4 a flat PartitionErrors list with topic
 names; v5+ per topic id. A stale controller epoch: STALE_CONTROLLER_EPOCH, no change.
 ACLs (broker/acl): CLUSTER_ACTION on the cluster, else CLUSTER_AUTHORIZATION_FAILED
@@ -64,7 +64,10 @@ async def handle_leader_and_isr(ctx: RequestContext, request: Struct) -> Struct:
     cache.note_controller(request.controller_id, request.controller_epoch)
     # a new topic's creation configs must be known before its logs are created
     await ctx.broker.ensure_topic_configs({s.topic for s in states})
-    errors = ctx.broker.replicas.become_leader_or_follower(request.controller_epoch, states)
+    # paced: a topic of many new partitions must not stop the event loop while its
+    # logs are created (the loop gets a turn every few ms of this work)
+    errors = await ctx.broker.replicas.become_leader_or_follower_paced(
+        request.controller_epoch, states)
     cache.apply_leader_and_isr([s for s in states if not errors.get(s.tp)])
     ctx.broker.on_leader_and_isr(states, errors)
     return _response(states, errors, ctx.version)

@@ -51,7 +51,8 @@ async def handle_stop_replica(ctx: RequestContext, request: Struct) -> Struct:
                     request.controller_id, request.controller_epoch)
         return SPEC.new(error_code=ErrorCode.STALE_CONTROLLER_EPOCH, partition_errors=[])
     ctx.broker.metadata.note_controller(request.controller_id, request.controller_epoch)
-    errors = ctx.broker.replicas.stop_replicas(request.controller_epoch, todo)
+    async with ctx.broker.replicas.state_change_lock:   # not inside a paced LeaderAndIsr
+        errors = ctx.broker.replicas.stop_replicas(request.controller_epoch, todo)
     ctx.broker.on_stop_replica([(t, p) for t, p, _d, _e in todo if not errors.get((t, p))])
     return SPEC.new(error_code=0, partition_errors=[
         PART_ERR.new(topic_name=t, partition_index=p, error_code=errors.get((t, p), 0))

@@ -1,7 +1,8 @@
 """ReplicaManager: the partitions this broker hosts, and the data path over them.
 
-* ``become_leader_or_follower`` / ``stop_replicas``: LeaderAndIsr and
-  StopReplica, fenced by the controller epoch and each partition's leader epoch.
+* ``become_leader_or_follower`` (``..._paced``: the handler's, yielding to the loop)
+  / ``stop_replicas``: LeaderAndIsr and StopReplica, fenced by the controller epoch
+  and each partition's leader epoch, one at a time (``state_change_lock``).
 * ``appends`` (``broker.replication.leader_appends``): Produce and WriteTxnMarkers.
   acks=0/1 answer once the leader has appended; acks=all parks a DelayedProduce
   until the high watermark passes the batch.
@@ -18,22 +19,18 @@ Purgatory keys are (topic, partition). Whoever moves a partition calls
 ``partition_changed`` so waiting produces and fetches re-check.
 
 Offline partitions (KIP-112): a partition whose log dir failed is in
-``offline_partitions`` instead of ``partitions`` (Kafka's HostedPartition.Offline;
-broker/log_dirs/ puts it there). Every request for it — Produce, Fetch,
-ListOffsets, OffsetForLeaderEpoch, DeleteRecords, LeaderAndIsr, StopReplica —
-answers KAFKA_STORAGE_ERROR until the broker restarts. A storage OSError met on
-the way (the log's guard has already reported its dir) is KAFKA_STORAGE_ERROR too.
+``offline_partitions``, not ``partitions`` (Kafka's HostedPartition.Offline; put there
+by broker/log_dirs/). Every request for it answers KAFKA_STORAGE_ERROR until the
+broker restarts, as does a storage OSError met on the way.
 
 Replication (issue 4) through two seams, no-ops by default (RF 1 needs neither):
-
 * ``fetchers`` (broker.replication.fetcher.ReplicaFetcherManager): on
   LeaderAndIsr, partitions we now lead leave it; partitions whose leader or
   epoch changed are (re)added, to truncate by leader epoch and fetch.
 * ``alter_partitions`` (broker.replication.alter_partition_manager): ISR
   changes proposed by ``Partition.maybe_expand_isr`` / ``maybe_shrink_isr``
-  go to the controller; the answer is applied to the Partition and waiting
-  produces/fetches re-check. ``maybe_shrink_isr`` is the broker's periodic
-  task (every replica.lag.time.max.ms / 2).
+  (the latter every replica.lag.time.max.ms / 2) go to the controller; the
+  answer is applied to the Partition and waiting produces/fetches re-check.
 """
 
 from __future__ import annotations
@@ -64,6 +61,8 @@ from storage.log import wall_clock_ms
 if TYPE_CHECKING:
     from broker.metrics.topic_stats import BrokerTopicStats
 from storage.log_manager import LogManager
+
+LEADER_AND_ISR_SLICE_S = 0.005    # LeaderAndIsr work between event-loop turns (paced)
 
 log = logging.getLogger(__name__)
 
@@ -143,6 +142,7 @@ class ReplicaManager:
         self.fence = LeaderFence(broker_id)
         # issue 17, replication quotas: the leader side (replication/throttle.py); None: none
         self.leader_quota: ReplicationQuota | None = None
+        self.state_change_lock = asyncio.Lock()   # LeaderAndIsr / StopReplica, one at a time
         # deleted logs' files being removed in worker threads (stop_replicas)
         self._purges: set[asyncio.Future[None]] = set()
         self.isr_shrinks = 0        # ISR changes committed (metrics, broker/metrics/)
@@ -203,11 +203,52 @@ class ReplicaManager:
         leaders: list[Partition] = []
         followers: list[Partition] = []
         for state in states:
-            if state.tp in self.offline_partitions:
-                result[state.tp] = ErrorCode.KAFKA_STORAGE_ERROR   # the controller's cue
-                continue
-            result[state.tp] = self._become(state, leaders, followers)
-            self.fence.leader_and_isr(state.tp)   # the current controller's word, even "as is"
+            result[state.tp] = self._become_one(state, leaders, followers)
+        self._log_roles(controller_epoch, *self._take_roles(leaders, followers))
+        return result
+
+    async def become_leader_or_follower_paced(self, controller_epoch: int,
+                                              states: Sequence[PartitionState],
+                                              slice_s: float = LEADER_AND_ISR_SLICE_S
+                                              ) -> dict[TopicPartition, int]:
+        """``become_leader_or_follower`` giving the event loop a turn after each
+        ``slice_s`` of work (Kafka runs it on a request thread, not the network's): a
+        new partition opens its files (~1.5 ms), so a topic of hundreds would stall
+        every connection. Partitions done take their roles before each pause; this and
+        StopReplica hold ``state_change_lock`` (Kafka's replicaStateChangeLock)."""
+        async with self.state_change_lock:
+            if self.check_controller_epoch(controller_epoch):
+                return self.become_leader_or_follower(controller_epoch, states)
+            self.controller_epoch = controller_epoch
+            result: dict[TopicPartition, int] = {}
+            leaders: list[Partition] = []     # roles not taken yet (and counts of taken)
+            followers: list[Partition] = []
+            led = followed = 0
+            loop = asyncio.get_running_loop()
+            slice_end = loop.time() + slice_s
+            for state in states:
+                result[state.tp] = self._become_one(state, leaders, followers)
+                if loop.time() >= slice_end:
+                    taken = self._take_roles(leaders, followers)
+                    led, followed = led + taken[0], followed + taken[1]
+                    leaders, followers = [], []
+                    await asyncio.sleep(0)
+                    slice_end = loop.time() + slice_s
+            taken = self._take_roles(leaders, followers)
+            self._log_roles(controller_epoch, led + taken[0], followed + taken[1])
+            return result
+
+    def _become_one(self, state: PartitionState, leaders: list[Partition],
+                    followers: list[Partition]) -> int:
+        if state.tp in self.offline_partitions:
+            return ErrorCode.KAFKA_STORAGE_ERROR   # the controller's cue
+        error = self._become(state, leaders, followers)
+        self.fence.leader_and_isr(state.tp)       # the current controller's word, even "as is"
+        return error
+
+    def _take_roles(self, leaders: list[Partition], followers: list[Partition]
+                    ) -> tuple[int, int]:
+        """The partitions made leaders and followers start their roles -> how many."""
         if leaders:
             self.fetchers.remove_partitions(p.tp for p in leaders)
             for p in leaders:
@@ -216,10 +257,13 @@ class ReplicaManager:
             # a new leader or epoch: stop fetching at the old one, truncate by epoch, refetch
             self.fetchers.remove_partitions(p.tp for p in followers)
             self.fetchers.add_partitions(followers)
+        return len(leaders), len(followers)
+
+    @staticmethod
+    def _log_roles(controller_epoch: int, leaders: int, followers: int) -> None:
         if leaders or followers:
-            log.info("controller epoch %d: became leader for %d and follower for %d partitions",
-                     controller_epoch, len(leaders), len(followers))
-        return result
+            log.info("controller epoch %d: became leader for %d, follower for %d partitions",
+                     controller_epoch, leaders, followers)
 
     def _become(self, state: PartitionState, leaders: list[Partition],
                 followers: list[Partition]) -> int:

@@ -30,8 +30,10 @@ TID = uuid.UUID(int=77)
 class FakeReplicas:
     def __init__(self) -> None:
         self.calls: list[tuple[str, Any]] = []
+        self.state_change_lock = asyncio.Lock()
 
-    def become_leader_or_follower(self, epoch: int, states: list[Any]) -> dict[Any, int]:
+    async def become_leader_or_follower_paced(self, epoch: int, states: list[Any]
+                                              ) -> dict[Any, int]:
         self.calls.append(("lai", (epoch, states)))
         return {}
 

@@ -339,3 +339,50 @@ def test_batches_behind_a_refused_one_get_its_error_not_out_of_order(tmp_path: P
     assert run(rm.append_records(1, 1000, {TP: idem(4)}))[TP].error == \
         ErrorCode.NOT_LEADER_OR_FOLLOWER
     assert [run(rm.append_records(1, 1000, {TP: idem(s)}))[TP].error for s in (3, 4)] == [0, 0]
+
+
+def test_paced_leader_and_isr_gives_the_loop_turns_and_applies_one_at_a_time(
+        tmp_path: Path) -> None:
+    """A LeaderAndIsr of many new partitions lets other callbacks run between slices
+    (here a slice of 0 s: a turn after every partition), and a second LeaderAndIsr or a
+    StopReplica waits for the first to finish: they apply in order, as one each."""
+    b = FakeBroker(tmp_path)
+    tid = b.lead("t")
+    rm = b.replicas
+    many = [PartitionState("m", p, tid, 1, 1, 0, (1,), 0, (1,)) for p in range(20)]
+    later = PartitionState("m", 0, tid, 1, 1, 1, (1,), 0, (1,))     # the next leader epoch
+
+    async def main() -> None:
+        turns = 0
+        done = asyncio.Event()
+
+        async def ticker() -> None:
+            nonlocal turns
+            while not done.is_set():
+                turns += 1
+                await asyncio.sleep(0)
+
+        tick = asyncio.create_task(ticker())
+        first = asyncio.create_task(rm.become_leader_or_follower_paced(1, many, slice_s=0.0))
+        second = asyncio.create_task(rm.become_leader_or_follower_paced(1, [later]))
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)
+        assert not first.done() and not second.done()
+        assert 0 < len([tp for tp in rm.partitions if tp[0] == "m"]) < 20   # partly applied
+        assert await first == {("m", p): 0 for p in range(20)}
+        assert await second == {("m", 0): 0}
+        done.set()
+        await tick
+        assert turns >= 10                       # the loop ran other callbacks meanwhile
+        assert rm.partition("m", 0).leader_epoch == 1
+        assert all(rm.partition("m", p).is_leader for p in range(20))
+    run(main())
+
+
+def test_paced_leader_and_isr_from_an_old_controller_changes_nothing(tmp_path: Path) -> None:
+    b = FakeBroker(tmp_path)
+    tid = b.lead("t")
+    old = PartitionState("n", 0, tid, 0, 1, 0, (1,), 0, (1,))
+    assert run(b.replicas.become_leader_or_follower_paced(0, [old])) == {
+        ("n", 0): ErrorCode.STALE_CONTROLLER_EPOCH}
+    assert b.replicas.partition("n", 0) is None
