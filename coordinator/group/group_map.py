@@ -20,7 +20,6 @@ from collections.abc import Iterator, MutableMapping
 from typing import Generic, TypeVar
 
 from coordinator.group.classic.group_metadata import GroupMetadata
-from coordinator.group.classic.group_state import GroupState
 from coordinator.group.consumer.model import ConsumerGroup
 
 AnyGroup = GroupMetadata | ConsumerGroup
@@ -29,13 +28,6 @@ G = TypeVar("G", GroupMetadata, ConsumerGroup)
 
 class GroupKindConflict(RuntimeError):
     """A group of one kind was put under an id that a group of the other kind holds."""
-
-
-def is_simple_classic(group: AnyGroup) -> bool:
-    """Kafka's ClassicGroup.isSimpleGroup: an Empty classic group without a protocol
-    type, which only owns committed offsets (no record of its own backs it)."""
-    return (isinstance(group, GroupMetadata) and group.is_(GroupState.EMPTY)
-            and not group.members and not group.protocol_type)
 
 
 class KindView(MutableMapping[str, G], Generic[G]):
@@ -94,8 +86,5 @@ class GroupMap:
     def __len__(self) -> int:
         return len(self._groups)
 
-    def ids(self) -> list[str]:
-        return list(self._groups)
 
-
-__all__ = ["AnyGroup", "GroupKindConflict", "GroupMap", "KindView", "is_simple_classic"]
+__all__ = ["AnyGroup", "GroupKindConflict", "GroupMap", "KindView"]

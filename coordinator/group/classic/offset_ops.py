@@ -214,10 +214,8 @@ class GroupOffsets:
                 or (isinstance(group, GroupMetadata) and group.is_(D)):
             return ErrorCode.GROUP_ID_NOT_FOUND, {}
         errors: dict[TopicPartition, int] = {}
-        if not isinstance(group, GroupMetadata):    # a consumer group, or offsets alone
-            eligible = list(partitions)
-        elif group.is_(E):
-            eligible = list(partitions)
+        if not isinstance(group, GroupMetadata) or group.is_(E):   # also a consumer group,
+            eligible = list(partitions)                              # or offsets alone
         elif group.protocol_type == "consumer":
             eligible = [tp for tp in partitions if not group.is_subscribed_to(tp[0])]
             errors = {tp: ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC for tp in partitions

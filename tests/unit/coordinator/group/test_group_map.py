@@ -8,7 +8,7 @@ import pytest
 from coordinator.group.classic.group_metadata import GroupMetadata
 from coordinator.group.classic.group_state import GroupState
 from coordinator.group.consumer.model import ConsumerGroup
-from coordinator.group.group_map import GroupKindConflict, GroupMap, is_simple_classic
+from coordinator.group.group_map import GroupKindConflict, GroupMap
 
 
 def classic(gid: str) -> GroupMetadata:
@@ -53,10 +53,3 @@ def test_iteration_is_a_snapshot() -> None:
         del groups.classic[gid]
     assert len(groups) == 0
 
-
-def test_simple_classic_group() -> None:
-    g = classic("g")
-    assert is_simple_classic(g)                # standalone commits made it
-    g.protocol_type = "consumer"
-    assert not is_simple_classic(g)            # it had members once
-    assert not is_simple_classic(ConsumerGroup("g"))
