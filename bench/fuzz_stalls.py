@@ -38,7 +38,8 @@ def main() -> int:
     print(f"event-loop lag under the fuzzer: p50 {lag.get('p50_ms')} ms, p99 "
           f"{lag.get('p99_ms')} ms, max {lag.get('max_ms')} ms "
           f"({lag.get('over_50ms')} of {lag.get('samples')} samples over 50 ms, "
-          f"{lag.get('over_50ms_on_cpu')} of them with the broker on CPU)")
+          f"{lag.get('over_50ms_on_cpu')} of them with the broker on CPU, "
+          f"{lag.get('over_50ms_in_loop')} of those on the loop thread)")
     print(f"frames {w.get('frames_sent', 0):,} at {w.get('frames_per_s', 0):,}/s, "
           f"{w.get('connections', 0):,} connections; RSS start/max/end "
           f"{r.rss_mb.get('start')}/{r.rss_mb.get('max')}/{r.rss_mb.get('end')} MB")

@@ -49,6 +49,8 @@ from broker.security.scram_credentials import sanitize
 DEFAULT = "<default>"                     # ZooKeeperInternals.DEFAULT_STRING
 ANONYMOUS_USER = "ANONYMOUS"
 SENSOR_EXPIRY_MS = 3_600_000              # Kafka's InactiveSensorExpirationTimeSeconds
+SENSOR_EXPIRY_CHECK_MS = 30_000           # how often idle sensors are looked for (Kafka's
+                                          # ExpireSensorTask period)
 NANOS_PER_PERCENT_SECOND = 10_000_000     # 1% of one second, in ns
 
 
@@ -108,6 +110,7 @@ class ClientQuotaManager:
         self.overrides: dict[QuotaEntity, float] = {}
         self._kinds = 0
         self._sensors: dict[Tags, RateSensor] = {}
+        self._next_expiry_check_ms = 0
 
     # -- configuration ------------------------------------------------------------------
 
@@ -180,7 +183,10 @@ class ClientQuotaManager:
     def _sensor(self, tags: Tags, now_ms: int) -> RateSensor:
         sensor = self._sensors.get(tags)
         if sensor is None:
-            if len(self._sensors) > 64:
+            # The scan over every sensor runs at most once per SENSOR_EXPIRY_CHECK_MS:
+            # run per new sensor it made a stream of new client ids quadratic.
+            if len(self._sensors) > 64 and now_ms >= self._next_expiry_check_ms:
+                self._next_expiry_check_ms = now_ms + SENSOR_EXPIRY_CHECK_MS
                 self.expire_sensors(now_ms)
             sensor = self._sensors[tags] = RateSensor(self.samples, self.window_ms,
                                                         self.kafka_rate)

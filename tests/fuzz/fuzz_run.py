@@ -57,7 +57,7 @@ PROTECTED_TOPIC = "fuzz-steady-topic"
 PROTECTED_GROUP = "fuzz-steady-group"
 LAG_LINE = re.compile(r"event loop lag since start \((\d+) s\): p50 ([\d.]+) p99 ([\d.]+) "
                       r"max ([\d.]+) ms \((\d+) samples, (\d+) over 50 ms"
-                      r"(?:, (\d+) of them on CPU)?")
+                      r"(?:, (\d+) of them on CPU)?(?:, (\d+) on the loop thread)?")
 WINDOW_LINE = re.compile(r"event loop lag over \d+ s: p50 [\d.]+ p99 ([\d.]+) max ([\d.]+) ms")
 
 
@@ -140,7 +140,8 @@ def scan_log(path: Path, result: Result) -> None:
                 result.lag = {"seconds": float(m.group(1)), "p50_ms": float(m.group(2)),
                               "p99_ms": float(m.group(3)), "max_ms": float(m.group(4)),
                               "samples": int(m.group(5)), "over_50ms": int(m.group(6)),
-                              "over_50ms_on_cpu": int(m.group(7) or 0)}
+                              "over_50ms_on_cpu": int(m.group(7) or 0),
+                              "over_50ms_in_loop": int(m.group(8) or 0)}
     result.unhandled = [f"{n} x {k}" for k, n in sorted(kinds.items(), key=lambda kv: -kv[1])]
     if windows_max and not result.lag:
         result.lag = {"max_ms": windows_max}
@@ -323,7 +324,8 @@ def report(r: Result, args: argparse.Namespace) -> str:
         f"event-loop stall     p50 {lag.get('p50_ms', '?')} p99 {lag.get('p99_ms', '?')} "
         f"max {lag.get('max_ms', '?')} ms ({lag.get('over_50ms', '?')} of "
         f"{lag.get('samples', '?')} samples over 50 ms, {lag.get('over_50ms_on_cpu', '?')} of "
-        f"them with the broker on CPU)",
+        f"them with the broker on CPU, {lag.get('over_50ms_in_loop', '?')} of those on the "
+        f"loop thread)",
         f"broker RSS           start {r.rss_mb.get('start')} max {r.rss_mb.get('max')} "
         f"end {r.rss_mb.get('end')} MB",
         f"well-behaved         {st.get('acked', '?')} acked / {st.get('sent', '?')} sent, "

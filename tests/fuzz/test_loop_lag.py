@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
+import threading
 import time
 
 import pytest
@@ -38,6 +39,7 @@ def test_a_blocking_call_shows_as_lag(caplog: pytest.LogCaptureFixture) -> None:
         monitor = asyncio.run(main())
     assert 70.0 <= monitor.total.max_ms < 200.0
     assert monitor.total.stalls_on_cpu == 0          # asleep: the OS's time, not ours
+    assert monitor.total.stalls_in_loop == 0
     assert any("event loop lag since start" in r.getMessage() for r in caplog.records)
 
 
@@ -54,6 +56,29 @@ def test_a_busy_loop_counts_as_a_stall_on_cpu() -> None:
         return monitor
     monitor = asyncio.run(main())
     assert monitor.total.over_stall >= 1 and monitor.total.stalls_on_cpu >= 1
+    assert monitor.total.stalls_in_loop >= 1         # the loop's own thread ran it
+
+
+def test_a_loop_waiting_on_another_busy_thread_is_on_cpu_but_not_the_loop_thread() -> None:
+    def spin() -> None:
+        end = time.thread_time() + 0.08
+        while time.thread_time() < end:   # 80 ms of another thread's CPU
+            pass
+
+    async def main() -> LoopLagMonitor:
+        monitor = LoopLagMonitor(interval=0.005, window=3600)
+        monitor.start()
+        await asyncio.sleep(0.05)
+        worker = threading.Thread(target=spin)
+        worker.start()
+        worker.join()                     # the loop blocked on it (as on a GIL it holds)
+        await asyncio.sleep(0.05)
+        monitor.stop()
+        return monitor
+    monitor = asyncio.run(main())
+    assert monitor.total.over_stall >= 1 and monitor.total.stalls_on_cpu >= 1
+    assert monitor.total.stalls_in_loop == 0
+    assert "0 on the loop thread)" in monitor.total.summary()
 
 
 def test_gc_pauses_are_timed_and_named_in_the_lines() -> None:
@@ -64,4 +89,5 @@ def test_gc_pauses_are_timed_and_named_in_the_lines() -> None:
     finally:
         gc.callbacks.remove(pauses)
     assert pauses.collections >= 1 and pauses.max_ms > 0.0
-    assert pauses.summary().startswith("gc max ")
+    assert 0.0 < pauses.max_cpu_ms <= pauses.max_ms * 1.5 + 1.0
+    assert pauses.summary().startswith("gc max ") and " ms CPU; " in pauses.summary()

@@ -87,8 +87,10 @@ def run_kafka_python(bootstrap: str, topic: str, group: str, assignor: str) -> N
         time.sleep(0.05)
     c.subscribe([topic])
     last: list[int] | None = None
+    stuck_since: float | None = None
     while not stop:
         batches = c.poll(timeout_ms=100)
+        stuck_since = unstick_kafka_python(c, stuck_since)
         last = report(((r.partition, r.offset) for rs in batches.values() for r in rs),
                       [tp.partition for tp in c.assignment()], last)
         if batches:
@@ -97,6 +99,31 @@ def run_kafka_python(bootstrap: str, topic: str, group: str, assignor: str) -> N
             except KafkaError:
                 pass
     c.close()
+
+
+def unstick_kafka_python(consumer: Any, stuck_since: float | None) -> float | None:
+    """The same kafka-python 3.0.12 bug without the metadata trigger: a poll gave up on a
+    JoinGroup -> SyncGroup task in flight, the task finished afterwards (as leader it set
+    the assignment snapshot, so ``need_rejoin()`` is now False) and no poll will collect
+    it: the member's heartbeat stays disabled and it sits out of every later generation.
+    Seen once under CPU starvation on 2 cores (member 0 computed generation 2's
+    assignment and never took its own). When a finished, uncollected join has persisted
+    for a second, ask for a rejoin (the next poll sends a fresh JoinGroup) and say so on
+    stderr, so a failure report shows it. Returns when the state was first seen."""
+    coordinator = consumer._coordinator
+    task = coordinator._join_task
+    if task is None or not task.is_done or coordinator.need_rejoin():
+        return None
+    now = time.monotonic()
+    if stuck_since is None:
+        return now
+    if now - stuck_since >= 1.0:
+        sys.stderr.write(f"{time.strftime('%H:%M:%S')} member kafka-python WARNING finished "
+                         "join never collected (kafka-python 3.0.12); requesting a rejoin\n")
+        sys.stderr.flush()
+        coordinator.request_rejoin()
+        return None
+    return stuck_since
 
 
 async def run_aiokafka(bootstrap: str, topic: str, group: str, assignor: str) -> None:

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from broker.quotas.client_quota_manager import (DEFAULT, ClientQuotaManager, QuotaEntity,
-                                                QuotaType, quota_user)
+from broker.quotas.client_quota_manager import (DEFAULT, SENSOR_EXPIRY_CHECK_MS,
+                                                SENSOR_EXPIRY_MS, ClientQuotaManager,
+                                                QuotaEntity, QuotaType, quota_user)
 
 U, C = "alice", "app"
 ENTITIES = {                       # KIP-55's order, most specific first
@@ -110,3 +111,24 @@ def test_idle_sensors_expire() -> None:
     m.record_and_throttle_ms(None, C, 1, 0)
     assert m.expire_sensors(3_599_999) == 0
     assert m.expire_sensors(3_600_000) == 1
+
+
+def test_new_clients_look_for_idle_sensors_once_per_check_period(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # A stream of new client ids once scanned every sensor per new id (quadratic);
+    # the scan now runs at most once per SENSOR_EXPIRY_CHECK_MS, and still drops the
+    # sensors idle for an hour.
+    m = manager()
+    m.update_quota(QuotaEntity(None, DEFAULT), 1e9)
+    scans: list[int] = []
+    real = m.expire_sensors
+    monkeypatch.setattr(m, "expire_sensors", lambda now: scans.append(now) or real(now))
+    for i in range(1000):
+        m.record_and_throttle_ms(None, f"old-{i}", 1, i)
+    assert len(scans) == 1                     # the first new sensor past 64
+    m.record_and_throttle_ms(None, "later", 1, SENSOR_EXPIRY_CHECK_MS - 1)
+    assert len(scans) == 1
+    m.record_and_throttle_ms(None, "fresh", 1, SENSOR_EXPIRY_MS + 1000)
+    assert len(scans) == 2
+    assert m.rate(None, "old-0", SENSOR_EXPIRY_MS + 1000) == 0.0
+    assert len(m._sensors) == 2               # "later" (idle < 1 h) and "fresh"
