@@ -17,7 +17,7 @@ PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 # Re-installed whenever pyproject.toml, setup.py or a C extension's source is newer than
-# this stamp (the install compiles protocol/_record_walk.c in place; see setup.py).
+# this stamp (the install compiles protocol/*.c in place; see setup.py).
 STAMP  := $(VENV)/.installed
 C_SOURCES := $(wildcard protocol/*.c)
 PIP_FLAGS := --no-input --disable-pip-version-check --progress-bar off

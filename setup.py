@@ -1,14 +1,18 @@
-"""The one thing pyproject.toml cannot say: protocol/_record_walk.c, a C extension (issue 28).
+"""The one thing pyproject.toml cannot say: the C extensions of issue 28.
 
-Metadata, dependencies and packages stay in pyproject.toml. The extension is optional:
-where it does not build (no compiler, no Python headers) the install goes on and
-protocol/record_validation.py walks records in pure Python (``record_validation.NATIVE``
-says which). ``pip install -e .`` builds it in place, beside its source, where
-``import protocol._record_walk`` finds it from the repo root.
+protocol/_record_walk.c (record_validation's record walk) and protocol/_gzip_members.c
+(compression's bounded gzip reader, on zlib). Metadata, dependencies and packages stay in
+pyproject.toml. Each extension is optional: where one does not build (no compiler, no
+Python headers, no zlib headers) the install goes on and its pure-Python reference runs
+instead (``record_validation.NATIVE``, ``compression.NATIVE_GZIP`` say which).
+``pip install -e .`` builds them in place, beside their sources, where ``import
+protocol._record_walk`` finds them from the repo root.
 """
 
 from setuptools import Extension, setup
 
 setup(ext_modules=[
     Extension("protocol._record_walk", ["protocol/_record_walk.c"], optional=True),
+    Extension("protocol._gzip_members", ["protocol/_gzip_members.c"], libraries=["z"],
+              optional=True),
 ])

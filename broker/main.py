@@ -39,6 +39,15 @@ def _loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
     return uvloop.new_event_loop
 
 
+# How long a thread may hold the GIL while another waits for it (Python's default is
+# 5 ms). The event loop gives the GIL up at every socket and file call; a pool thread
+# running Python (the pure-Python record checks, a gzip stream of many members) takes
+# it each time, and the loop then waits out a whole interval to get it back -- the GIL
+# "convoy": a dozen syscalls cost the loop 60 ms. make fuzz's stall attribution
+# (broker/loop_lag.py) put 6 of 9 stalls over 50 ms there with the default.
+GIL_SWITCH_INTERVAL_S = 0.001
+
+
 def run_broker(config_path: str, overrides: list[str]) -> int:
     try:
         config = BrokerConfig.load(config_path, overrides)
@@ -48,6 +57,7 @@ def run_broker(config_path: str, overrides: list[str]) -> int:
     level = {"WARN": "WARNING", "TRACE": "DEBUG"}.get(config.log_level, config.log_level)
     logging.basicConfig(level=level, format=LOG_FORMAT, stream=sys.stderr)
     raise_open_file_limit(config.max_connections)
+    sys.setswitchinterval(GIL_SWITCH_INTERVAL_S)
     with asyncio.Runner(loop_factory=_loop_factory()) as runner:
         try:
             return runner.run(_serve(config))

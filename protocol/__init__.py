@@ -28,6 +28,8 @@ Map:
                         recompression to a topic's compression.type
     _record_walk.c      record_validation's per-record walk in C (optional: setup.py
                         builds it; the Python walk is the reference, a test keeps them equal)
+    _gzip_members.c     compression's bounded gzip member reader in C, on zlib, without
+                        the GIL (optional likewise; the Python reader is the reference)
     http_head.py        HTTP/1.1 request heads and responses for the metrics endpoint
                         and the web console (not Kafka's, but sans-I/O and shared)
     sasl_plain.py       SASL PLAIN (RFC 4616) tokens

@@ -41,7 +41,9 @@ Bounded decompression (``decompress(..., max_size=N)``, issue 17): a few KB of g
 zstd can claim gigabytes, so a decompressor facing client bytes must never allocate more than
 N + 1 bytes of output, and must stop working as soon as N is passed:
 
-* gzip   -- zlib's streaming ``decompressobj`` with ``max_length``: at most N + 1 bytes leave it.
+* gzip   -- zlib's streaming ``decompressobj`` with ``max_length``: at most N + 1 bytes leave it;
+            in C (protocol/_gzip_members.c, ``NATIVE_GZIP``), an output buffer that doubles up
+            to N + 1 bytes, and no GIL held for inputs over 64 KiB.
 * snappy -- every raw block starts with its uncompressed length (a uvarint); that is summed
             *before* a block is inflated (``decompress_raw_len``), so nothing is allocated for
             a block that would pass N.
@@ -58,7 +60,9 @@ Where N comes from (the topic's max.message.bytes times a factor) is protocol/re
 from __future__ import annotations
 
 import gzip
+import importlib
 import mmap
+import os
 import struct
 import threading
 import zlib
@@ -239,6 +243,22 @@ def _into(module: Any, codec: Codec, data: Data, out: Any, max_size: int) -> byt
 
 # --------------------------------------------------------------------------- gzip
 
+def _native_gzip() -> ModuleType | None:
+    """protocol/_gzip_members.c as built by setup.py; None when it was not built (no
+    compiler or no zlib headers at install time): the Python reader below runs then."""
+    try:
+        return importlib.import_module("protocol._gzip_members")
+    except ImportError:
+        return None
+
+
+_gzip_members = _native_gzip()
+# Whether bounded gzip reads run in C; PYBROKER_NATIVE=0 forces the Python reader (as it
+# forces record_validation's Python walk).
+NATIVE_GZIP: bool = (_gzip_members is not None
+                     and os.environ.get("PYBROKER_NATIVE", "1") != "0")
+
+
 def _gzip_decompress(data: Data, max_size: int | None = None) -> bytes:
     if len(data) == 0:
         # gzip.decompress(b"") returns b""; Java's GZIPInputStream refuses it, and so do we.
@@ -248,7 +268,22 @@ def _gzip_decompress(data: Data, max_size: int | None = None) -> bytes:
             return gzip.decompress(data)
         except (OSError, EOFError, zlib.error) as exc:  # BadGzipFile is an OSError
             raise CorruptCompressedData(Codec.GZIP, str(exc) or type(exc).__name__) from exc
+    if NATIVE_GZIP:
+        return _gzip_decompress_native(data, max_size)
     return _gzip_decompress_bounded(data, max_size)
+
+
+def _gzip_decompress_native(data: Data, max_size: int) -> bytes:
+    """_gzip_decompress_bounded in C (protocol/_gzip_members.c): the same verdicts and
+    messages, without the GIL for inputs over RELEASE_GIL_BYTES."""
+    assert _gzip_members is not None
+    result = _gzip_members.inflate(data, max_size)
+    if isinstance(result, bytes):
+        return result
+    kind, message = result
+    if kind == _gzip_members.TOO_LARGE:
+        raise DecompressedTooLarge(Codec.GZIP, max_size)
+    raise _gzip_corrupt(message)
 
 
 GZIP_FIRST_WINDOW = 64          # bytes of input first fed for a member; doubled until it ends
