@@ -44,7 +44,8 @@ def _loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
 # running Python (the pure-Python record checks, a gzip stream of many members) takes
 # it each time, and the loop then waits out a whole interval to get it back -- the GIL
 # "convoy": a dozen syscalls cost the loop 60 ms. make fuzz's stall attribution
-# (broker/loop_lag.py) put 6 of 9 stalls over 50 ms there with the default.
+# (broker/loop_lag.py) put 6 of its 13 stalls over 50 ms there with the default, 3 of
+# 4 with 1 ms (one run each; the gzip reader behind most of them is C since).
 GIL_SWITCH_INTERVAL_S = 0.001
 
 
