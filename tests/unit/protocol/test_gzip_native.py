@@ -12,7 +12,6 @@ import gzip
 import os
 import subprocess
 import sys
-import threading
 import zlib
 from collections.abc import Callable
 from pathlib import Path
@@ -23,6 +22,7 @@ from hypothesis import strategies as st
 
 from protocol import compression
 from protocol.compression import CorruptCompressedData, DecompressedTooLarge
+from tests.unit.protocol.gil_probe import runs_beside
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -150,43 +150,13 @@ def test_what_the_zlib_errors_say_is_zlibs_wording(native: Reader) -> None:
 
 # ---- the GIL -------------------------------------------------------------------------------
 
-def _runs_beside(read: Reader, data: bytearray, tries: int) -> bool:
-    """Whether this thread ran Python while another read ``data``: resizing a bytearray
-    fails (BufferError) exactly while a read holds its buffer, and that read holds the
-    GIL throughout unless it lets go of it."""
-    done, seen = threading.Event(), threading.Event()
-
-    def reads() -> None:
-        for _ in range(tries):
-            if seen.is_set():
-                break
-            try:
-                read(data, 1 << 24)
-            except CorruptCompressedData:
-                pass  # it ran while this thread had a byte appended
-        done.set()
-
-    thread = threading.Thread(target=reads)
-    thread.start()
-    try:
-        while not done.is_set() and not seen.is_set():
-            try:
-                data.append(0)
-                data.pop()
-            except BufferError:
-                seen.set()
-    finally:
-        thread.join()
-    return seen.is_set()
-
-
 def test_inputs_over_64_kib_are_read_without_the_gil(native: Reader) -> None:
     assert _gzip_members is not None and _gzip_members.RELEASE_GIL_BYTES == 65_536
     big = bytearray(gzip.compress(b"x") * 20_000)           # 420 KB of tiny members
-    assert _runs_beside(native, big, tries=200)
+    assert runs_beside(lambda b: native(b, 1 << 24), big, 200, CorruptCompressedData)
     small = bytearray(gzip.compress(b"x") * 3000)           # 63 KB
     assert len(small) <= 65_536
-    assert not _runs_beside(native, small, tries=200)
+    assert not runs_beside(lambda b: native(b, 1 << 24), small, 200, CorruptCompressedData)
 
 
 # ---- which reader decompress uses ----------------------------------------------------------

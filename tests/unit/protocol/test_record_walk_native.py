@@ -16,7 +16,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -27,6 +26,7 @@ from hypothesis import strategies as st
 
 from protocol import record_validation as rv
 from protocol.records import HEADER_SIZE, InvalidRecordError, build_batch
+from tests.unit.protocol.gil_probe import runs_beside
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -265,42 +265,12 @@ def test_batches_from_the_builder(native: Walk) -> None:
 
 # ---- the GIL -------------------------------------------------------------------------------
 
-def _runs_beside(walk: Walk, count: int, body: bytearray, tries: int) -> bool:
-    """Whether this thread ran Python while another walked ``body``: resizing a bytearray
-    fails (BufferError) exactly while a walk holds its buffer, and that walk holds the
-    GIL throughout unless it lets go of it."""
-    done, seen = threading.Event(), threading.Event()
-
-    def walks() -> None:
-        for _ in range(tries):
-            if seen.is_set():
-                break
-            try:
-                walk(body, count, False)
-            except InvalidRecordError:
-                pass  # it ran while this thread had a byte appended
-        done.set()
-
-    thread = threading.Thread(target=walks)
-    thread.start()
-    try:
-        while not done.is_set() and not seen.is_set():
-            try:
-                body.append(0)
-                body.pop()
-            except BufferError:
-                seen.set()
-    finally:
-        thread.join()
-    return seen.is_set()
-
-
 def test_walks_of_more_than_1000_records_let_go_of_the_gil(native: Walk) -> None:
     assert _record_walk is not None and _record_walk.RELEASE_GIL_RECORDS == 1000
     many = bytearray(b"".join(record(i) for i in range(50_000)))
-    assert _runs_beside(native, 50_000, many, tries=2000)
+    assert runs_beside(lambda b: native(b, 50_000, False), many, 2000, InvalidRecordError)
     few = bytearray(b"".join(record(i) for i in range(1000)))
-    assert not _runs_beside(native, 1000, few, tries=300)
+    assert not runs_beside(lambda b: native(b, 1000, False), few, 300, InvalidRecordError)
 
 
 # ---- which walk the validator uses ---------------------------------------------------------
