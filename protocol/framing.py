@@ -9,10 +9,29 @@ cannot make us allocate.
 
 from __future__ import annotations
 
+import importlib
+import os
 import struct
+from types import ModuleType
 from typing import Any
 
 _SIZE = struct.Struct(">i")
+
+
+def _native_frame_body() -> ModuleType | None:
+    """protocol/_frame_body.c as built by setup.py; None when it was not built (no
+    compiler at install time): FrameReceiver receives large bodies in chunks then."""
+    try:
+        return importlib.import_module("protocol._frame_body")
+    except ImportError:
+        return None
+
+
+_frame_body = _native_frame_body()
+# Whether a large frame's body is received straight into its bytes (protocol/_frame_body.c);
+# PYBROKER_NATIVE=0 forces the chunked path, as it forces the other Python references.
+NATIVE_FRAME_BODY: bool = (_frame_body is not None
+                           and os.environ.get("PYBROKER_NATIVE", "1") != "0")
 
 
 class FrameTooLarge(ValueError):
@@ -65,34 +84,57 @@ class FrameReceiver:
     (``writable``, for a ``recv_into``) and ``commit`` says how much it put there. The
     same frames and refusals as ``FrameBuffer.feed``, with fewer copies: small frames
     arrive in one buffer of ``READ_CHUNK`` bytes and are cut out of it (one copy
-    each); the body of a frame larger than that is received into chunks of at most
-    ``MAX_CHUNK`` bytes, each allocated when the last one is full and the transport
-    asks for more, and joined once into the frame's bytes. So what is held stays within what arrived plus one
-    chunk, whatever size a frame header claims, and a size above ``max_frame_size``
-    is refused as soon as its 4 bytes are in.
+    each). The body of a frame larger than that:
+
+    * native (``NATIVE_FRAME_BODY``, a body of at most ``BODY_MAX`` bytes): received
+      straight into the frame's own bytes (``protocol._frame_body.FrameBody``: fresh,
+      uninitialised storage; the recv is the only copy, and pages no byte has reached
+      are not touched, so not resident);
+    * otherwise (the pure-Python reference, and bodies above ``BODY_MAX``): received
+      into zeroed chunks of at most ``MAX_CHUNK`` bytes, each allocated when the last
+      one is full and the transport asks for more, and joined once into the frame's
+      bytes.
+
+    Either way the memory held stays within what arrived plus one chunk, whatever size
+    a frame header claims, and a size above ``max_frame_size`` is refused as soon as
+    its 4 bytes are in.
 
     Invariants: ``_small[:_end]`` holds the unconsumed bytes from a frame boundary
-    when no large frame is in progress (``_parts`` empty); while one is, its header is
-    consumed, ``_parts`` holds (chunk, bytes filled) and ``_got`` of ``_size`` body
-    bytes are in. A buffer handed out is never resized afterwards (a transport may
-    still hold a view of it when it calls ``commit``): storage grows by replacement.
+    when no large frame is in progress (``_size`` 0); while one is, its header is
+    consumed, ``_got`` of its ``_size`` body bytes are in, held by ``_body`` (native)
+    or by ``_parts`` as (chunk, bytes filled). A buffer handed out is never resized
+    afterwards (a transport may still hold a view of it when it calls ``commit``):
+    storage grows by replacement; a body's bytes are taken only once all of them are
+    in, so no view handed out is written after (the transport writes into a buffer
+    before it calls ``commit``).
     """
 
     READ_CHUNK = 16 * 1024
     MAX_CHUNK = 256 * 1024
+    # Bodies up to this size are received into their own bytes (native); a larger one
+    # (rare: Kafka's produce batches are at most ~1 MB) takes the chunked path, so a
+    # header cannot make one allocation claim more address space than this.
+    BODY_MAX = 16 * 1024 * 1024
 
-    __slots__ = ("max_frame_size", "_small", "_end", "_parts", "_size", "_got")
+    __slots__ = ("max_frame_size", "_small", "_end", "_parts", "_body", "_size", "_got",
+                 "_native")
 
-    def __init__(self, max_frame_size: int = 100 * 1024 * 1024) -> None:
+    def __init__(self, max_frame_size: int = 100 * 1024 * 1024,
+                 native: bool | None = None) -> None:
         self.max_frame_size = max_frame_size
         self._small = bytearray()
         self._end = 0
         self._parts: list[tuple[bytearray, int]] = []
+        self._body: Any = None        # a protocol._frame_body.FrameBody, or None
         self._size = 0
         self._got = 0
+        # native: None = NATIVE_FRAME_BODY; False = the chunked reference (tests)
+        self._native = NATIVE_FRAME_BODY if native is None else (native and _frame_body is not None)
 
     def writable(self) -> memoryview:
         """A buffer for the next read (never empty)."""
+        if self._body is not None:
+            return memoryview(self._body)[self._got:]
         if self._size:
             chunk, filled = self._parts[-1]
             if filled < len(chunk):                 # the rest of the last chunk first
@@ -110,6 +152,13 @@ class FrameReceiver:
         """``n`` bytes were read into the last buffer handed out; -> complete frames.
         Raises FrameTooLarge / InvalidFrameSize as ``FrameBuffer.feed``."""
         frames: list[bytes] = []
+        if self._body is not None:
+            self._got += n
+            if self._got < self._size:
+                return frames
+            frames.append(self._body.take())
+            self._body, self._size, self._got = None, 0, 0
+            return frames
         if self._size:
             chunk, filled = self._parts[-1]
             self._parts[-1] = (chunk, filled + n)
@@ -126,10 +175,8 @@ class FrameReceiver:
                 rest = self._end - pos
                 if rest >= 4:
                     (size,) = _SIZE.unpack_from(view, pos)
-                    if 4 + size > self.READ_CHUNK:     # a large frame begins: to chunks
-                        body = bytearray(view[pos + 4:self._end])
-                        self._parts = [(body, len(body))]
-                        self._size, self._got = size, len(body)
+                    if 4 + size > self.READ_CHUNK:     # a large frame begins
+                        self._begin_body(size, view[pos + 4:self._end])
                         pos, rest = self._end, 0
         if pos:
             if rest:
@@ -140,6 +187,19 @@ class FrameReceiver:
             # buffer: 10,000 of them would hold 160 MB); the next read takes a fresh one
             self._small = bytearray()
         return frames
+
+    def _begin_body(self, size: int, arrived: memoryview) -> None:
+        """A frame of ``size`` body bytes begins, ``arrived`` of them already in."""
+        got = len(arrived)
+        if self._native and size <= self.BODY_MAX:
+            assert _frame_body is not None
+            body = _frame_body.FrameBody(size)
+            with memoryview(body) as into:
+                into[:got] = arrived
+            self._body = body
+        else:
+            self._parts = [(bytearray(arrived), got)]
+        self._size, self._got = size, got
 
     @property
     def buffered(self) -> int:

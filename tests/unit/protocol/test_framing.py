@@ -1,16 +1,34 @@
 """FrameBuffer and FrameReceiver: frames split across and packed into reads, and hostile
 sizes; FrameReceiver (reads into the buffers it hands out) gives what FrameBuffer gives
-for any stream and any read sizes, and holds no more than arrived plus one chunk."""
+for any stream and any read sizes, and holds no more than arrived plus one chunk -- with
+large bodies received into their own bytes (protocol/_frame_body.c) and with the chunked
+pure-Python reference alike."""
 
 from __future__ import annotations
 
+import os
 import random
 import struct
+from typing import Any
 
 import pytest
 
+from protocol import framing
 from protocol.framing import (FrameBuffer, FrameReceiver, FrameTooLarge, InvalidFrameSize,
                               size_prefixed)
+
+# Both ways of receiving a large body: into its own bytes (C) and in chunks (the reference).
+PATHS = [pytest.param(True, id="native"), pytest.param(False, id="chunks")]
+
+
+@pytest.fixture
+def frame_body() -> Any:
+    """protocol._frame_body. `make test` builds it (setup.py): not built is a failure,
+    never a skip (the chunked reference is tested on its own: native=False)."""
+    if framing._frame_body is None:
+        pytest.fail("protocol._frame_body is not built; `pip install -e .` builds it with a "
+                    "C compiler (setup.py)")
+    return framing._frame_body
 
 
 def _wire(frames: list[bytes]) -> bytes:
@@ -75,8 +93,9 @@ def _receive(fr: FrameReceiver, wire: bytes, rng: random.Random, max_read: int) 
     return got
 
 
+@pytest.mark.parametrize("native", PATHS)
 @pytest.mark.parametrize("seed", range(8))
-def test_receiver_gives_the_frames_of_any_stream_and_read_sizes(seed: int) -> None:
+def test_receiver_gives_the_frames_of_any_stream_and_read_sizes(seed: int, native: bool) -> None:
     rng = random.Random(seed)
     sizes = [rng.choice([0, 1, 3, 100, 5000, FrameReceiver.READ_CHUNK - 4,
                          FrameReceiver.READ_CHUNK - 3, FrameReceiver.READ_CHUNK,
@@ -84,13 +103,70 @@ def test_receiver_gives_the_frames_of_any_stream_and_read_sizes(seed: int) -> No
     frames = [rng.randbytes(n) for n in sizes]
     wire = _wire(frames)
     for max_read in (4096, 70_000, 1 << 20):
-        fr = FrameReceiver(4 * FrameReceiver.MAX_CHUNK)
-        assert _receive(fr, wire, rng, max_read) == frames
+        fr = FrameReceiver(4 * FrameReceiver.MAX_CHUNK, native=native)
+        got = _receive(fr, wire, rng, max_read)
+        assert got == frames
+        assert all(type(f) is bytes for f in got)
         assert fr.buffered == 0
     small = [rng.randbytes(rng.choice([0, 1, 5, 300, 20_000])) for _ in range(30)]
     for max_read in (1, 7):
-        fr = FrameReceiver(4 * FrameReceiver.MAX_CHUNK)
+        fr = FrameReceiver(4 * FrameReceiver.MAX_CHUNK, native=native)
         assert _receive(fr, _wire(small), rng, max_read) == small
+
+
+@pytest.mark.parametrize("native", PATHS)
+def test_receiver_bodies_at_the_native_bound(native: bool) -> None:
+    """Bodies either side of BODY_MAX (the native path's bound: above it, chunks)."""
+    rng = random.Random(5)
+    limit = FrameReceiver.BODY_MAX
+    frames = [rng.randbytes(limit), b"x", rng.randbytes(limit + 1), b""]
+    fr = FrameReceiver(2 * limit, native=native)
+    assert _receive(fr, _wire(frames), rng, 1 << 21) == frames
+
+
+def test_frame_body_gives_its_bytes_once_and_no_buffer_after(frame_body: Any) -> None:
+    body = frame_body.FrameBody(5)
+    with memoryview(body) as view:
+        assert not view.readonly and view.nbytes == 5
+        view[:] = b"hello"
+    assert body.size == 5
+    taken = body.take()
+    assert type(taken) is bytes and taken == b"hello"
+    with pytest.raises(BufferError):
+        memoryview(body)
+    with pytest.raises(BufferError):
+        body.take()
+    with pytest.raises(ValueError):
+        frame_body.FrameBody(-1)
+
+
+def test_a_view_keeps_the_body_storage_alive(frame_body: Any) -> None:
+    body = frame_body.FrameBody(3)
+    view = memoryview(body)
+    view[:] = b"abc"
+    del body                              # only the view holds it now
+    assert bytes(view) == b"abc"
+
+
+def _rss_bytes() -> int:
+    with open("/proc/self/statm", encoding="ascii") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def test_a_claimed_body_costs_no_memory_until_its_bytes_arrive(frame_body: Any) -> None:
+    """A header claiming 16 MiB (BODY_MAX) of body, 14 bytes of it sent: the receiver's
+    storage is not written beyond what arrived (uninitialised, so its pages are not
+    resident) -- 8 such frames raise the RSS by far less than the 128 MiB claimed."""
+    before = _rss_bytes()
+    held = []
+    for _ in range(8):
+        fr = FrameReceiver(native=True)
+        buf = fr.writable()
+        buf[:14] = struct.pack(">i", FrameReceiver.BODY_MAX) + b"0123456789"
+        assert fr.commit(14) == []
+        assert fr.buffered == 14
+        held.append(fr)
+    assert _rss_bytes() - before < 16 * 1024 * 1024
 
 
 def test_receiver_refuses_hostile_sizes_at_the_header() -> None:
