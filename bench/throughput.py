@@ -77,20 +77,45 @@ def c_client_beside(rdkperf: Path, name: str) -> Path:
     return out
 
 
-def cpu_seconds(pid: int) -> float:
-    """utime + stime of every thread of ``pid`` so far (fields 14, 15 of /proc/pid/stat)."""
+def cpu_seconds(pid: int) -> tuple[float, float]:
+    """(utime, stime) of every thread of ``pid`` so far (fields 14, 15 of /proc/pid/stat)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICK
+    return int(fields[11]) / TICK, int(fields[12]) / TICK
+
+
+def fresh_page_write_cost(directory: Path, megabytes: int = 1024) -> tuple[float, float]:
+    """CPU seconds per GB of writing ``megabytes`` MiB in 1 MiB pwrites into a new file in
+    ``directory`` (the broker's filesystem), then rewriting the same pages: (new file,
+    pages in use). The kernel's share of a produce load's broker CPU is such writes; on
+    a virtual machine that hands freed pages back to its host (free page reporting) the
+    first is several times the second (each fresh page faults on the host too), and it
+    moves the broker's s/GB with it -- printed beside the figures so they can be read."""
+    path = directory / "fresh-page-calibration.bin"
+    block = b"\x01" * (1 << 20)
+    out = []
+    fd = os.open(path, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o600)
+    try:
+        for _ in range(2):
+            c0 = time.process_time()
+            for i in range(megabytes):
+                os.pwrite(fd, block, i << 20)
+            out.append((time.process_time() - c0) * 1024 / megabytes)
+    finally:
+        os.close(fd)
+        path.unlink()
+    return out[0], out[1]
 
 
 def run_load(argv: list[str], n: int, size: int, pid: int) -> dict[str, float]:
     """One client run (``argv``: rdkperf or rdkconns, which print the same line) of
     ``n`` records of ``size`` bytes; -> its figures and the broker's CPU over it."""
     mode = "consume" if "consume" in argv else "produce"
-    cpu0, t0 = cpu_seconds(pid), time.perf_counter()
+    (user0, sys0), t0 = cpu_seconds(pid), time.perf_counter()
     kids0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     res = subprocess.run(argv, capture_output=True, text=True, timeout=600)
-    wall, cpu = time.perf_counter() - t0, cpu_seconds(pid) - cpu0
+    wall, (user1, sys1) = time.perf_counter() - t0, cpu_seconds(pid)
+    user, kernel = user1 - user0, sys1 - sys0
+    cpu = user + kernel
     kids = resource.getrusage(resource.RUSAGE_CHILDREN)
     client = kids.ru_utime + kids.ru_stime - kids0.ru_utime - kids0.ru_stime
     if res.returncode != 0:
@@ -102,7 +127,8 @@ def run_load(argv: list[str], n: int, size: int, pid: int) -> dict[str, float]:
         raise SystemExit(f"{Path(argv[0]).name} {mode}: {errors} errors: {res.stdout}")
     gb = n * size / 1e9
     return {"msg/s": float(words[1]), "MB/s": float(words[3]), "cpu%": 100 * cpu / wall,
-            "cpu s/GB": cpu / gb, "client%": 100 * client / wall}
+            "cpu s/GB": cpu / gb, "user s/GB": user / gb, "sys s/GB": kernel / gb,
+            "client%": 100 * client / wall}
 
 
 def produce_argv(binary: Path, args: argparse.Namespace, bootstrap: str, topic: str,
@@ -116,6 +142,10 @@ def produce_argv(binary: Path, args: argparse.Namespace, bootstrap: str, topic: 
             str(args.partitions), "1"]
 
 
+# (new file, pages in use) s/GB of fresh_page_write_cost, one per broker started
+CALIBRATION: list[tuple[float, float]] = []
+
+
 def measure(path: str, args: argparse.Namespace, binary: Path
             ) -> dict[tuple[str, int], list[dict[str, float]]]:
     if path == "python":
@@ -126,6 +156,8 @@ def measure(path: str, args: argparse.Namespace, binary: Path
     out: dict[tuple[str, int], list[dict[str, float]]] = {load: [] for load in loads}
     with one_broker(broker_configs(args)) as broker:
         assert broker.pid is not None
+        fresh, in_use = fresh_page_write_cost(broker.dir)
+        CALIBRATION.append((fresh, in_use))
         for _ in range(args.runs):
             for size in sorted({s for _, s in loads}):
                 n = COUNTS[size]
@@ -174,8 +206,15 @@ def main() -> None:
                    f"{'met' if m['cpu s/GB'] <= CPU_PER_GB_TARGET else 'NOT met'}]")
             print(f"{path:<7} {mode}-{size:<5} {m['msg/s'] / 1e6:7.3f} M msg/s "
                   f"{m['MB/s']:9.1f} MB/s  broker CPU {m['cpu%']:5.0f} % "
-                  f"{m['cpu s/GB']:6.2f} s/GB{cpu}{verdict}  client CPU {m['client%']:4.0f} %",
+                  f"{m['cpu s/GB']:6.2f} s/GB (user {m['user s/GB']:.2f}, "
+                  f"sys {m['sys s/GB']:.2f}){cpu}{verdict}  client CPU {m['client%']:4.0f} %",
                   flush=True)
+    fresh = statistics.median(c[0] for c in CALIBRATION)
+    in_use = statistics.median(c[1] for c in CALIBRATION)
+    print(f"# this machine: 1 GB of 1 MiB pwrites into a new file costs {fresh:.2f} s of "
+          f"CPU, into pages already in use {in_use:.2f} s (the kernel's share of a "
+          f"produce load's broker CPU; fresh pages cost more on a VM that hands freed "
+          f"memory back to its host)")
     if "native" in medians and "python" in medians:
         for load, m in medians["native"].items():
             p = medians["python"].get(load)

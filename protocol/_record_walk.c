@@ -1,10 +1,13 @@
 /* protocol/_record_walk.c -- record_validation._walk in C (issue 28).
 
-   walk(body, count, want_stamps, release_above=RELEASE_GIL_RECORDS) -> (keyless, stamps)
+   walk(body, count, want_stamps, release_above=RELEASE_GIL_RECORDS, *, want_keyless=True)
+       -> (keyless, stamps)
 
    Parses ``count`` records that must fill ``body`` (any contiguous byte buffer: bytes,
-   bytearray, memoryview) exactly; returns the indexes of keyless records and, when
-   ``want_stamps`` is true, the timestamp deltas (else None). Anything that does not parse
+   bytearray, memoryview) exactly; returns the indexes of keyless records (an empty list
+   when ``want_keyless`` is false: only a compacted topic needs them, and a batch of
+   10,000 keyless records cost 10,000 ints a walk) and, when ``want_stamps`` is true,
+   the timestamp deltas (else None). Anything that does not parse
    raises protocol.records.InvalidRecordError. The pure-Python ``_walk`` in
    protocol/record_validation.py is the reference and the fallback: the verdicts, results
    and messages here are its own, byte for byte (tests/unit/protocol/
@@ -257,7 +260,8 @@ static enum failure walk_records(const uint8_t *buf, size_t n, int64_t count, in
             if (b & 1) {
                 if (b != 1)
                     FAIL(KEY_LENGTH_BYTE, v, 0);
-                PUSH(keyless, index);
+                if (keyless != NULL)
+                    PUSH(keyless, index);
             } else {
                 skip(n, &at, b >> 1);
             }
@@ -452,18 +456,33 @@ error:
 }
 
 PyDoc_STRVAR(walk_doc,
-"walk(body, count, want_stamps, release_above=1000) -> (keyless, stamps)\n\n"
+"walk(body, count, want_stamps, release_above=1000, *, want_keyless=True)\n"
+"    -> (keyless, stamps)\n\n"
 "protocol.record_validation._walk in C: parse ``count`` records filling ``body``\n"
-"exactly; the indexes of keyless records and (want_stamps) the timestamp deltas, else\n"
-"None. Raises InvalidRecordError as _walk does. The walk runs without the GIL when\n"
-"count > release_above.");
+"exactly; the indexes of keyless records (want_keyless, else []) and (want_stamps) the\n"
+"timestamp deltas, else None. Raises InvalidRecordError as _walk does. The walk runs\n"
+"without the GIL when count > release_above.");
 
-static PyObject *walk(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+static PyObject *walk(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
+                     PyObject *kwnames)
 {
     (void)module;
+    nargs = PyVectorcall_NARGS(nargs);
     if (nargs < 3 || nargs > 4) {
-        PyErr_Format(PyExc_TypeError, "walk() takes 3 or 4 arguments (%zd given)", nargs);
+        PyErr_Format(PyExc_TypeError, "walk() takes 3 or 4 positional arguments (%zd given)",
+                     nargs);
         return NULL;
+    }
+    int want_keyless = 1;
+    Py_ssize_t nkw = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
+    for (Py_ssize_t i = 0; i < nkw; i++) {
+        PyObject *name = PyTuple_GET_ITEM(kwnames, i);
+        if (!PyUnicode_Check(name) || PyUnicode_CompareWithASCIIString(name, "want_keyless")) {
+            PyErr_Format(PyExc_TypeError, "walk() got an unexpected keyword argument %R", name);
+            return NULL;
+        }
+        if ((want_keyless = PyObject_IsTrue(args[nargs + i])) < 0)
+            return NULL;
     }
     PyObject *count_obj = args[1];
     int want_stamps = PyObject_IsTrue(args[2]);
@@ -497,12 +516,12 @@ static PyObject *walk(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     failure_t f = {OK, 0, {0, 0}, 0};
     if (count > release_above) {
         Py_BEGIN_ALLOW_THREADS
-        f.code = walk_records(view.buf, n, count, want_stamps, &keyless, &stamps, &big_stamps,
-                              &f);
+        f.code = walk_records(view.buf, n, count, want_stamps, want_keyless ? &keyless : NULL,
+                              &stamps, &big_stamps, &f);
         Py_END_ALLOW_THREADS
     } else {
-        f.code = walk_records(view.buf, n, count, want_stamps, &keyless, &stamps, &big_stamps,
-                              &f);
+        f.code = walk_records(view.buf, n, count, want_stamps, want_keyless ? &keyless : NULL,
+                              &stamps, &big_stamps, &f);
     }
 
     /* step 3 */
@@ -524,7 +543,7 @@ static PyObject *walk(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 }
 
 static PyMethodDef methods[] = {
-    {"walk", (PyCFunction)(void (*)(void))walk, METH_FASTCALL, walk_doc},
+    {"walk", (PyCFunction)(void (*)(void))walk, METH_FASTCALL | METH_KEYWORDS, walk_doc},
     {NULL, NULL, 0, NULL},
 };
 

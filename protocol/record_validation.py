@@ -181,7 +181,9 @@ def validate_batch(buf: Any, pos: int, header: BatchHeader, rules: RecordRules, 
             raise InvalidRecordError(str(e)) from None
     want_stamps = rules.checks_timestamps and not rules.log_append_time \
         and header.timestamp_type != LOG_APPEND_TIME
-    keyless, stamps = _walk_records(body, header.records_count, want_stamps)
+    # keyless records matter only on a compacted topic (they are refused there)
+    keyless, stamps = _walk_records(body, header.records_count, want_stamps,
+                                    want_keyless=rules.compacted)
     errors: list[tuple[int, str]] | None = None
     if rules.compacted and keyless:
         errors = [(i, "Compacted topic cannot accept message without key in topic partition "
@@ -226,9 +228,11 @@ def _bad_timestamps(header: BatchHeader, stamps: list[int] | None, rules: Record
             for i, ts in enumerate(values) if i not in skip and out(ts)]
 
 
-def _walk(body: Any, count: int, want_stamps: bool) -> tuple[list[int], list[int] | None]:
+def _walk(body: Any, count: int, want_stamps: bool, *, want_keyless: bool = True
+          ) -> tuple[list[int], list[int] | None]:
     """Parse ``count`` records filling ``body`` exactly; return the indexes of keyless
-    records and (``want_stamps``) the timestamp deltas.
+    records (``want_keyless``, else an empty list) and (``want_stamps``) the timestamp
+    deltas.
 
     Varints of one and two bytes (every length below 8 KiB, every offset delta below
     8192) are decoded inline; longer ones go through ``_varint``. A zig-zag value is odd
@@ -295,7 +299,8 @@ def _walk(body: Any, count: int, want_stamps: bool) -> tuple[list[int], list[int
                 if b & 1:
                     if b != 1:
                         raise InvalidRecordError(f"record {index}: invalid key length")
-                    keyless.append(index)
+                    if want_keyless:
+                        keyless.append(index)
                 else:
                     at += b >> 1
             else:
