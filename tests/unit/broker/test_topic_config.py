@@ -3,9 +3,12 @@ Kafka's wording, effective values from broker synonyms, and the storage mapping.
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from broker import topic_config as tc
+from broker.broker import Broker
 from protocol import topic_names
 from broker.config import BrokerConfig
 from storage.config import LogConfig
@@ -149,3 +152,20 @@ def test_broker_timestamp_bounds_reach_the_log_config_and_topics_override_them()
         (3_600_000, 60_000)
     lc = tc.log_config(broker, {"message.timestamp.before.max.ms": "5"})
     assert lc.message_timestamp_before_max_ms == 5
+
+
+# ---- Broker.log_config_for: built once per (broker config, topic overrides) -----------------
+
+def test_log_config_for_is_reused_until_the_config_or_the_overrides_change() -> None:
+    broker = Broker(BrokerConfig())
+    first = broker.log_config_for("t")
+    assert broker.log_config_for("t") is first           # nothing changed: the same object
+    assert first.segment_bytes == 1024 ** 3
+    # a /config/changes reload stores a new overrides dict: rebuilt with the override
+    broker.topic_overrides["t"] = {"segment.bytes": "1048576"}
+    assert broker.log_config_for("t").segment_bytes == 1048576
+    # a dynamic broker change makes a new BrokerConfig: rebuilt with the new default
+    broker.topic_overrides["t"] = {}
+    broker.config = dataclasses.replace(broker.config, log_segment_bytes=2 * 1048576)
+    assert broker.log_config_for("t").segment_bytes == 2 * 1048576
+    assert broker.log_config_for("other").segment_bytes == 2 * 1048576
