@@ -24,9 +24,13 @@
    Why C: the reference walks members in Python, ~2.5 µs each with the GIL held; a
    1 MB batch of 21-byte members (50,000) held it ~125 ms in a pool thread, and the
    event loop waited for it (make fuzz's stalls over 50 ms). Here the whole walk runs
-   without the GIL once the input is over ``release_above`` bytes (smaller inputs are
-   inflated on the event loop itself, which keeps the GIL rather than wait to get it
-   back). Output grows by doubling up to max_size + 1 bytes (the first byte past the
+   without the GIL once the input is over ``release_above`` bytes, and the rest of it
+   once the output passes RELEASE_GIL_OUTPUT bytes: the work follows the output, and a
+   small input may inflate to the whole bound (py-spy --gil under make fuzz found
+   worker threads inflating such bombs, up to 16 MiB from under 64 KiB, with the GIL
+   held while the event loop stalled past 50 ms). A small input that stays small is
+   inflated with the GIL kept (on the event loop, letting go and taking the GIL back
+   would cost more than the work). Output grows by doubling up to max_size + 1 bytes (the first byte past the
    bound is the verdict TOO_LARGE), so a bomb allocates no more than the bound.
 */
 
@@ -38,6 +42,7 @@
 #include <zlib.h>
 
 #define RELEASE_GIL_BYTES 65536   /* inputs above this are inflated without the GIL */
+#define RELEASE_GIL_OUTPUT 262144 /* and any input once its output buffer reaches this */
 #define FIRST_OUT 65536           /* the output buffer's first size (or max_size + 1) */
 
 enum { OK = 0, CORRUPT = 1, TOO_LARGE = 2, NO_MEMORY = 3 };
@@ -136,8 +141,15 @@ static uint32_t le32(const unsigned char *p)
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
-/* The walk, on C memory only (runs without the GIL). */
-static int inflate_members(const unsigned char *in, size_t n, output_t *out)
+/* Whether the walk holds the GIL, and the thread state to take it back with. */
+typedef struct {
+    int holding;
+    PyThreadState *saved;
+} gil_t;
+
+/* The walk, on C memory only; lets go of the GIL (if held) once the output buffer has
+   grown to RELEASE_GIL_OUTPUT bytes. */
+static int inflate_members(const unsigned char *in, size_t n, output_t *out, gil_t *gil)
 {
     size_t pos = 0;
     while (pos < n) {
@@ -165,6 +177,10 @@ static int inflate_members(const unsigned char *in, size_t n, output_t *out)
                 if (grew == 0) {            /* max_size + 1 bytes out: past the bound */
                     inflateEnd(&z);
                     return fail(out, TOO_LARGE, "");
+                }
+                if (gil->holding && out->cap >= RELEASE_GIL_OUTPUT) {
+                    gil->saved = PyEval_SaveThread();
+                    gil->holding = 0;
                 }
             }
             size_t in_left = n - pos, out_left = out->cap - out->len;
@@ -218,7 +234,8 @@ PyDoc_STRVAR(inflate_doc,
 "inflate(data, max_size, release_above=65536) -> bytes | (kind, message)\n\n"
 "compression._gzip_decompress_bounded in C: every gzip member of ``data``, at most\n"
 "``max_size`` bytes out. A refusal is returned as (TOO_LARGE, '') or (CORRUPT, message).\n"
-"Runs without the GIL when len(data) > release_above.");
+"Runs without the GIL when len(data) > release_above, and from the point its output\n"
+"reaches RELEASE_GIL_OUTPUT bytes otherwise.");
 
 static PyObject *inflate_py(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -241,13 +258,14 @@ static PyObject *inflate_py(PyObject *module, PyObject *const *args, Py_ssize_t 
     if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0)
         return NULL;
     output_t out = {NULL, 0, 0, (size_t)max_size + 1, OK, {0}};
+    gil_t gil = {1, NULL};
     if (view.len > release_above) {
-        Py_BEGIN_ALLOW_THREADS
-        inflate_members(view.buf, (size_t)view.len, &out);
-        Py_END_ALLOW_THREADS
-    } else {
-        inflate_members(view.buf, (size_t)view.len, &out);
+        gil.saved = PyEval_SaveThread();
+        gil.holding = 0;
     }
+    inflate_members(view.buf, (size_t)view.len, &out, &gil);
+    if (!gil.holding)
+        PyEval_RestoreThread(gil.saved);
     PyBuffer_Release(&view);
     PyObject *result;
     if (out.code == OK)
@@ -279,6 +297,7 @@ PyMODINIT_FUNC PyInit__gzip_members(void)
     if (module == NULL)
         return NULL;
     if (PyModule_AddIntConstant(module, "RELEASE_GIL_BYTES", RELEASE_GIL_BYTES) < 0
+            || PyModule_AddIntConstant(module, "RELEASE_GIL_OUTPUT", RELEASE_GIL_OUTPUT) < 0
             || PyModule_AddIntConstant(module, "CORRUPT", CORRUPT) < 0
             || PyModule_AddIntConstant(module, "TOO_LARGE", TOO_LARGE) < 0) {
         Py_DECREF(module);

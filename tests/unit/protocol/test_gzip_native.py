@@ -159,6 +159,19 @@ def test_inputs_over_64_kib_are_read_without_the_gil(native: Reader) -> None:
     assert not runs_beside(lambda b: native(b, 1 << 24), small, 200, CorruptCompressedData)
 
 
+def test_small_inputs_that_inflate_far_let_go_of_the_gil(native: Reader) -> None:
+    """The work follows the output: a small input inflating past RELEASE_GIL_OUTPUT
+    (a bomb, 16 MiB from 16 KB) lets go of the GIL from there; one that stays under it
+    keeps the GIL."""
+    assert _gzip_members is not None and _gzip_members.RELEASE_GIL_OUTPUT == 262_144
+    bomb = bytearray(gzip.compress(bytes(16 << 20), 9))
+    assert len(bomb) <= 65_536
+    assert native(bytes(bomb), 1 << 25) == bytes(16 << 20)
+    assert runs_beside(lambda b: native(b, 1 << 25), bomb, 50, CorruptCompressedData)
+    under = bytearray(gzip.compress(bytes(100_000), 9))     # 64 KiB buffer, then 128 KiB
+    assert not runs_beside(lambda b: native(b, 1 << 25), under, 300, CorruptCompressedData)
+
+
 # ---- which reader decompress uses ----------------------------------------------------------
 
 def _reader_in_use(env: dict[str, str]) -> str:
