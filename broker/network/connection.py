@@ -3,8 +3,8 @@
 Theory of operation:
 
 1. Bytes read from the socket become frames: on plaintext listeners they are
-   received in place (``FrameStream`` / ``FrameReceiver``: one copy, the frame's
-   bytes), on TLS listeners read from the stream and split by ``FrameBuffer``. A
+   received in place (``FrameStream`` / ``FrameReceiver``: at most one copy, the
+   frame's bytes; a large frame is received into them), on TLS listeners read from the stream and split by ``FrameBuffer``. A
    frame larger than ``socket.request.max.bytes`` (or with a negative size) closes
    the connection with a log line — nothing of it is buffered.
 2. Requests are handled in arrival order and answered in that order. As in

@@ -4,7 +4,9 @@ recv_into fills the receiver's buffers), and the writer calls ``Connection`` mak
 
 Why: through ``asyncio.StreamReader`` every byte of a request was copied four times
 before a handler saw it (into the reader's buffer, out of it, into the frame buffer,
-out as the frame); here once (the frame's bytes out of the receive buffers). The
+out as the frame); here once for a small frame (its bytes cut out of the receive
+buffer) and not at all for a large one (received into its own bytes where
+protocol/_frame_body.c is built; else once, the join of its chunks). The
 profile of a 1 KiB produce load had those copies at about a third of the broker's
 busy samples (bench/throughput.py, issue 28). TLS listeners keep the stream path
 (``broker.security.tls_stream``): their bytes are decrypted into Python anyway.
