@@ -30,6 +30,9 @@ Map:
                         builds it; the Python walk is the reference, a test keeps them equal)
     _gzip_members.c     compression's bounded gzip member reader in C, on zlib, without
                         the GIL (optional likewise; the Python reader is the reference)
+    _frame_body.c       framing's large frame bodies received into their own bytes, in C
+                        (optional likewise; chunks joined in Python are the reference)
+    native.py           loading those C extensions where built; PYBROKER_NATIVE=0
     http_head.py        HTTP/1.1 request heads and responses for the metrics endpoint
                         and the web console (not Kafka's, but sans-I/O and shared)
     sasl_plain.py       SASL PLAIN (RFC 4616) tokens

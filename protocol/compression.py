@@ -60,15 +60,15 @@ Where N comes from (the topic's max.message.bytes times a factor) is protocol/re
 from __future__ import annotations
 
 import gzip
-import importlib
 import mmap
-import os
 import struct
 import threading
 import zlib
 from enum import IntEnum
 from types import ModuleType
 from typing import Any
+
+from protocol import native
 
 Data = bytes | bytearray | memoryview
 
@@ -243,20 +243,12 @@ def _into(module: Any, codec: Codec, data: Data, out: Any, max_size: int) -> byt
 
 # --------------------------------------------------------------------------- gzip
 
-def _native_gzip() -> ModuleType | None:
-    """protocol/_gzip_members.c as built by setup.py; None when it was not built (no
-    compiler or no zlib headers at install time): the Python reader below runs then."""
-    try:
-        return importlib.import_module("protocol._gzip_members")
-    except ImportError:
-        return None
-
-
-_gzip_members = _native_gzip()
+# protocol/_gzip_members.c where built (it needs zlib's headers too; else the Python
+# reader below runs)
+_gzip_members = native.extension("_gzip_members")
 # Whether bounded gzip reads run in C; PYBROKER_NATIVE=0 forces the Python reader (as it
 # forces record_validation's Python walk).
-NATIVE_GZIP: bool = (_gzip_members is not None
-                     and os.environ.get("PYBROKER_NATIVE", "1") != "0")
+NATIVE_GZIP: bool = _gzip_members is not None and native.wanted()
 
 
 def _gzip_decompress(data: Data, max_size: int | None = None) -> bytes:

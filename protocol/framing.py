@@ -9,29 +9,19 @@ cannot make us allocate.
 
 from __future__ import annotations
 
-import importlib
-import os
 import struct
-from types import ModuleType
 from typing import Any
+
+from protocol import native
 
 _SIZE = struct.Struct(">i")
 
 
-def _native_frame_body() -> ModuleType | None:
-    """protocol/_frame_body.c as built by setup.py; None when it was not built (no
-    compiler at install time): FrameReceiver receives large bodies in chunks then."""
-    try:
-        return importlib.import_module("protocol._frame_body")
-    except ImportError:
-        return None
-
-
-_frame_body = _native_frame_body()
-# Whether a large frame's body is received straight into its bytes (protocol/_frame_body.c);
-# PYBROKER_NATIVE=0 forces the chunked path, as it forces the other Python references.
-NATIVE_FRAME_BODY: bool = (_frame_body is not None
-                           and os.environ.get("PYBROKER_NATIVE", "1") != "0")
+# protocol/_frame_body.c where built (else FrameReceiver receives large bodies in chunks)
+_frame_body = native.extension("_frame_body")
+# Whether a large frame's body is received straight into its bytes; PYBROKER_NATIVE=0
+# forces the chunked path, as it forces the other Python references.
+NATIVE_FRAME_BODY: bool = _frame_body is not None and native.wanted()
 
 
 class FrameTooLarge(ValueError):

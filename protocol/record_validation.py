@@ -65,13 +65,10 @@ them together) and the fallback. With the C walk an uncompressed body is not cop
 
 from __future__ import annotations
 
-import importlib
-import os
 from dataclasses import dataclass
-from types import ModuleType
 from typing import Any
 
-from protocol import compression
+from protocol import compression, native
 from protocol.records import (
     HEADER_SIZE, LOG_APPEND_TIME, BatchHeader, CorruptRecordError, InvalidRecordError,
 )
@@ -83,18 +80,10 @@ MIN_INFLATED_BYTES = 16 * 1024 * 1024
 MIN_RECORD_BODY = 6  # attributes, tsDelta, offsetDelta, keyLength, valueLength, headerCount
 
 
-def _native_walk() -> ModuleType | None:
-    """protocol/_record_walk.c as built by setup.py; None when it was not built (no
-    compiler at install time): the Python walk below is used then."""
-    try:
-        return importlib.import_module("protocol._record_walk")
-    except ImportError:
-        return None
-
-
-_record_walk = _native_walk()
+# protocol/_record_walk.c where built (else the Python walk below is used)
+_record_walk = native.extension("_record_walk")
 # Whether validate_batch walks records in C; PYBROKER_NATIVE=0 forces the Python walk.
-NATIVE: bool = _record_walk is not None and os.environ.get("PYBROKER_NATIVE", "1") != "0"
+NATIVE: bool = _record_walk is not None and native.wanted()
 
 
 def max_inflated_bytes(max_message_bytes: int) -> int:
