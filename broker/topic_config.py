@@ -433,6 +433,30 @@ _STORAGE_KEYS = ("segment.bytes", "segment.ms", "segment.jitter.ms", "index.inte
                  "compression.type")
 
 
+class LogConfigs:
+    """Topics' LogConfigs, each built once per (broker config, topic overrides).
+
+    Both are replaced, never changed in place (BrokerConfig and its dynamic layers are
+    frozen; a /config/changes reload stores a new overrides dict), so an entry built
+    from the same two objects is the same answer, and one built from others is rebuilt.
+    Built per call, a LeaderAndIsr creating 1,000 partitions of one topic resolved the
+    36 topic keys' broker synonyms 36,000 times (bench/topic_creation.py: 3.57 s of
+    broker CPU, 1.14 s with this)."""
+
+    def __init__(self) -> None:
+        # topic -> (the BrokerConfig and overrides it was built from, the LogConfig)
+        self._built: dict[str, tuple[BrokerConfig, Mapping[str, str] | None, LogConfig]] = {}
+
+    def get(self, broker: BrokerConfig, topic: str,
+            overrides: Mapping[str, str] | None) -> LogConfig:
+        built = self._built.get(topic)
+        if built is not None and built[0] is broker and built[1] is overrides:
+            return built[2]
+        config = log_config(broker, overrides)
+        self._built[topic] = (broker, overrides, config)
+        return config
+
+
 def log_config(broker: BrokerConfig, overrides: Mapping[str, str] | None = None,
                base: LogConfig | None = None) -> LogConfig:
     """The storage LogConfig of a topic on this broker: broker defaults, then the
