@@ -4,9 +4,10 @@ Theory of operation:
 
 1. Bytes read from the socket become frames: on plaintext listeners they are
    received in place (``FrameStream`` / ``FrameReceiver``: at most one copy, the
-   frame's bytes; a large frame is received into them), on TLS listeners read from the stream and split by ``FrameBuffer``. A
-   frame larger than ``socket.request.max.bytes`` (or with a negative size) closes
-   the connection with a log line — nothing of it is buffered.
+   frame's bytes; a large frame is received into them), on TLS listeners read from
+   the stream and split by ``FrameBuffer``. A frame larger than
+   ``socket.request.max.bytes`` (or with a negative size) closes the connection
+   with a log line — nothing of it is buffered.
 2. Requests are handled in arrival order and answered in that order. As in
    Kafka, the next request is not looked at while one is being handled (the
    connection is "muted"), with one exception: a Produce unmutes the
