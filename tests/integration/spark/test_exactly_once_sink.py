@@ -1,7 +1,7 @@
 """The ``pybroker`` sink's exactly-once mode (spark_jobs/sink_exactly_once.py): a
 streaming query (exactly_once_query.py, its own process group) copying an input
 topic to an output topic is killed -9 mid-run twice and restarted from its
-checkpoint each time (once with a transaction open, once just after one committed); the
+checkpoint each time (once with a transaction held open, once just after one committed); the
 output read read_committed holds each input record exactly once. A second test replays a
 batch id the way a re-run batch meets it."""
 
@@ -14,7 +14,7 @@ import sys
 import time
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import pytest
 
@@ -26,7 +26,6 @@ pytestmark = pytest.mark.integration
 QUERY = Path(__file__).with_name("exactly_once_query.py")
 RECORDS = 1500
 PAD = b"." * 20000                 # 20 KB values: a task's transaction lasts a while
-KILLS = 2                          # each costs a Spark start (~20 s of make test)
 OVERRIDES = {**SINGLE_BROKER_TXN_OVERRIDES,
              "transaction.abort.timed.out.transaction.cleanup.interval.ms": "1000",
              "log.level": "WARNING"}
@@ -106,6 +105,14 @@ def kill_group(proc: subprocess.Popen) -> None:
     proc.wait(30)
 
 
+def wait_for(condition: Callable[[], bool], proc: subprocess.Popen, log_path: Path) -> None:
+    """Poll ``condition`` while the query runs (its log's tail if it ends, or in 120 s)."""
+    deadline = time.monotonic() + 120
+    while not condition():
+        assert proc.poll() is None, log_path.read_text()[-3000:]
+        assert time.monotonic() < deadline, log_path.read_text()[-3000:]
+
+
 def test_killed_and_restarted_query_writes_each_row_once(txn_broker: Cluster,
                                                          tmp_path: Path) -> None:
     from confluent_kafka import Producer
@@ -118,30 +125,32 @@ def test_killed_and_restarted_query_writes_each_row_once(txn_broker: Cluster,
     assert p.flush(30) == 0
     checkpoint = tmp_path / "checkpoint"
     log_path = tmp_path / "query.log"
-    kills = inside = 0
+    hold = tmp_path / "hold"
     with open(log_path, "ab") as log:
-        for kills in range(1, KILLS + 1):
-            # odd kills: while a task's transaction is open with records written;
-            # even kills: just after a transaction committed (Spark may not have logged
-            # the batch yet: the re-run must skip it)
-            proc = start_query(boot, "eos-out", checkpoint, log)
-            try:
-                deadline = time.monotonic() + 120
-                start = end_offsets(boot, "eos-out", 2)
-                while not (open_transaction(boot, "eos-out", 2) if kills % 2 else
-                           end_offsets(boot, "eos-out", 2) > start
-                           and not open_transaction(boot, "eos-out", 2)):
-                    assert proc.poll() is None, log_path.read_text()[-3000:]
-                    assert time.monotonic() < deadline, log_path.read_text()[-3000:]
-            finally:
-                kill_group(proc)
-            inside += open_transaction(boot, "eos-out", 2)
+        # the first kill: inside a transaction with records written (the query's hold
+        # stops each task of the first micro-batch there, so the kill cannot land
+        # after the commit); the second: just after a transaction committed (Spark may
+        # not have logged the batch yet: the re-run must skip it)
+        hold.touch()
+        proc = start_query(boot, "eos-out", checkpoint, log, f"hold={hold}")
+        try:
+            wait_for(lambda: open_transaction(boot, "eos-out", 2), proc, log_path)
+        finally:
+            kill_group(proc)
+        hold.unlink()
+        assert open_transaction(boot, "eos-out", 2), "the kill closed the held transaction"
+        proc = start_query(boot, "eos-out", checkpoint, log)
+        try:
+            start = end_offsets(boot, "eos-out", 2)
+            wait_for(lambda: end_offsets(boot, "eos-out", 2) > start
+                     and not open_transaction(boot, "eos-out", 2), proc, log_path)
+        finally:
+            kill_group(proc)
         proc = start_query(boot, "eos-out", checkpoint, log, "available-now")
         try:
             assert proc.wait(240) == 0, log_path.read_text()[-3000:]
         finally:
             kill_group(proc)
-    assert inside >= 1, f"none of {kills} kills left a transaction open"
     committed = read_values(boot, "eos-out", "read_committed")
     counts = Counter(v[:-len(PAD)] for v in committed)
     assert sorted(counts) == sorted(f"v-{i}".encode() for i in range(RECORDS))
