@@ -28,7 +28,9 @@ all 3 leaders), commit. The producers run with their client's defaults but acks=
    commit of every run. librdkafka is confluent-kafka in this process; Java is
    bench/JavaTxnBench.java on kafka-clients 3.9.1 (``java -cp CP bench/JavaTxnBench.java``,
    JDK 17 source launch; one JVM serves every run, so later runs are not JIT-cold). The
-   two clients alternate their order from run to run.
+   two clients alternate their order from run to run. Broker CPU per transaction = the
+   3 brokers' utime + stime over a run (init and warm-up included) / its transactions
+   (warm-up included), the median over runs: what bounds the rate on a 2-core machine.
 2. failover (``--only failover``, librdkafka): a thread runs begin / produce / commit in a
    loop (commit_transaction(30 s); a retriable error, a time-out included: commit again;
    an abortable one: abort and go on; each error is shown with its time from the kill).
@@ -52,6 +54,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import queue
 import shutil
 import statistics
@@ -131,10 +134,26 @@ class Run:
     transactions: int
     elapsed_s: float
     commits_s: list[float]          # commit_transaction() alone, each timed transaction
+    broker_cpu_s: float = 0.0       # the 3 brokers' utime + stime over the whole run
+
+    @property
+    def cpu_per_transaction_ms(self) -> float:
+        """Broker CPU per transaction: over init, warm-up and timed ones alike."""
+        return self.broker_cpu_s / (self.transactions + WARMUP_TRANSACTIONS) * 1000
 
     @property
     def per_s(self) -> float:
         return self.transactions / self.elapsed_s
+
+
+def brokers_cpu_s(c: Cluster) -> float:
+    """utime + stime of the cluster's running broker processes (/proc/<pid>/stat)."""
+    total = 0
+    for b in c.brokers:
+        if b.pid is not None:
+            fields = Path(f"/proc/{b.pid}/stat").read_text().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
 
 
 def produce_transaction(p: Producer, topic: str, records: int, value: bytes,
@@ -254,15 +273,19 @@ def bench_throughput(c: Cluster, topic: str, args: argparse.Namespace) -> None:
         for i in range(args.runs):
             order = clients if i % 2 == 0 else clients[::-1]
             for name in order:
+                cpu0 = brokers_cpu_s(c)
                 if name == "java":
                     assert java is not None
-                    runs[name].append(java.run(args.seconds))
+                    run = java.run(args.seconds)
                 else:
-                    runs[name].append(librdkafka_run(c.bootstrap, topic, args.records,
-                                                     args.size, args.seconds))
+                    run = librdkafka_run(c.bootstrap, topic, args.records, args.size,
+                                         args.seconds)
+                run.broker_cpu_s = brokers_cpu_s(c) - cpu0
+                runs[name].append(run)
             print(f"run {i + 1}: " + ", ".join(
                 f"{name} {runs[name][-1].per_s:.1f} tx/s "
-                f"(commit p50 {statistics.median(runs[name][-1].commits_s) * 1000:.1f} ms)"
+                f"(commit p50 {statistics.median(runs[name][-1].commits_s) * 1000:.1f} ms, "
+                f"broker CPU {runs[name][-1].cpu_per_transaction_ms:.1f} ms per tx)"
                 for name in clients), flush=True)
     finally:
         if java is not None:
@@ -275,6 +298,10 @@ def bench_throughput(c: Cluster, topic: str, args: argparse.Namespace) -> None:
         report(f"{name} commit p50", percentile(commits, 50) * 1000, "ms",
                f"({len(commits)} commits)")
         report(f"{name} commit p99", percentile(commits, 99) * 1000, "ms")
+        report(f"{name} broker CPU per tx",
+               statistics.median(r.cpu_per_transaction_ms for r in runs[name]), "ms",
+               "(3 brokers' utime + stime over each run / its transactions, warm-up "
+               "included; median of runs)")
     print(f"reproduce: {section_command('throughput')}", flush=True)
 
 

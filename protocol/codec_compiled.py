@@ -116,9 +116,13 @@ def _gen_decoder(spec: StructSpec, version: int, flexible: bool) -> Decoder:
     if flexible:
         tagged = {f.tag: f for f in spec.fields if version in f.versions and version in f.tagged}
         t = g.const(tagged)
-        g.emit(1, "r = ref.Reader(buf, pos, end)")
-        g.emit(1, f"ref._read_tagged_section(o, {t}, r, {version})")
-        g.emit(1, "pos = r.pos")
+        # nearly every struct has no tagged field: its count byte is 0, read here
+        g.emit(1, "if pos < end and buf[pos] == 0:")
+        g.emit(2, "pos += 1")
+        g.emit(1, "else:")
+        g.emit(2, "r = ref.Reader(buf, pos, end)")
+        g.emit(2, f"ref._read_tagged_section(o, {t}, r, {version})")
+        g.emit(2, "pos = r.pos")
     g.emit(1, "return o, pos")
     return g.build("dec")
 
@@ -257,7 +261,13 @@ def _gen_encoder(spec: StructSpec, version: int, flexible: bool) -> Encoder:
             for f in tagged:
                 fc = g.const(f)
                 g.emit(1, f"v = o.{f.attr}")
-                g.emit(1, f"if v != {fc}.default_value():")
+                # compared by value with one default made here: a struct default is
+                # bound to this function alone, and comparing does not change it
+                d = f.default_value()
+                if isinstance(d, list) and not d:
+                    g.emit(1, "if v != []:")
+                else:
+                    g.emit(1, f"if v != {g.const(d)}:")
                 g.emit(2, f"tagged.append(({f.tag}, {fc}, v))")
             g.emit(1, f"ref.write_tagged_section(tagged, o.unknown_tags, w, {version})")
         else:
