@@ -202,6 +202,7 @@ class StructSpec:
         init = _compile_init(self)
         if init is not None:
             namespace["__init__"] = init
+            namespace["__eq__"] = _compile_eq(self)
         self.cls = type(self.name, (Struct,), namespace)
 
     def new(self, **values: Any) -> Struct:
@@ -241,6 +242,19 @@ def _compile_init(spec: StructSpec) -> Any:
     return env["__init__"]
 
 
+def _compile_eq(spec: StructSpec) -> Any:
+    """``Struct.__eq__`` unrolled for ``spec``'s fields (same order, same result):
+    the encoders compare every tagged struct field with its default."""
+    terms = "".join(f"self.{a} == other.{a} and " for a in spec.attrs)
+    src = ("def __eq__(self, other):\n"
+           "    if type(other) is not type(self):\n"
+           "        return NotImplemented\n"
+           f"    return {terms}(self.unknown_tags or None) == (other.unknown_tags or None)\n")
+    env: dict[str, Any] = {}
+    exec(compile(src, f"<struct {spec.name}>", "exec"), env)
+    return env["__eq__"]
+
+
 def _fresh_default(f: FieldSpec) -> Callable[[], Any]:
     """A maker of ``f``'s mutable default, as ``f.default_value`` gives it, without
     its type tests on each call (called per absent field of every struct built)."""
@@ -277,6 +291,7 @@ class MessageSpec:
     valid: VersionRange
     flexible: VersionRange
     struct: StructSpec
+    _structs: dict[str, StructSpec] | None = dc_field(default=None, init=False, repr=False)
 
     @property
     def cls(self) -> type[Struct]:
@@ -288,7 +303,15 @@ class MessageSpec:
     @property
     def structs(self) -> dict[str, StructSpec]:
         """Every nested struct of this message by its name, e.g.
-        ``api(1).response.structs["PartitionData"].new(...)``."""
+        ``api(1).response.structs["PartitionData"].new(...)``. Found once (the tree
+        is complete when the message is declared: ``field`` builds nested structs) and
+        shared: callers look up, never change it; request builders ask per call."""
+        found = self._structs
+        if found is None:
+            found = self._structs = self._find_structs()
+        return found
+
+    def _find_structs(self) -> dict[str, StructSpec]:
         found: dict[str, StructSpec] = {}
         stack = [self.struct]
         while stack:

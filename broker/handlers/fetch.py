@@ -83,7 +83,10 @@ class _Request:
 
 def _resolve(ctx: RequestContext, request: Struct) -> _Request:
     version = ctx.version
-    names = _topic_names(ctx) if version >= 13 else {}
+    # topic ids -> names only when the request names any: an incremental fetch
+    # with nothing new to say (most replica fetches) names none
+    names = _topic_names(ctx) if version >= 13 and (
+        request.topics or request.forgotten_topics_data) else {}
     out = _Request({}, {}, [], [])
     for topic in request.topics:
         name = topic.topic

@@ -104,3 +104,27 @@ def test_every_struct_builds_fresh_defaults_equal_to_the_schema_defaults() -> No
                         assert got is not getattr(b, f.attr), (struct.name, f.name)
                         checked += 1
     assert checked > 200
+
+
+@pytest.mark.parametrize("spec, version", CASES[::7])
+def test_compiled_eq_agrees_with_the_generic_one(spec: MessageSpec, version: int) -> None:
+    """Each struct's unrolled ``__eq__`` (schema._compile_eq) answers as
+    ``Struct.__eq__`` does: equal copies, one field changed, unknown tags None vs
+    {} (equal) vs set (not), another type (NotImplemented)."""
+    rng = random.Random(f"eq/{spec.name}/{version}")
+    a = random_message(spec, version, rng)
+    b = decode(spec, encode(a, version), version)
+    assert type(a).__eq__ is not Struct.__eq__
+    assert (a == b) is Struct.__eq__(a, b) is True
+    for f in spec.struct.fields:
+        if version not in f.versions:
+            continue
+        c = decode(spec, encode(a, version), version)
+        setattr(c, f.attr, object())          # unequal to whatever a holds
+        assert (a == c) is Struct.__eq__(a, c) is False, f.name
+    c = decode(spec, encode(a, version), version)
+    c.unknown_tags, a.unknown_tags = {}, None
+    assert (a == c) is Struct.__eq__(a, c) is True
+    c.unknown_tags = {99: b"x"}
+    assert (a == c) is Struct.__eq__(a, c) is False
+    assert type(a).__eq__(a, 1) is Struct.__eq__(a, 1) is NotImplemented
