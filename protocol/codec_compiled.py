@@ -5,7 +5,8 @@ function with ``exec``. Runs of fixed-width fields (ints, bools, floats, UUIDs)
 become a single precompiled ``struct.Struct``; strings, bytes, arrays and
 nested structs become inline code; record payloads stay zero-copy views on
 decode and separate chunks on encode. The rare tagged-field section is handed
-to the reference interpreter's helpers, so there is a single definition of it.
+to the reference interpreter's helpers, so there is a single definition of it;
+only its common empty form (a count byte of 0 on decode) is read inline.
 
 Decode limits (issue 17): the generated code applies the same checks as the
 reference (codec_reference's docstring): an array count times the element's
