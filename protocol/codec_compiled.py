@@ -262,13 +262,10 @@ def _gen_encoder(spec: StructSpec, version: int, flexible: bool) -> Encoder:
             for f in tagged:
                 fc = g.const(f)
                 g.emit(1, f"v = o.{f.attr}")
-                # compared by value with one default made here: a struct default is
-                # bound to this function alone, and comparing does not change it
-                d = f.default_value()
-                if isinstance(d, list) and not d:
-                    g.emit(1, "if v != []:")
-                else:
-                    g.emit(1, f"if v != {g.const(d)}:")
+                # compared by value with one default made here: a list or struct
+                # default is bound to this function alone, and comparing does not
+                # change it
+                g.emit(1, f"if v != {g.const(f.default_value())}:")
                 g.emit(2, f"tagged.append(({f.tag}, {fc}, v))")
             g.emit(1, f"ref.write_tagged_section(tagged, o.unknown_tags, w, {version})")
         else:
