@@ -74,7 +74,9 @@ def _behind(first: int, later: int) -> bool:
     return 0 < (later - first) % (INT32_MAX + 1) < (1 << 30)
 
 
-@dataclass(frozen=True, slots=True)
+# Built per request and never changed afterwards; not frozen=True, whose __init__
+# sets each field through object.__setattr__ (5x the cost: 2 µs for 8 fields here).
+@dataclass(slots=True)
 class BatchMetadata:
     first_seq: int
     last_seq: int

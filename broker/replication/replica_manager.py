@@ -42,7 +42,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol
 
 from broker.replication.fetch_reads import (FetchPartitionRequest, FetchPartitionResult, read_all,
-                                            read_partition, valid_follower_position)
+                                            probe_partition, valid_follower_position)
 from broker.replication.leader_fence import LeaderFence
 from broker.replication.offset_lookup import legacy_offsets_before, offset_for_timestamp
 from broker.replication.leader_appends import LeaderAppends
@@ -517,9 +517,8 @@ class ReplicaManager:
             return results
 
         def probe(tp: TopicPartition) -> tuple[int, bool]:
-            r = read_partition(partitions.get(tp), entries[tp], replica_id, isolation,
-                               entries[tp].max_bytes, True, throttle)
-            return r.size, bool(r.error or r.diverging_epoch)
+            return probe_partition(partitions.get(tp), entries[tp], replica_id, isolation,
+                                   min_bytes, throttle)
 
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         measured: dict[Hashable, int] = dict.fromkeys(entries, 0)

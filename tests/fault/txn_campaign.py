@@ -38,6 +38,7 @@ from __future__ import annotations
 import argparse
 import random
 import shutil
+import signal
 import sys
 import tempfile
 import threading
@@ -342,6 +343,10 @@ def main() -> int:
     ap.add_argument("--timeout", type=float, default=1800.0)
     ap.add_argument("--keep", action="store_true", help="keep the work dir (broker logs)")
     args = ap.parse_args()
+    # SIGTERM (a CI job stopped, a run's supervisor giving up) ends the run as Ctrl-C
+    # would: the cluster's with-blocks stop every broker and ZooKeeper by pid. By
+    # default the signal ended this process alone and left them running.
+    signal.signal(signal.SIGTERM, _exit_on_signal)
     work = Path(tempfile.mkdtemp(prefix="pybroker-txn-campaign-"))
     try:
         outcome = run(work, records=args.records, kills=args.kills, seed=args.seed,
@@ -360,6 +365,10 @@ def main() -> int:
     if not made:
         print(f"not every kill was made: {outcome.kills}")
     return 0 if outcome.ok and made else 1
+
+
+def _exit_on_signal(signum: int, _frame: Any) -> None:
+    raise SystemExit(128 + signum)
 
 
 if __name__ == "__main__":

@@ -386,3 +386,37 @@ def test_paced_leader_and_isr_from_an_old_controller_changes_nothing(tmp_path: P
     assert run(b.replicas.become_leader_or_follower_paced(0, [old])) == {
         ("n", 0): ErrorCode.STALE_CONTROLLER_EPOCH}
     assert b.replicas.partition("n", 0) is None
+
+
+def test_the_parked_fetch_probe_agrees_with_a_read(tmp_path: Path) -> None:
+    """probe_partition (what a DelayedFetch re-checks on each change) says "data" when
+    a read would return records and "answer now" when a read would return an error or
+    a diverging epoch, for followers (to the LEO) and consumers (to the HW / LSO), at
+    every position, epoch and min_bytes -- without reading the log when min_bytes <= 1."""
+    from broker.replication.fetch_reads import probe_partition, read_partition
+    b = FakeBroker(tmp_path)
+    b.lead("t", replicas=(1, 2))
+    p = b.replicas.partition(*TP)
+    for n in (3, 2, 4):
+        run(b.replicas.appends.append_records(1, 1000, {TP: batch(n)}))
+    assert p.update_follower_fetch_state(2, 5) and p.high_watermark == 5
+    leo = p.log_end_offset
+    checked = 0
+    for replica_id in (-1, 2):
+        for isolation in (0, 1):
+            for offset in range(-1, leo + 3):
+                for epoch in (-1, p.leader_epoch, p.leader_epoch + 1):
+                    for last_fetched in (-1, p.leader_epoch):
+                        req = FetchPartitionRequest(offset, 1 << 20, epoch, -1, last_fetched)
+                        read = read_partition(p, req, replica_id, isolation, 1 << 20, True)
+                        for min_bytes in (0, 1, 10_000):
+                            size, must = probe_partition(p, req, replica_id, isolation,
+                                                         min_bytes)
+                            assert (size > 0) == (read.size > 0), (replica_id, offset, epoch)
+                            assert must == bool(read.error or read.diverging_epoch)
+                            if min_bytes > 1:
+                                assert size == read.size
+                            checked += 1
+    assert checked > 500
+    missing = FetchPartitionRequest(0, 1 << 20)
+    assert probe_partition(None, missing, 2, 0, 1) == (0, True)
