@@ -3,9 +3,10 @@
 Holds the per-partition request and result of a fetch (``FetchPartitionRequest``,
 ``FetchPartitionResult``), the zero-copy records wrapper (``SliceRecords``) and
 the reads themselves: ``read_all`` over a request's partitions,
-``read_partition`` for one and ``probe_partition``, what a parked fetch has now. Nothing here waits, parks or changes a partition;
-``ReplicaManager.fetch`` owns the follower bookkeeping, the fetch-session skip
-and the DelayedFetch that calls these reads again.
+``read_partition`` for one and ``probe_partition``, what a parked fetch has now.
+Nothing here waits, parks or changes a partition; ``ReplicaManager.fetch`` owns the
+follower bookkeeping, the fetch-session skip and the DelayedFetch that calls these
+reads again.
 
 Invariants of a read:
 * only the leader answers, and only at the caller's leader epoch (if given);
