@@ -83,6 +83,16 @@ def broker_configs(args: argparse.Namespace) -> dict[str, str]:
     return out
 
 
+_TICK = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid: int) -> tuple[float, float]:
+    """(utime, stime) of every thread of ``pid`` so far, in seconds (fields 14, 15 of
+    /proc/pid/stat)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return int(fields[11]) / _TICK, int(fields[12]) / _TICK
+
+
 def rss_kib(pid: int) -> dict[str, int]:
     """VmRSS / VmHWM / RssAnon / RssFile of a process, in KiB (Linux /proc)."""
     out: dict[str, int] = {}

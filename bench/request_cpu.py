@@ -27,7 +27,7 @@ import struct
 import sys
 import time
 
-from _env import create_topic, one_broker  # type: ignore[import-not-found]
+from _env import cpu_seconds, create_topic, one_broker  # type: ignore[import-not-found]
 
 from protocol.api_keys import ApiKey
 from protocol.headers import RequestHeader, decode_response, encode_request
@@ -35,12 +35,6 @@ from protocol.records import build_batch
 from protocol.spec import api
 
 VERSION = 9
-
-
-def cpu_seconds(pid: int) -> tuple[float, float]:
-    """(utime, stime) of a process, in seconds (Linux /proc)."""
-    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
-    return int(fields[11]) / 100, int(fields[12]) / 100
 
 
 def produce_frame(topic: str, records: int, size: int, correlation_id: int) -> bytes:

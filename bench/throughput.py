@@ -43,14 +43,13 @@ import time
 from pathlib import Path
 
 from _env import (REPO, add_broker_config_option, broker_configs,  # type: ignore[import-not-found]  # noqa: E501
-                  command_line, create_topic, delete_topic, one_broker)
+                  command_line, cpu_seconds, create_topic, delete_topic, one_broker)
 
 SIZES = {"100": 100, "1k": 1024}
 COUNTS = {100: 4_000_000, 1024: 1_000_000}        # records per load
 TARGETS = {("produce", 100): ("msg/s", 2.5e6), ("produce", 1024): ("MB/s", 500.0),
            ("consume", 1024): ("MB/s", 1500.0), ("consume", 100): ("msg/s", 2e6)}
 CPU_PER_GB_TARGET = 1.2
-TICK = os.sysconf("SC_CLK_TCK")
 DEFAULT_RDKPERF = Path.home() / ".cache" / "rdkperf" / "rdkperf"
 
 
@@ -75,12 +74,6 @@ def c_client_beside(rdkperf: Path, name: str) -> Path:
         subprocess.run(["cc", "-O2", f"-I{cache / 'inc'}", "-o", str(out), str(source),
                         f"-L{lib}", "-lrdkafka", "-lpthread", f"-Wl,-rpath,{lib}"], check=True)
     return out
-
-
-def cpu_seconds(pid: int) -> tuple[float, float]:
-    """(utime, stime) of every thread of ``pid`` so far (fields 14, 15 of /proc/pid/stat)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return int(fields[11]) / TICK, int(fields[12]) / TICK
 
 
 def fresh_page_write_cost(directory: Path, megabytes: int = 1024) -> tuple[float, float]:

@@ -401,7 +401,15 @@ def test_the_parked_fetch_probe_agrees_with_a_read(tmp_path: Path) -> None:
         run(b.replicas.appends.append_records(1, 1000, {TP: batch(n)}))
     assert p.update_follower_fetch_state(2, 5) and p.high_watermark == 5
     leo = p.log_end_offset
-    checked = 0
+    log_reads = 0
+    real_read = p.read
+
+    def counted_read(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        nonlocal log_reads
+        log_reads += 1
+        return real_read(*args, **kwargs)
+    p.read = counted_read  # type: ignore[method-assign]
+    checked = cheap = 0
     for replica_id in (-1, 2):
         for isolation in (0, 1):
             for offset in range(-1, leo + 3):
@@ -410,13 +418,17 @@ def test_the_parked_fetch_probe_agrees_with_a_read(tmp_path: Path) -> None:
                         req = FetchPartitionRequest(offset, 1 << 20, epoch, -1, last_fetched)
                         read = read_partition(p, req, replica_id, isolation, 1 << 20, True)
                         for min_bytes in (0, 1, 10_000):
+                            before = log_reads
                             size, must = probe_partition(p, req, replica_id, isolation,
                                                          min_bytes)
                             assert (size > 0) == (read.size > 0), (replica_id, offset, epoch)
                             assert must == bool(read.error or read.diverging_epoch)
                             if min_bytes > 1:
                                 assert size == read.size
+                            elif read.size > 0:     # data: known without a log read
+                                assert log_reads == before, (replica_id, offset, min_bytes)
+                                cheap += 1
                             checked += 1
-    assert checked > 500
+    assert checked > 500 and cheap > 50
     missing = FetchPartitionRequest(0, 1 << 20)
     assert probe_partition(None, missing, 2, 0, 1) == (0, True)
