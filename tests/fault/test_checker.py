@@ -50,6 +50,20 @@ def test_unacknowledged_records_may_be_missing_or_present() -> None:
     assert check(h, final).ok
 
 
+def test_an_acknowledgement_without_an_offset_needs_the_record_only() -> None:
+    """librdkafka may acknowledge without an offset (None): present anywhere is fine,
+    absent is loss; such acks sort beside the others (once a TypeError)."""
+    h, final = clean_run()
+    v = make_value("a", 0, 20, 64)
+    h.on_send()
+    h.on_ack(v, 0, None)
+    final[0].append((20, v))
+    assert check(h, final).ok
+    del final[0][-1]
+    rep = check(h, final)
+    assert len(rep.lost) == 1 and "p0@None" in rep.lost[0]
+
+
 def test_loss_is_flagged() -> None:
     h, final = clean_run()
     del final[0][5]
