@@ -65,7 +65,7 @@ EndTxn, as Kafka's handleEndTransaction by state once nothing is pending
 
     Ongoing          PrepareCommit / PrepareAbort written; the markers go out
                      (``markers.py``) and CompleteCommit / CompleteAbort is
-                     written once every partition has its marker
+                     installed once every partition has its marker
     CompleteCommit   commit: NONE (a retry)        abort: INVALID_TXN_STATE
     CompleteAbort    abort: NONE (a retry)         commit: INVALID_TXN_STATE
     Empty            INVALID_TXN_STATE
@@ -73,8 +73,8 @@ EndTxn, as Kafka's handleEndTransaction by state once nothing is pending
 Commit means visible (``transaction.end.await.markers``, on by default; beyond
 Kafka, which answers once Prepare* is durable): EndTxn from Ongoing is answered
 once every partition's leader has the marker below its high watermark and
-CompleteCommit / CompleteAbort is in the coordinator's log (acks=1: losing it loses
-nothing, see ``TransactionStateManager.put``), so when ``commit_transaction()``
+CompleteCommit / CompleteAbort is installed (its record is written later, or
+superseded by the id's next state: ``TransactionStateManager.complete``), so when ``commit_transaction()``
 returns a read_committed consumer reads the records and the next transaction's
 AddPartitionsToTxn finds the id complete (no CONCURRENT_TRANSACTIONS retry). An
 EndTxn for the result already being written (a client's retry, or the first
@@ -130,7 +130,7 @@ class TransactionCoordinator:
     def __init__(self, state: TransactionStateManager,
                  generate_producer_id: Callable[[], Awaitable[int]], *,
                  max_timeout_ms: int, clock: Callable[[], int],
-                 markers: MarkerChannel | None = None, retry_backoff_s: float = 0.1,
+                 markers: MarkerChannel | None = None,
                  await_markers: bool = False, end_wait_s: float = 15.0) -> None:
         self.state = state
         self.await_markers = await_markers
@@ -142,7 +142,6 @@ class TransactionCoordinator:
         self.max_timeout_ms = max_timeout_ms
         self.clock = clock
         self.markers = markers
-        self.retry_backoff_s = retry_backoff_s
         self.pending: set[str] = set()   # ids with a state write in flight
         state.on_loaded = self.on_loaded
         # FindCoordinator creates __transaction_state once; concurrent finds see this
@@ -326,7 +325,7 @@ class TransactionCoordinator:
                 log.info("markers of %r (producer %d): no longer its coordinator; the next "
                          "one finishes them", tid, prepared.producer_id)
                 return ErrorCode.NOT_COORDINATOR
-        while owner():
+        if owner():
             current = self.state.get(tid)
             if current is None or current.state is not prepared.state \
                     or current.producer_epoch != prepared.producer_epoch:
@@ -334,10 +333,10 @@ class TransactionCoordinator:
             done = current.transition(TxnState.COMPLETE_COMMIT if commit
                                       else TxnState.COMPLETE_ABORT, self.clock(),
                                       partitions=frozenset())
-            error = await self._put(done, acks=1)      # see TransactionStateManager.put
-            if error == ErrorCode.NONE or error == ErrorCode.NOT_COORDINATOR:
-                return error
-            await asyncio.sleep(self.retry_backoff_s)
+            # installed at once, its record written later or superseded by the id's
+            # next state (TransactionStateManager.complete)
+            error = self.state.complete(done)
+            return ErrorCode.NONE if error == ErrorCode.NONE else ErrorCode.NOT_COORDINATOR
         return ErrorCode.NOT_COORDINATOR
 
     def on_loaded(self, metas: Iterable[TxnMetadata]) -> None:
@@ -392,14 +391,14 @@ class TransactionCoordinator:
             return ErrorCode.CONCURRENT_TRANSACTIONS, None
         return ErrorCode.NONE, meta
 
-    async def _put(self, meta: TxnMetadata, acks: int = -1) -> int:
+    async def _put(self, meta: TxnMetadata) -> int:
         """Write the id's next state with the id marked pending meanwhile (unless a
         caller, InitProducerId, already marked it for longer)."""
         tid = meta.transactional_id
         marked = tid not in self.pending
         self.pending.add(tid)
         try:
-            return await self.state.put(meta, acks=acks)
+            return await self.state.put(meta)
         finally:
             if marked:
                 self.pending.discard(tid)

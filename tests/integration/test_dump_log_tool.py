@@ -14,7 +14,9 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -50,7 +52,8 @@ Produced = dict[int, tuple[str | None, str | None, str]]   # offset -> key, valu
 
 
 def produce(cluster: Cluster, topic: str, config: dict[str, object], n: int, tag: str,
-            transactions: tuple[bool, ...] = ()) -> tuple[Produced, Produced]:
+            transactions: tuple[bool, ...] = (),
+            after_commit: Callable[[], None] | None = None) -> tuple[Produced, Produced]:
     """n records per run (one run, or one per transaction: True commit, False abort);
     -> (offsets kept, offsets of aborted records) with what each holds."""
     from confluent_kafka import Producer
@@ -85,6 +88,8 @@ def produce(cluster: Cluster, topic: str, config: dict[str, object], n: int, tag
         if commit:
             p.commit_transaction(30)
             kept.update(sink)
+            if after_commit is not None:
+                after_commit()
         else:
             p.abort_transaction(30)
             aborted.update(sink)
@@ -107,8 +112,21 @@ def test_dump_log_matches_what_the_clients_wrote(cluster: Cluster, tmp_path: Pat
     assert create_topic(broker.port, topic, 1, 1, {"index.interval.bytes": "150"}) == 0
     plain, _ = produce(cluster, topic, {"acks": "all"}, 30, "p")
     zipped, _ = produce(cluster, topic, {"compression.type": "gzip"}, 20, "z")
+    txn_log = broker.log_dir / "__transaction_state-0" / f"{SEG}.log"
+
+    def complete_commit_written() -> None:
+        """The coordinator writes CompleteCommit once the id stays idle a moment (the
+        next transaction's Ongoing would supersede it): wait for it, so that the
+        log holds every state for the decoder below."""
+        deadline = time.monotonic() + 10
+        while f"transactionalId=dl-txn-{topic} " not in (
+                out := tool("--transaction-log-decoder", "--files", str(txn_log))[1]) \
+                or "state=CompleteCommit," not in out:
+            assert time.monotonic() < deadline, "no CompleteCommit record in 10 s"
+            time.sleep(0.05)
     committed, aborted = produce(cluster, topic, {"transactional.id": f"dl-txn-{topic}"}, 5,
-                                 "t", transactions=(True, False))
+                                 "t", transactions=(True, False),
+                                 after_commit=complete_commit_written)
     commit_offset(cluster, topic, group, 17)
     broker.stop()                                   # clean: indexes trimmed, snapshot written
     part = broker.log_dir / f"{topic}-0"
@@ -194,7 +212,6 @@ def test_dump_log_matches_what_the_clients_wrote(cluster: Cluster, tmp_path: Pat
     key = f'key: {{"type":"1","data":{{"group":"{group}","topic":"{topic}","partition":0}}}}'
     line = next(ln for ln in out.splitlines() if key in ln)
     assert ' payload: {"version":"3","data":{"offset":17,' in line
-    txn_log = broker.log_dir / "__transaction_state-0" / f"{SEG}.log"
     code, out, err = tool("--transaction-log-decoder", "--files", str(txn_log))
     assert code == 0, err
     states = re.findall(r"key: transaction_metadata::transactionalId=dl-txn-\S+ "

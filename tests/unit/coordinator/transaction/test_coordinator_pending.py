@@ -1,7 +1,8 @@
 """Issue 27 in the coordinator, over an in-memory __transaction_state and a fake marker
 transport: markers go on when the partition's leader epoch is bumped while this broker
 stays leader (the stuck-PrepareCommit bug), Kafka's CONCURRENT_TRANSACTIONS while a
-transition is pending, and commit = visible (EndTxn answered once Complete* is written,
+transition is pending, and commit = visible (EndTxn answered once Complete* is installed, its
+record written after a delay unless the next state supersedes it;
 bounded, NOT_COORDINATOR when the partition moved first). The marker channel abandons
 a request held by a leader the metadata no longer names."""
 
@@ -13,10 +14,27 @@ import itertools
 from coordinator.transaction.coordinator import TransactionCoordinator
 from coordinator.transaction.markers import MarkerChannel, TxnMarker
 from coordinator.transaction.state_manager import TransactionStateManager
+from coordinator.transaction.txn_log import read_key, read_value
 from coordinator.transaction.txn_state import TxnState
 from protocol.errors import ErrorCode
 from tests.unit.coordinator.transaction.test_coordinator_txn import A, B, Brokers, Clock, settle
 from tests.unit.coordinator.transaction.test_state_manager import MemoryLog
+
+
+DELAY_S = 0.01   # complete_write_delay_s
+
+
+def states(mlog: MemoryLog) -> list[TxnState | None]:
+    """The states written to partition 0, in order (None: a tombstone)."""
+    out: list[TxnState | None] = []
+    for key, value in mlog.records.get(0, []):
+        meta = read_value(read_key(key), value)
+        out.append(None if meta is None else meta.state)
+    return out
+
+
+def last_state(mlog: MemoryLog) -> TxnState | None:
+    return states(mlog)[-1]
 
 
 def visible(mlog: MemoryLog, brokers: Brokers, clock: Clock, *,
@@ -26,11 +44,12 @@ def visible(mlog: MemoryLog, brokers: Brokers, clock: Clock, *,
 
     async def next_id() -> int:
         return next(ids)
-    state = TransactionStateManager(mlog, lambda: 1, clock=clock)
+    state = TransactionStateManager(mlog, lambda: 1, clock=clock,
+                                    complete_write_delay_s=DELAY_S)
     channel = MarkerChannel(brokers.send, brokers.leaders.get, lambda topic: True,
                             backoff_s=0.001, leader_check_s=0.005)
     return TransactionCoordinator(state, next_id, max_timeout_ms=60000, clock=clock,
-                                  markers=channel, retry_backoff_s=0.001,
+                                  markers=channel,
                                   await_markers=True, end_wait_s=end_wait_s)
 
 
@@ -55,7 +74,7 @@ def test_markers_go_on_when_the_leader_epoch_is_bumped_under_them() -> None:
             return next(ids)
         c = TransactionCoordinator(
             TransactionStateManager(mlog, lambda: 1, clock=clock), next_id,
-            max_timeout_ms=60000, clock=clock, retry_backoff_s=0.001,
+            max_timeout_ms=60000, clock=clock,
             markers=MarkerChannel(brokers.send, brokers.leaders.get, lambda t: True,
                                   backoff_s=0.001))
         c.state.on_become_leader(0, 3)
@@ -83,13 +102,54 @@ def test_commit_is_answered_once_complete() -> None:
         assert isinstance(mlog, MemoryLog)
         await c.add_partitions("tx", 1000, 0, [A, B])
         assert await c.end_txn("tx", 1000, 0, commit=True) == ErrorCode.NONE
-        # Prepare* acks=all; Complete* acks=1 (the next state's acks=all write covers it)
-        assert mlog.acks[-2:] == [-1, 1]
         meta = c.state.get("tx")
         assert meta is not None and meta.state is TxnState.COMPLETE_COMMIT
         assert {tp for _, m in brokers.sent for tp in m.partitions} == {A, B}
-        # the next transaction begins at once
+        # CompleteCommit is installed; its record waits (the log ends at PrepareCommit)
+        assert last_state(mlog) is TxnState.PREPARE_COMMIT
+        # the next transaction begins at once, and its Ongoing record supersedes it
         assert await c.add_partitions("tx", 1000, 0, [A]) == ErrorCode.NONE
+        await asyncio.sleep(3 * DELAY_S)
+        assert [s for s in states(mlog)][-3:] == [TxnState.ONGOING, TxnState.PREPARE_COMMIT,
+                                                   TxnState.ONGOING]
+        assert mlog.acks[-2:] == [-1, -1]
+    asyncio.run(body())
+
+
+def test_an_idle_ids_complete_record_is_written_after_the_delay_acks_1() -> None:
+    async def body() -> None:
+        c, _ = await started()
+        mlog = c.state.runtime.log
+        assert isinstance(mlog, MemoryLog)
+        await c.add_partitions("tx", 1000, 0, [A, B])
+        assert await c.end_txn("tx", 1000, 0, commit=False) == ErrorCode.NONE
+        assert last_state(mlog) is TxnState.PREPARE_ABORT
+        await asyncio.sleep(3 * DELAY_S)
+        assert last_state(mlog) is TxnState.COMPLETE_ABORT and mlog.acks[-1] == 1
+        # a reload finds the id complete: nothing is sent again
+        c.state.on_become_leader(0, 4)
+        await asyncio.sleep(0.01)
+        meta = c.state.get("tx")
+        assert meta is not None and meta.state is TxnState.COMPLETE_ABORT
+    asyncio.run(body())
+
+
+def test_a_reload_before_the_complete_record_finishes_the_markers_again() -> None:
+    """The coordinator moved before the CompleteCommit record was written: the next
+    one loads PrepareCommit, sends the markers again and completes."""
+    async def body() -> None:
+        c, brokers = await started()
+        await c.add_partitions("tx", 1000, 0, [A, B])
+        assert await c.end_txn("tx", 1000, 0, commit=True) == ErrorCode.NONE
+        sent = len(brokers.sent)
+        c.state.on_resign(0, 3)                      # its record is not written now
+        c.state.on_become_leader(0, 4)
+        await asyncio.sleep(3 * DELAY_S)
+        assert len(brokers.sent) > sent              # the markers went out again
+        meta = c.state.get("tx")
+        assert meta is not None and meta.state is TxnState.COMPLETE_COMMIT
+        mlog = c.state.runtime.log
+        assert isinstance(mlog, MemoryLog) and last_state(mlog) is TxnState.COMPLETE_COMMIT
     asyncio.run(body())
 
 

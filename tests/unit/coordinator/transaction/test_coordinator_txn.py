@@ -50,7 +50,7 @@ def coordinator(mlog: MemoryLog, brokers: Brokers, clock: Clock) -> TransactionC
     state = TransactionStateManager(mlog, lambda: 1, clock=clock)
     channel = MarkerChannel(brokers.send, brokers.leaders.get, lambda topic: True, backoff_s=0.001)
     return TransactionCoordinator(state, next_id, max_timeout_ms=60000, clock=clock,
-                                  markers=channel, retry_backoff_s=0.001)
+                                  markers=channel)
 
 
 async def settle(c: TransactionCoordinator) -> None:

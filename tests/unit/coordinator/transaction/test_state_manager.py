@@ -1,7 +1,8 @@
 """TransactionStateManager over an in-memory __transaction_state (the OffsetsLog seam):
 ownership and loading (newest value wins, tombstones remove), status while loading
 and when not leading, writes installed only once written, epochs fencing a late
-write, log errors mapped for the client, timeouts and expiration."""
+write, log errors mapped for the client, timeouts and expiration, Complete* installed at once
+with its record written later or superseded."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Any
 
 from coordinator.runtime.log_seam import KeyValue, TxnEnd, TxnRecord
 from coordinator.transaction.state_manager import TransactionStateManager, write_error
-from coordinator.transaction.txn_log import transaction_key, transaction_value
+from coordinator.transaction.txn_log import read_key, read_value, transaction_key, transaction_value
 from coordinator.transaction.txn_state import TxnMetadata, TxnState
 from protocol.errors import ErrorCode
 
@@ -198,4 +199,73 @@ def test_a_missed_leader_and_isr_or_stop_replica_heals_on_the_next_request() -> 
         assert m.runtime.partitions.owned[p] == 2
         mlog.epochs[p] = None                  # moved away; the StopReplica never came
         assert m.status("tx") == ErrorCode.NOT_COORDINATOR and m.get("tx") is None
+    asyncio.run(body())
+
+
+def _states(mlog: MemoryLog, p: int) -> list[TxnState | None]:
+    out: list[TxnState | None] = []
+    for key, value in mlog.records.get(p, []):
+        m = read_value(read_key(key), value)
+        out.append(None if m is None else m.state)
+    return out
+
+
+def test_a_waiting_complete_record_is_superseded_or_kept_when_the_next_write_fails() -> None:
+    """``complete`` installs at once and writes later (acks=1); the id's next write
+    supersedes it, unless that write fails: then it is still written."""
+    async def body() -> None:
+        mlog = MemoryLog()
+        m = TransactionStateManager(mlog, lambda: PARTITIONS, clock=lambda: 1000,
+                                    complete_write_delay_s=0.01)
+        p = m.partition_for("tx")
+        m.on_become_leader(p, 0)
+        await settle()
+        done = meta("tx", TxnState.COMPLETE_COMMIT)
+        assert m.complete(done) == ErrorCode.NONE
+        assert m.get("tx") is done and p not in mlog.records          # installed, not written
+        nxt = meta("tx", TxnState.ONGOING, partitions=frozenset({("t", 0)}),
+                   txn_start_timestamp=1)
+        assert await m.put(nxt) == ErrorCode.NONE
+        await asyncio.sleep(0.05)
+        assert _states(mlog, p) == [TxnState.ONGOING] and mlog.acks == [-1]   # superseded
+        again = meta("tx", TxnState.COMPLETE_ABORT)
+        assert m.complete(again) == ErrorCode.NONE
+        mlog.fail = ErrorCode.NOT_ENOUGH_REPLICAS
+        assert await m.put(nxt) == ErrorCode.COORDINATOR_NOT_AVAILABLE
+        mlog.fail = ErrorCode.NONE
+        await asyncio.sleep(0.05)
+        assert m.get("tx") is again
+        assert _states(mlog, p) == [TxnState.ONGOING, TxnState.COMPLETE_ABORT]
+        assert mlog.acks[-1] == 1
+        # resigned before it came due: not written (the next coordinator finishes it)
+        assert m.complete(meta("tx", TxnState.COMPLETE_COMMIT)) == ErrorCode.NONE
+        m.on_resign(p, 0)
+        await asyncio.sleep(0.05)
+        assert len(_states(mlog, p)) == 2
+    asyncio.run(body())
+
+
+def test_the_next_write_waits_for_a_complete_record_being_appended() -> None:
+    """The log must hold an id's records in the order of its states: a write that
+    starts while the waiting Complete* record is being appended goes after it."""
+    async def body() -> None:
+        mlog = MemoryLog()
+        m = TransactionStateManager(mlog, lambda: PARTITIONS, clock=lambda: 1000,
+                                    complete_write_delay_s=0.0)
+        p = m.partition_for("tx")
+        m.on_become_leader(p, 0)
+        await settle()
+        mlog.gate = asyncio.Event()                # appends are held until it opens
+        assert m.complete(meta("tx", TxnState.COMPLETE_COMMIT)) == ErrorCode.NONE
+        await settle()                             # its append has begun, held
+        assert mlog.acks == [1]
+        nxt = meta("tx", TxnState.ONGOING, partitions=frozenset({("t", 0)}),
+                   txn_start_timestamp=1)
+        put = asyncio.ensure_future(m.put(nxt))
+        await settle()
+        assert mlog.acks == [1]                    # the put waits for it
+        mlog.gate.set()
+        assert await put == ErrorCode.NONE
+        assert _states(mlog, p) == [TxnState.COMPLETE_COMMIT, TxnState.ONGOING]
+        assert m.get("tx") == nxt
     asyncio.run(body())
