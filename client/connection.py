@@ -326,29 +326,37 @@ class KafkaConnection:
         raise error
 
     async def _wait(self, fut: asyncio.Future[Struct], timeout: float | None) -> Struct:
+        """The response, or RequestTimedOut after ``timeout`` (the connection's by
+        default): the request is abandoned then, and its answer, should it come, is
+        dropped by correlation id. A caller cancelled meanwhile cancels ``fut``;
+        the entry stays pending, so the response still pairs (and is dropped).
+
+        A timer on the future, not ``asyncio.timeout`` around ``shield(fut)``: those
+        cost a Timeout, a second future and their callbacks on every request, and
+        a follower sends one request per replication round."""
         limit = self.timeout if timeout is None else timeout
+        timer = asyncio.get_running_loop().call_later(limit, self._time_out, fut, limit)
         try:
-            async with asyncio.timeout(limit):   # not wait_for: see _send
-                return await asyncio.shield(fut)
-        except TimeoutError:
-            for cid, (f, key, version) in list(self._pending.items()):
-                if f is fut:
-                    del self._pending[cid]
-                    self._abandoned.add(cid)
-                    fut.cancel()
-                    raise RequestTimedOut(
-                        f"no response from {self.host}:{self.port} to {api(key).name} "
-                        f"v{version} (correlation id {cid}) within {limit:g} s",
-                        self.host, self.port) from None
-            if fut.done():  # resolved at the deadline, or failed by the connection
-                return fut.result()
-            raise
+            return await fut
         except asyncio.CancelledError:
-            # the caller went away (a fetcher stopping): the request stays pending so the
-            # response still pairs by correlation id, and whatever ends it is not
-            # reported as "Future exception was never retrieved"
-            fut.add_done_callback(_consume_outcome)
+            if fut.done() and not fut.cancelled():
+                fut.exception()      # it ended as we were cancelled: mark it retrieved
             raise
+        finally:
+            timer.cancel()
+
+    def _time_out(self, fut: asyncio.Future[Struct], limit: float) -> None:
+        if fut.done():
+            return
+        for cid, (f, key, version) in list(self._pending.items()):
+            if f is fut:
+                del self._pending[cid]
+                self._abandoned.add(cid)
+                fut.set_exception(RequestTimedOut(
+                    f"no response from {self.host}:{self.port} to {api(key).name} "
+                    f"v{version} (correlation id {cid}) within {limit:g} s",
+                    self.host, self.port))
+                return
 
     # -- reading ---------------------------------------------------------------------
 
@@ -480,8 +488,3 @@ def _during(sec: ClientSecurity) -> str:
     (or refusing our certificate) closes the connection without a word."""
     return "" if sec.protocol == "PLAINTEXT" else f" (opening a {sec.protocol} connection)"
 
-
-def _consume_outcome(fut: asyncio.Future[Any]) -> None:
-    """Mark a future's exception retrieved (nobody awaits it any more)."""
-    if not fut.cancelled():
-        fut.exception()

@@ -440,6 +440,25 @@ def test_timeout_keeps_the_connection_usable_and_drops_the_late_answer() -> None
     run(body)
 
 
+def test_a_cancelled_caller_leaves_the_answer_to_pair_and_be_dropped() -> None:
+    async def body(fake: FakeKafka) -> None:
+        fake.delays[ApiKey.METADATA] = 0.2
+        conn = await KafkaConnection.open("127.0.0.1", fake.port)
+        task = asyncio.ensure_future(conn.request(ApiKey.METADATA, metadata_body()))
+        await asyncio.sleep(0.05)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert conn.in_flight == 1           # still pending: its answer pairs by id
+        del fake.delays[ApiKey.METADATA]
+        await asyncio.sleep(0.3)              # the late answer arrives and is dropped
+        assert not conn.closed and conn.in_flight == 0
+        resp = await conn.request(ApiKey.METADATA, metadata_body())
+        assert resp is not None and resp.brokers[0].node_id == 1
+        await conn.close()
+    run(body)
+
+
 def test_silent_broker_times_out() -> None:
     async def body(fake: FakeKafka) -> None:
         fake.silent.add(ApiKey.METADATA)
