@@ -47,6 +47,9 @@ class MetadataCache:
     _brokers: dict[int, BrokerMeta] = field(default_factory=dict)
     _topics: dict[str, dict[int, PartitionMeta]] = field(default_factory=dict)
     _topic_ids: dict[str, uuid.UUID] = field(default_factory=dict)
+    # the reverse of _topic_ids (one writer: _set_topic_id / _drop_topic_id): a Fetch
+    # v13+ names its topics by id, and every consumer fetch resolves them
+    _topic_names: dict[uuid.UUID, str] = field(default_factory=dict)
     # set by the first UpdateMetadata: until then the cache knows no broker and no topic
     received: asyncio.Event = field(default_factory=asyncio.Event, compare=False)
 
@@ -75,10 +78,21 @@ class MetadataCache:
         return self._topic_ids.get(name)
 
     def topic_name(self, topic_id: uuid.UUID) -> str | None:
-        for name, tid in self._topic_ids.items():
-            if tid == topic_id:
-                return name
-        return None
+        return self._topic_names.get(topic_id)
+
+    def _set_topic_id(self, name: str, topic_id: uuid.UUID) -> None:
+        old = self._topic_ids.get(name)
+        if old == topic_id:
+            return
+        if old is not None and self._topic_names.get(old) == name:
+            del self._topic_names[old]          # the topic was created again
+        self._topic_ids[name] = topic_id
+        self._topic_names[topic_id] = name
+
+    def _drop_topic_id(self, name: str) -> None:
+        old = self._topic_ids.pop(name, None)
+        if old is not None and self._topic_names.get(old) == name:
+            del self._topic_names[old]
 
     def partitions(self, topic: str) -> list[PartitionMeta]:
         return [m for _, m in sorted(self._topics.get(topic, {}).items())]
@@ -131,7 +145,7 @@ class MetadataCache:
             for ts in request.topic_states:
                 tid = getattr(ts, "topic_id", None)
                 if version >= 7 and tid is not None and tid.int != 0:
-                    self._topic_ids[ts.topic_name] = tid
+                    self._set_topic_id(ts.topic_name, tid)
                 for ps in ts.partition_states:
                     self._put(ts.topic_name, ps)
         else:
@@ -156,7 +170,7 @@ class MetadataCache:
             parts.pop(ps.partition_index, None)
             if not parts:
                 self._topics.pop(topic, None)
-                self._topic_ids.pop(topic, None)
+                self._drop_topic_id(topic)
             return
         self._topics.setdefault(topic, {})[ps.partition_index] = PartitionMeta(
             ps.partition_index, ps.leader, ps.leader_epoch, tuple(ps.replicas), tuple(ps.isr),
@@ -173,7 +187,7 @@ class MetadataCache:
                 s.partition, s.leader, s.leader_epoch, tuple(s.replicas), tuple(s.isr),
                 cur.offline_replicas if cur else (), s.partition_epoch)
             if s.topic_id is not None and s.topic_id.int != 0:
-                self._topic_ids[s.topic] = s.topic_id
+                self._set_topic_id(s.topic, s.topic_id)
 
 
 def partition_count_or(metadata: MetadataCache, topic: str, configured: int) -> int:

@@ -83,10 +83,9 @@ class _Request:
 
 def _resolve(ctx: RequestContext, request: Struct) -> _Request:
     version = ctx.version
-    # topic ids -> names only when the request names any: an incremental fetch
-    # with nothing new to say (most replica fetches) names none
-    names = _topic_names(ctx) if version >= 13 and (
-        request.topics or request.forgotten_topics_data) else {}
+    names = _topic_names(ctx, [t.topic_id for t in request.topics]
+                         + [t.topic_id for t in request.forgotten_topics_data]
+                         ) if version >= 13 else {}
     out = _Request({}, {}, [], [])
     for topic in request.topics:
         name = topic.topic
@@ -107,17 +106,23 @@ def _resolve(ctx: RequestContext, request: Struct) -> _Request:
     return out
 
 
-def _topic_names(ctx: RequestContext) -> dict[uuid.UUID, str]:
-    """topic id -> name, from the partitions we host, then the metadata cache."""
+def _topic_names(ctx: RequestContext, ids: list[uuid.UUID]) -> dict[uuid.UUID, str]:
+    """topic id -> name for the ids a request names: the metadata cache's map, then
+    (for an id it does not know yet) the partitions we host. Per id, not a map of
+    every topic built per request: a consumer fetch would walk all partitions."""
     names: dict[uuid.UUID, str] = {}
     metadata = ctx.broker.metadata
-    for name in metadata.topics():
-        tid = metadata.topic_id(name)
-        if tid is not None:
+    unknown = False
+    for tid in ids:
+        name = metadata.topic_name(tid)
+        if name is None:
+            unknown = True
+        else:
             names[tid] = name
-    for p in ctx.broker.replicas.partitions.values():
-        if p.topic_id != ZERO_UUID:
-            names[p.topic_id] = p.topic
+    if unknown:
+        for p in ctx.broker.replicas.partitions.values():
+            if p.topic_id != ZERO_UUID and p.topic_id in ids and p.topic_id not in names:
+                names[p.topic_id] = p.topic
     return names
 
 

@@ -103,6 +103,7 @@ def test_update_metadata_every_version(version: int) -> None:
     assert cache.partition_count("t") == 2 and cache.partition_count("absent") == 0
     assert asyncio.run(cache.wait_received(0.0))                 # answered from here on
     assert cache.topic_id("t") == (TID if version >= 7 else None)
+    assert cache.topic_name(TID) == ("t" if version >= 7 else None)
     # an older controller is refused and changes nothing
     stale = roundtrip(bodies(make_ctx(epoch=2), 6), 6, version)
     stale.live_brokers = []
@@ -162,3 +163,25 @@ def test_controlled_shutdown_forwards_only_on_the_controller() -> None:
     resp = asyncio.run(handle_controlled_shutdown(ctx_for(3, 7, broker), req))
     assert resp.error_code == 0
     assert [(r.topic_name, r.partition_index) for r in resp.remaining_partitions] == [("t", 0)]
+
+
+def test_the_id_to_name_map_follows_a_topic_recreated_and_deleted() -> None:
+    """Fetch v13+ resolves topic ids through ``topic_name``: a topic created again
+    under its name gets the new id only, and a deleted one has none."""
+    from broker.metadata_cache import LEADER_DURING_DELETE
+    cache = MetadataCache()
+
+    def update(tid: uuid.UUID, leader: int) -> None:
+        ps = SimpleNamespace(partition_index=0, leader=leader, leader_epoch=0, replicas=[1],
+                             isr=[1], offline_replicas=[], zk_version=0)
+        cache.update_metadata(SimpleNamespace(
+            controller_id=1, controller_epoch=1, live_brokers=[],
+            topic_states=[SimpleNamespace(topic_name="t", topic_id=tid,
+                                          partition_states=[ps])]), 7)
+    first, second = uuid.UUID(int=1), uuid.UUID(int=2)
+    update(first, 1)
+    assert cache.topic_name(first) == "t" and cache.topic_id("t") == first
+    update(second, 1)                             # deleted and created again
+    assert cache.topic_name(first) is None and cache.topic_name(second) == "t"
+    update(second, LEADER_DURING_DELETE)
+    assert cache.topic_name(second) is None and cache.topic_id("t") is None

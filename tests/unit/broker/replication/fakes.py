@@ -101,6 +101,9 @@ class FakeMetadata:
     def topic_id(self, name: str) -> uuid.UUID | None:
         return self.ids.get(name)
 
+    def topic_name(self, topic_id: uuid.UUID) -> str | None:
+        return next((n for n, tid in self.ids.items() if tid == topic_id), None)
+
     def partitions(self, topic: str) -> list[PartitionMeta]:
         return self.parts.get(topic, [])
 
