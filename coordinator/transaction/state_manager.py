@@ -193,7 +193,7 @@ class TransactionStateManager:
                                   else transaction_value(meta), meta)
         if error != ErrorCode.NONE and waiting is not None and tid not in self._unlogged \
                 and self.ids.get(waiting.partition, {}).get(tid) is waiting.meta:
-            self._unlogged[tid] = waiting    # still the id's state: still to be written
+            self._wait_to_write(tid, waiting.partition, waiting.epoch, waiting.meta)
         return error
 
     async def _write(self, tid: str, value: bytes | None, meta: TxnMetadata) -> int:
@@ -225,13 +225,16 @@ class TransactionStateManager:
             return status
         p = self.partition_for(tid)
         self.ids[p][tid] = meta
+        self._wait_to_write(tid, p, self.runtime.partitions.owned[p], meta)
+        return ErrorCode.NONE
+
+    def _wait_to_write(self, tid: str, partition: int, epoch: int, meta: TxnMetadata) -> None:
+        """Queue ``meta``'s record, due ``complete_write_delay_s`` from now."""
         self._unlogged.pop(tid, None)        # re-inserted last: the dict stays in due order
-        self._unlogged[tid] = _Unlogged(p, self.runtime.partitions.owned[p], meta,
-                                        asyncio.get_running_loop().time()
+        self._unlogged[tid] = _Unlogged(partition, epoch, meta, asyncio.get_running_loop().time()
                                         + self.complete_write_delay_s)
         if self._flusher is None or self._flusher.done():
             self._flusher = self.runtime.spawn(self._write_unlogged())
-        return ErrorCode.NONE
 
     async def _write_unlogged(self) -> None:
         """Write the Complete* records that came due, one append per partition,
@@ -296,7 +299,7 @@ class TransactionStateManager:
                               for tid, u in self._unlogged.items()}
             try:
                 await asyncio.wait_for(self._write_unlogged(), 1.0)
-            except (asyncio.TimeoutError, Exception):
+            except Exception:                # a time-out or a log that refused
                 log.info("%d CompleteCommit / CompleteAbort records not written at shutdown",
                          len(self._unlogged))
         for p in self.runtime.partitions.all():

@@ -269,3 +269,30 @@ def test_the_next_write_waits_for_a_complete_record_being_appended() -> None:
         assert _states(mlog, p) == [TxnState.COMPLETE_COMMIT, TxnState.ONGOING]
         assert m.get("tx") == nxt
     asyncio.run(body())
+
+
+def test_a_record_put_back_after_a_failed_write_is_still_written() -> None:
+    """The superseding write held long enough for the writer task to find nothing
+    waiting and end: the record it puts back when it fails is still written."""
+    async def body() -> None:
+        mlog = MemoryLog()
+        m = TransactionStateManager(mlog, lambda: PARTITIONS, clock=lambda: 1000,
+                                    complete_write_delay_s=0.01)
+        p = m.partition_for("tx")
+        m.on_become_leader(p, 0)
+        await settle()
+        done = meta("tx", TxnState.COMPLETE_COMMIT)
+        assert m.complete(done) == ErrorCode.NONE
+        mlog.gate, mlog.fail = asyncio.Event(), ErrorCode.NOT_ENOUGH_REPLICAS
+        nxt = meta("tx", TxnState.ONGOING, partitions=frozenset({("t", 0)}),
+                   txn_start_timestamp=1)
+        put = asyncio.ensure_future(m.put(nxt))
+        await asyncio.sleep(0.05)                 # past the delay: nothing was waiting
+        assert mlog.acks == [-1]
+        mlog.gate.set()
+        assert await put == ErrorCode.COORDINATOR_NOT_AVAILABLE
+        mlog.gate, mlog.fail = None, ErrorCode.NONE
+        await asyncio.sleep(0.05)
+        assert m.get("tx") is done and _states(mlog, p) == [TxnState.COMPLETE_COMMIT]
+        assert mlog.acks == [-1, 1]
+    asyncio.run(body())
