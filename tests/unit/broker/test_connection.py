@@ -203,6 +203,67 @@ def test_produces_are_appended_in_order_and_wait_for_acks_together() -> None:
     run(go())
 
 
+def test_a_small_acks1_produce_is_handled_in_line_a_large_one_pipelined() -> None:
+    """acks=1 waits for no replication: under PIPELINE_MIN_BYTES it is handled in
+    line (no ``appended`` hook: the next request is read once it is answered, which
+    is after the responses before it), at or above it pipelined like acks=all.
+    Responses keep the request order either way."""
+    from broker.network.connection import PIPELINE_MIN_BYTES
+    from broker.replication.replica_manager import ProduceResult
+    from protocol import records
+
+    def produce(correlation_id: int, partition: int, value: bytes) -> bytes:
+        s = api(0).request.structs
+        body = api(0).request.new(acks=1, timeout_ms=5000, topic_data=[
+            s["TopicProduceData"].new(name="t", partition_data=[s["PartitionProduceData"].new(
+                index=partition, records=records.build_batch([(None, value, 1)]))])])
+        return _framed(encode_request(RequestHeader(0, 9, correlation_id, "c"), body))
+
+    async def go() -> None:
+        hooked: list[tuple[int, bool]] = []
+        first = asyncio.Event()
+
+        async def append_records(acks: int, timeout_ms: int, entries: dict, *,  # type: ignore[type-arg]
+                                 transactional_id: str | None = None, single_batch: bool = False,
+                                 appended: object = None) -> dict:  # type: ignore[type-arg]
+            (tp,) = entries
+            hooked.append((tp[1], appended is not None))
+            if appended is not None:
+                appended()  # type: ignore[operator]
+            if acks == -1:
+                await first.wait()
+            return {tp: ProduceResult(0, tp[1] * 10)}
+        broker = SimpleNamespace(config=BrokerConfig(), authorizer=None, quotas=None, metrics=None,
+                                 replicas=SimpleNamespace(
+                                     appends=SimpleNamespace(append_records=append_records)))
+        server = KafkaServer(broker, Endpoint("PLAINTEXT", "127.0.0.1", 0))
+        await server.start()
+        reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+        writer.write(_produce(0, 0) + produce(1, 1, b"v")
+                     + produce(2, 2, bytes(PIPELINE_MIN_BYTES)))
+        for _ in range(100):
+            if len(hooked) == 2:
+                break
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(0.05)
+        # acks=all pipelined; small acks=1 in line: answered after the first, and
+        # nothing after it is read until then
+        assert hooked == [(0, True), (1, False)]
+        first.set()
+        for _ in range(100):
+            if len(hooked) == 3:
+                break
+            await asyncio.sleep(0.01)
+        assert hooked[2] == (2, True)             # large acks=1: pipelined
+        for expected in (0, 1, 2):
+            cid, body = decode_response(0, 9, await _read_frame(reader))
+            assert (cid, body.responses[0].partition_responses[0].base_offset) == (
+                expected, expected * 10)
+        writer.close()
+        await server.stop()
+    run(go())
+
+
 def test_failed_acks0_produce_closes_after_the_earlier_responses() -> None:
     """An acks=0 produce that fails on a partition gets no response; its handler
     returns CLOSE_CONNECTION and the connection closes once the response before
