@@ -16,8 +16,9 @@ Theory of operation:
    partition's ids. Epochs fence: a notification older than the newest seen is
    ignored, and a write that finishes after the partition moved is not installed.
 3. ``put(meta)`` writes the id's new state (acks=all) and installs it only once
-   written, so the cache never holds what the log might not. Log errors map to
-   what the client should do, as Kafka's appendTransactionToLog does.
+   written, so the cache never holds what the log might not (Complete* aside: 4).
+   Log errors map to what the client should do, as Kafka's appendTransactionToLog
+   does.
 4. ``complete(meta)`` installs CompleteCommit / CompleteAbort at once and writes
    its record only ``complete_write_delay_s`` later, and only if the id's next
    state (the next transaction's Ongoing, an epoch bump, a tombstone) was not
