@@ -310,9 +310,13 @@ class Controller:
         ctx.states.update(await self.store.partition_states(ctx.all_partitions(), changed_at))
         # A restarted leader is handled as Kafka handles a bounce: dead first, then
         # new. It is left out of the live set until the failover's full batch has gone
-        # (its partitions get leaders elsewhere, it leaves their ISRs), then joins
-        # through the BrokerChange below; so no broker is ever told it leads at the
-        # leader epoch of its previous process, not even for the moment before the move.
+        # (its partitions get leaders elsewhere), then joins through the BrokerChange
+        # below; so no broker is ever told it leads at the leader epoch of its previous
+        # process, not even for the moment before the move. It stays in the ISRs (its
+        # log is the one it had when it died): the member it hands over to may itself
+        # be dead with its registration not yet expired (every broker killed at once),
+        # and an ISR shrunk to that one member would leave the partition without a
+        # leader once its session ends, beside a live replica holding every record.
         restarted = restarted_leaders(ctx, changed_at)
         for restarted_id in restarted:
             del ctx.live[restarted_id]
@@ -325,10 +329,11 @@ class Controller:
         batch = self.new_batch()
         batch.full = True
         batch.add_update_metadata(ctx.live, ctx.all_partitions())
-        await self.bring_partitions_online(ctx.all_partitions(), batch, resend_all=True)
+        await self.bring_partitions_online(ctx.all_partitions(), batch, resend_all=True,
+                                           keep_in_isr=frozenset(restarted))
         # replicas on brokers that died while nobody was controller go Offline: out of
         # the ISRs (Kafka's replicaStateMachine.startup)
-        gone = {b for s in ctx.states.values() for b in s.isr} - set(ctx.live)
+        gone = {b for s in ctx.states.values() for b in s.isr} - set(ctx.live) - restarted
         if gone:
             await self.remove_from_isr(ctx.all_partitions(), gone, batch)
         batch.send(self.channel)
@@ -379,11 +384,13 @@ class Controller:
     # -- partitions online ---------------------------------------------------------------
 
     async def bring_partitions_online(self, parts: list[TopicPartition], batch: RequestBatch,
-                                       resend_all: bool = False) -> None:
+                                       resend_all: bool = False,
+                                       keep_in_isr: frozenset[int] = frozenset()) -> None:
         """Give every partition in ``parts`` a state znode and a live leader where
-        possible: New -> initialise; leaderless or dead leader -> offline election.
-        LeaderAndIsr to the live replicas of every partition changed (or all of
-        them with ``resend_all``)."""
+        possible: New -> initialise; leaderless or dead leader -> offline election
+        (``keep_in_isr``: brokers out of the live set that stay ISR members, see
+        ``_on_failover``). LeaderAndIsr to the live replicas of every partition
+        changed (or all of them with ``resend_all``)."""
         ctx = self.ctx
         live = set(ctx.live)
         to_create: dict[TopicPartition, LeaderIsr] = {}
@@ -406,12 +413,13 @@ class Controller:
             elif not ctx.is_replica_online(s.leader, tp) or s.leader in ctx.shutting_down:
                 chosen = offline_leader(replicas, s.isr,
                                         ctx.online_brokers(tp) - ctx.shutting_down,
-                                        tp[0] in unclean)
+                                        tp[0] in unclean, keep_in_isr)
                 if chosen is None:
                     self.set_partition_state(tp, _P.OFFLINE)
                     if s.leader != NO_LEADER:
-                        leader, isr = without_replicas(s.leader, s.isr, {s.leader})
-                        to_update[tp] = s.new_leader(leader, isr)
+                        leader, isr = without_replicas(s.leader, s.isr,
+                                                       {s.leader} - keep_in_isr)
+                        to_update[tp] = s.new_leader(NO_LEADER, isr)
                     continue
                 to_update[tp] = s.new_leader(*chosen)
                 if chosen[0] not in s.isr:

@@ -78,14 +78,17 @@ def initial_leader(replicas: list[int], live: set[int]) -> tuple[int, list[int]]
 
 
 def offline_leader(replicas: list[int], isr: tuple[int, ...] | list[int], live: set[int],
-                   unclean: bool) -> tuple[int, list[int]] | None:
+                   unclean: bool, keep: frozenset[int] | set[int] = frozenset()
+                   ) -> tuple[int, list[int]] | None:
     """Leader gone: first replica (assignment order) that is live and in the ISR;
-    ISR = its live members. With unclean election allowed and no such replica,
-    the first live replica with ISR = [it] (may lose data)."""
+    ISR = its live members, and the members in ``keep`` (live brokers that may not
+    lead now but stay in sync: a controller failover's restarted leaders). With
+    unclean election allowed and no such replica, the first live replica with
+    ISR = [it] (may lose data)."""
     live_isr = [r for r in isr if r in live]
     for r in replicas:
         if r in live_isr:
-            return r, live_isr
+            return r, [m for m in isr if m in live or m in keep]
     if unclean:
         for r in replicas:
             if r in live:

@@ -202,13 +202,47 @@ async def test_a_leader_restarted_between_controllers_is_handled_as_restarted() 
     assert nodes[2].controller.is_active
     after = state_json(server, "t", 0)
     assert after["leader"] != 1 and after["leader_epoch"] > before["leader_epoch"]
-    assert 1 not in after["isr"]                  # it catches up as a follower first
+    # it stays in the ISR (its log is the one it had): see the test after this one
+    assert sorted(after["isr"]) == [0, 1, 2]
     # handled as Kafka handles a bounce, dead first: nothing the new controller sent
     # (not even its first full batch) names broker 1 leader at the old epoch
     named = [(p.leader, p.leader_epoch) for key in (4, 6) for req in nodes[2].transport.of(key)
              for p in partition_states(req)]
     assert named and (1, before["leader_epoch"]) not in named, named
     await nodes[2].controller.stop()
+
+
+@aio
+async def test_a_restarted_leader_stays_in_the_isr_when_its_successor_is_dead_but_registered(
+        ) -> None:
+    """Every broker killed at once: broker 1 (leader of t-0) comes back and becomes the
+    controller while broker 0 is dead with its registration not yet expired, and broker
+    2's has gone. The failover moves t-0 to broker 0 at a new epoch and keeps broker 1
+    in the ISR; when broker 0's session ends, broker 1 is elected. (With broker 1 out
+    of the ISR, the ISR was [0] and the partition stayed without a leader until broker
+    0 came back: test_kip101_all_replicas_crash_restart_in_different_orders.)"""
+    server, nodes = await cluster(3)
+    await nodes[0].store.create_topic("t", {0: [1, 0, 2]}, {})
+    await settle(*nodes)
+    before = state_json(server, "t", 0)
+    assert (before["leader"], sorted(before["isr"])) == (1, [0, 1, 2])
+    for n in nodes:
+        await n.controller.stop()                 # no controller from here
+    nodes[2].zk.stop()                            # broker 2: dead, its session gone
+    nodes[1].zk.expire()                          # broker 1 registers anew, unseen
+    await asyncio.sleep(0.05)
+    nodes[1].controller = Controller(1, nodes[1].store, nodes[1].transport)
+    await nodes[1].controller.start()
+    await settle(nodes[1])
+    assert nodes[1].controller.is_active
+    moved = state_json(server, "t", 0)
+    assert moved["leader"] == 0 and moved["leader_epoch"] > before["leader_epoch"]
+    assert sorted(moved["isr"]) == [0, 1]         # 2 out (gone), 1 kept
+    nodes[0].zk.stop()                            # broker 0's session ends only now
+    await settle(nodes[1])
+    after = state_json(server, "t", 0)
+    assert after["leader"] == 1 and after["leader_epoch"] > moved["leader_epoch"]
+    await nodes[1].controller.stop()
 
 
 @aio
