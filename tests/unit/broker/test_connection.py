@@ -143,12 +143,12 @@ def test_a_connection_in_use_outlives_the_idle_period() -> None:
     asyncio.run(go())
 
 
-def _produce(correlation_id: int, partition: int, acks: int = -1) -> bytes:
+def _produce(correlation_id: int, partition: int, acks: int = -1, value: bytes = b"v") -> bytes:
     from protocol import records
     s = api(0).request.structs
     body = api(0).request.new(acks=acks, timeout_ms=5000, topic_data=[s["TopicProduceData"].new(
         name="t", partition_data=[s["PartitionProduceData"].new(
-            index=partition, records=records.build_batch([(None, b"v", 1)]))])])
+            index=partition, records=records.build_batch([(None, value, 1)]))])])
     return _framed(encode_request(RequestHeader(0, 9, correlation_id, "c"), body))
 
 
@@ -210,15 +210,6 @@ def test_a_small_acks1_produce_is_handled_in_line_a_large_one_pipelined() -> Non
     Responses keep the request order either way."""
     from broker.network.connection import PIPELINE_MIN_BYTES
     from broker.replication.replica_manager import ProduceResult
-    from protocol import records
-
-    def produce(correlation_id: int, partition: int, value: bytes) -> bytes:
-        s = api(0).request.structs
-        body = api(0).request.new(acks=1, timeout_ms=5000, topic_data=[
-            s["TopicProduceData"].new(name="t", partition_data=[s["PartitionProduceData"].new(
-                index=partition, records=records.build_batch([(None, value, 1)]))])])
-        return _framed(encode_request(RequestHeader(0, 9, correlation_id, "c"), body))
-
     async def go() -> None:
         hooked: list[tuple[int, bool]] = []
         first = asyncio.Event()
@@ -239,8 +230,8 @@ def test_a_small_acks1_produce_is_handled_in_line_a_large_one_pipelined() -> Non
         server = KafkaServer(broker, Endpoint("PLAINTEXT", "127.0.0.1", 0))
         await server.start()
         reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
-        writer.write(_produce(0, 0) + produce(1, 1, b"v")
-                     + produce(2, 2, bytes(PIPELINE_MIN_BYTES)))
+        writer.write(_produce(0, 0) + _produce(1, 1, acks=1)
+                     + _produce(2, 2, acks=1, value=bytes(PIPELINE_MIN_BYTES)))
         for _ in range(100):
             if len(hooked) == 2:
                 break

@@ -202,6 +202,20 @@ def test_a_missed_leader_and_isr_or_stop_replica_heals_on_the_next_request() -> 
     asyncio.run(body())
 
 
+async def serving_tx(mlog: MemoryLog, delay_s: float) -> tuple[TransactionStateManager, int]:
+    """A manager with ``complete_write_delay_s=delay_s`` serving the partition of "tx"."""
+    m = TransactionStateManager(mlog, lambda: PARTITIONS, clock=lambda: 1000,
+                                complete_write_delay_s=delay_s)
+    p = m.partition_for("tx")
+    m.on_become_leader(p, 0)
+    await settle()
+    return m, p
+
+
+def ongoing(tid: str) -> TxnMetadata:
+    return meta(tid, TxnState.ONGOING, partitions=frozenset({("t", 0)}), txn_start_timestamp=1)
+
+
 def _states(mlog: MemoryLog, p: int) -> list[TxnState | None]:
     out: list[TxnState | None] = []
     for key, value in mlog.records.get(p, []):
@@ -215,16 +229,11 @@ def test_a_waiting_complete_record_is_superseded_or_kept_when_the_next_write_fai
     supersedes it, unless that write fails: then it is still written."""
     async def body() -> None:
         mlog = MemoryLog()
-        m = TransactionStateManager(mlog, lambda: PARTITIONS, clock=lambda: 1000,
-                                    complete_write_delay_s=0.01)
-        p = m.partition_for("tx")
-        m.on_become_leader(p, 0)
-        await settle()
+        m, p = await serving_tx(mlog, 0.01)
         done = meta("tx", TxnState.COMPLETE_COMMIT)
         assert m.complete(done) == ErrorCode.NONE
         assert m.get("tx") is done and p not in mlog.records          # installed, not written
-        nxt = meta("tx", TxnState.ONGOING, partitions=frozenset({("t", 0)}),
-                   txn_start_timestamp=1)
+        nxt = ongoing("tx")
         assert await m.put(nxt) == ErrorCode.NONE
         await asyncio.sleep(0.05)
         assert _states(mlog, p) == [TxnState.ONGOING] and mlog.acks == [-1]   # superseded
@@ -250,17 +259,12 @@ def test_the_next_write_waits_for_a_complete_record_being_appended() -> None:
     starts while the waiting Complete* record is being appended goes after it."""
     async def body() -> None:
         mlog = MemoryLog()
-        m = TransactionStateManager(mlog, lambda: PARTITIONS, clock=lambda: 1000,
-                                    complete_write_delay_s=0.0)
-        p = m.partition_for("tx")
-        m.on_become_leader(p, 0)
-        await settle()
+        m, p = await serving_tx(mlog, 0.0)
         mlog.gate = asyncio.Event()                # appends are held until it opens
         assert m.complete(meta("tx", TxnState.COMPLETE_COMMIT)) == ErrorCode.NONE
         await settle()                             # its append has begun, held
         assert mlog.acks == [1]
-        nxt = meta("tx", TxnState.ONGOING, partitions=frozenset({("t", 0)}),
-                   txn_start_timestamp=1)
+        nxt = ongoing("tx")
         put = asyncio.ensure_future(m.put(nxt))
         await settle()
         assert mlog.acks == [1]                    # the put waits for it
@@ -276,16 +280,11 @@ def test_a_record_put_back_after_a_failed_write_is_still_written() -> None:
     waiting and end: the record it puts back when it fails is still written."""
     async def body() -> None:
         mlog = MemoryLog()
-        m = TransactionStateManager(mlog, lambda: PARTITIONS, clock=lambda: 1000,
-                                    complete_write_delay_s=0.01)
-        p = m.partition_for("tx")
-        m.on_become_leader(p, 0)
-        await settle()
+        m, p = await serving_tx(mlog, 0.01)
         done = meta("tx", TxnState.COMPLETE_COMMIT)
         assert m.complete(done) == ErrorCode.NONE
         mlog.gate, mlog.fail = asyncio.Event(), ErrorCode.NOT_ENOUGH_REPLICAS
-        nxt = meta("tx", TxnState.ONGOING, partitions=frozenset({("t", 0)}),
-                   txn_start_timestamp=1)
+        nxt = ongoing("tx")
         put = asyncio.ensure_future(m.put(nxt))
         await asyncio.sleep(0.05)                 # past the delay: nothing was waiting
         assert mlog.acks == [-1]
