@@ -105,8 +105,17 @@ def run(work: Path, *, records: int, kills: int, seed: int = 1, processors: int 
         kinds: tuple[str, ...] = ("coordinator", "leader"), stop: bool = False,
         recover_limit: float | None = None, restart_at_once: bool = False) -> Outcome:
     rng = random.Random(seed)
-    say = (lambda s: print(f"[{time.strftime('%H:%M:%S')}] {s}", flush=True)) if log \
-        else (lambda _s: None)
+    work.mkdir(parents=True, exist_ok=True)
+    log_path = work / "campaign.log"
+
+    def say(s: str) -> None:
+        """A campaign line: printed when ``log``, and always kept in <work>/campaign.log,
+        so a run that passed slowly (a client hang waited out) can be read afterwards."""
+        line = f"[{time.strftime('%H:%M:%S')}] {s}"
+        if log:
+            print(line, flush=True)
+        with open(log_path, "a", encoding="utf-8") as out:
+            out.write(line + "\n")
     t0 = time.monotonic()
     with zookeeper(work) as zk:
         fc = FaultCluster(zk, work, size=3, overrides=OVERRIDES).start()
