@@ -14,21 +14,16 @@ BOTH = ("SCRAM-SHA-256", "SCRAM-SHA-512")
 
 def store_scram_credentials(zk_connect: str, passwords: Mapping[str, str],
                             mechanisms: Iterable[str] = BOTH) -> None:
-    """One credential per user and mechanism (``zk_connect`` may carry a chroot).
-
-    The client connects without the chroot and writes under it: the chroot may not
-    exist yet (the brokers create it when they start), and kazoo connected to a
-    missing chroot warns that it "should be created before normal use"."""
-    from kazoo.client import KazooClient   # test-side only; the broker reads through controller/
-    hosts, _, chroot = zk_connect.partition("/")
-    root = "/" + chroot.strip("/") if chroot.strip("/") else ""
-    zk = KazooClient(hosts=hosts, timeout=10)
+    """One credential per user and mechanism (``zk_connect`` may carry a chroot:
+    ``KazooZk.start`` creates it first, as the brokers do, so the writes never meet a
+    missing chroot)."""
+    from controller.kazoo_zk import KazooZk
+    zk = KazooZk(zk_connect, session_timeout_ms=10000)
     zk.start(timeout=10)
     try:
         for user, password in passwords.items():
             config = {m: format_credential(make_credential(m, password)) for m in mechanisms}
-            zk.create(f"{root}/config/users/{user}", json.dumps(
+            zk.create(f"/config/users/{user}", json.dumps(
                 {"version": 1, "config": config}).encode(), makepath=True)
     finally:
         zk.stop()
-        zk.close()
