@@ -17,11 +17,14 @@ from coordinator.transaction.state_manager import TransactionStateManager
 from coordinator.transaction.txn_log import read_key, read_value
 from coordinator.transaction.txn_state import TxnState
 from protocol.errors import ErrorCode
-from tests.unit.coordinator.transaction.test_coordinator_txn import A, B, Brokers, Clock, settle
-from tests.unit.coordinator.transaction.test_state_manager import MemoryLog
+from tests.unit.coordinator.transaction.test_coordinator_txn import A, B, Brokers, Clock, reaches
+from tests.unit.coordinator.transaction.test_state_manager import MemoryLog, until
 
 
-DELAY_S = 0.01   # complete_write_delay_s
+DELAY_S = 0.01   # complete_write_delay_s, where a test waits for the Complete* record
+# where a test asserts that the record still waits: no machine is that slow, so what
+# the test sees does not depend on how long its steps take
+HOLD_S = 3600.0
 
 
 def states(mlog: MemoryLog) -> list[TxnState | None]:
@@ -38,14 +41,14 @@ def last_state(mlog: MemoryLog) -> TxnState | None:
 
 
 def visible(mlog: MemoryLog, brokers: Brokers, clock: Clock, *,
-            end_wait_s: float = 5.0) -> TransactionCoordinator:
+            end_wait_s: float = 5.0, delay_s: float = DELAY_S) -> TransactionCoordinator:
     """A coordinator with commit = visible (``transaction.end.await.markers``)."""
     ids = itertools.count(1000)
 
     async def next_id() -> int:
         return next(ids)
     state = TransactionStateManager(mlog, lambda: 1, clock=clock,
-                                    complete_write_delay_s=DELAY_S)
+                                    complete_write_delay_s=delay_s)
     channel = MarkerChannel(brokers.send, brokers.leaders.get, lambda topic: True,
                             backoff_s=0.001, leader_check_s=0.005)
     return TransactionCoordinator(state, next_id, max_timeout_ms=60000, clock=clock,
@@ -87,9 +90,7 @@ def test_markers_go_on_when_the_leader_epoch_is_bumped_under_them() -> None:
         c.state.on_become_leader(0, 4)             # still leader, epoch 3 -> 4
         brokers.leaders[B] = 1                     # the new leader of B
         brokers.down.discard(2)
-        await settle(c)
-        meta = c.state.get("tx")
-        assert meta is not None and meta.state is TxnState.COMPLETE_COMMIT
+        await reaches(c, TxnState.COMPLETE_COMMIT)
         # the markers kept the coordinator epoch the partition was loaded at
         assert {m.coordinator_epoch for _, m in brokers.sent} == {3}
     asyncio.run(body())
@@ -97,7 +98,7 @@ def test_markers_go_on_when_the_leader_epoch_is_bumped_under_them() -> None:
 
 def test_commit_is_answered_once_complete() -> None:
     async def body() -> None:
-        c, brokers = await started()
+        c, brokers = await started(delay_s=HOLD_S)
         mlog = c.state.runtime.log
         assert isinstance(mlog, MemoryLog)
         await c.add_partitions("tx", 1000, 0, [A, B])
@@ -109,28 +110,33 @@ def test_commit_is_answered_once_complete() -> None:
         assert last_state(mlog) is TxnState.PREPARE_COMMIT
         # the next transaction begins at once, and its Ongoing record supersedes it
         assert await c.add_partitions("tx", 1000, 0, [A]) == ErrorCode.NONE
-        await asyncio.sleep(3 * DELAY_S)
-        assert [s for s in states(mlog)][-3:] == [TxnState.ONGOING, TxnState.PREPARE_COMMIT,
-                                                   TxnState.ONGOING]
+        # shutdown writes every record still waiting: the superseded one is not among them
+        await c.state.shutdown()
+        assert states(mlog)[-3:] == [TxnState.ONGOING, TxnState.PREPARE_COMMIT,
+                                     TxnState.ONGOING]
         assert mlog.acks[-2:] == [-1, -1]
     asyncio.run(body())
 
 
 def test_an_idle_ids_complete_record_is_written_after_the_delay_acks_1() -> None:
     async def body() -> None:
-        c, _ = await started()
+        c, brokers = await started()
         mlog = c.state.runtime.log
         assert isinstance(mlog, MemoryLog)
         await c.add_partitions("tx", 1000, 0, [A, B])
+        loop = asyncio.get_running_loop()
+        asked = loop.time()
         assert await c.end_txn("tx", 1000, 0, commit=False) == ErrorCode.NONE
-        assert last_state(mlog) is TxnState.PREPARE_ABORT
-        await asyncio.sleep(3 * DELAY_S)
-        assert last_state(mlog) is TxnState.COMPLETE_ABORT and mlog.acks[-1] == 1
+        await until(lambda: last_state(mlog) is TxnState.COMPLETE_ABORT,
+                    "the CompleteAbort record written")
+        assert loop.time() - asked >= DELAY_S and mlog.acks[-1] == 1
         # a reload finds the id complete: nothing is sent again
+        sent = len(brokers.sent)
+        c.state.on_resign(0, 3)
+        assert c.state.get("tx") is None
         c.state.on_become_leader(0, 4)
-        await asyncio.sleep(0.01)
-        meta = c.state.get("tx")
-        assert meta is not None and meta.state is TxnState.COMPLETE_ABORT
+        await reaches(c, TxnState.COMPLETE_ABORT)
+        assert len(brokers.sent) == sent and not c.state.runtime.tasks
     asyncio.run(body())
 
 
@@ -138,18 +144,20 @@ def test_a_reload_before_the_complete_record_finishes_the_markers_again() -> Non
     """The coordinator moved before the CompleteCommit record was written: the next
     one loads PrepareCommit, sends the markers again and completes."""
     async def body() -> None:
-        c, brokers = await started()
+        c, brokers = await started(delay_s=HOLD_S)
         await c.add_partitions("tx", 1000, 0, [A, B])
         assert await c.end_txn("tx", 1000, 0, commit=True) == ErrorCode.NONE
         sent = len(brokers.sent)
         c.state.on_resign(0, 3)                      # its record is not written now
-        c.state.on_become_leader(0, 4)
-        await asyncio.sleep(3 * DELAY_S)
-        assert len(brokers.sent) > sent              # the markers went out again
-        meta = c.state.get("tx")
-        assert meta is not None and meta.state is TxnState.COMPLETE_COMMIT
         mlog = c.state.runtime.log
-        assert isinstance(mlog, MemoryLog) and last_state(mlog) is TxnState.COMPLETE_COMMIT
+        assert isinstance(mlog, MemoryLog) and last_state(mlog) is TxnState.PREPARE_COMMIT
+        nxt = visible(mlog, brokers, Clock())        # the next coordinator of partition 0
+        nxt.state.on_become_leader(0, 4)
+        await until(lambda: last_state(mlog) is TxnState.COMPLETE_COMMIT,
+                    "the reloaded id's CompleteCommit record written")
+        assert len(brokers.sent) > sent              # the markers went out again
+        meta = nxt.state.get("tx")
+        assert meta is not None and meta.state is TxnState.COMPLETE_COMMIT
     asyncio.run(body())
 
 
@@ -159,10 +167,8 @@ def test_a_retry_waits_for_the_markers_and_the_other_result_is_concurrent() -> N
         await c.add_partitions("tx", 1000, 0, [A, B])
         brokers.down.add(2)
         first = asyncio.ensure_future(c.end_txn("tx", 1000, 0, commit=True))
-        await asyncio.sleep(0.02)
-        assert not first.done()
-        meta = c.state.get("tx")
-        assert meta is not None and meta.state is TxnState.PREPARE_COMMIT
+        await reaches(c, TxnState.PREPARE_COMMIT)
+        assert not first.done()                    # B's leader is down: markers pending
         retry = asyncio.ensure_future(c.end_txn("tx", 1000, 0, commit=True))
         assert await c.end_txn("tx", 1000, 0, commit=False) == \
             ErrorCode.CONCURRENT_TRANSACTIONS

@@ -13,7 +13,7 @@ from coordinator.transaction.markers import MarkerChannel, TxnMarker
 from coordinator.transaction.state_manager import TransactionStateManager
 from coordinator.transaction.txn_state import TxnMetadata, TxnState
 from protocol.errors import ErrorCode
-from tests.unit.coordinator.transaction.test_state_manager import MemoryLog
+from tests.unit.coordinator.transaction.test_state_manager import MemoryLog, until
 
 A, B, C = ("a", 0), ("a", 1), ("b", 0)
 
@@ -53,11 +53,13 @@ def coordinator(mlog: MemoryLog, brokers: Brokers, clock: Clock) -> TransactionC
                                   markers=channel)
 
 
-async def settle(c: TransactionCoordinator) -> None:
-    for _ in range(50):
-        await asyncio.sleep(0.002)
-        if not c.state.runtime.tasks:
-            return
+async def reaches(c: TransactionCoordinator, state: TxnState, tid: str = "tx") -> None:
+    """Wait until the coordinator's background work (markers, the Complete* step) has
+    taken ``tid`` to ``state``."""
+    def there() -> bool:
+        m = c.state.get(tid)
+        return m is not None and m.state is state
+    await until(there, f"{tid} {state.name}")
 
 
 async def started() -> tuple[TransactionCoordinator, MemoryLog, Brokers, Clock]:
@@ -81,7 +83,7 @@ def test_commit_sends_markers_to_each_leader_then_completes() -> None:
         assert await c.add_partitions("tx", 1000, 0, [A]) == ErrorCode.NONE
         assert len(mlog.records[0]) == writes                  # already in: nothing written
         assert await c.end_txn("tx", 1000, 0, commit=True) == ErrorCode.NONE
-        await settle(c)
+        await reaches(c, TxnState.COMPLETE_COMMIT)
         by_broker = {b: set(m.partitions) for b, m in brokers.sent}
         assert by_broker == {1: {A, C}, 2: {B}}
         assert all(m.commit and m.coordinator_epoch == 3 and m.producer_epoch == 0
@@ -112,7 +114,7 @@ def test_markers_are_retried_until_every_partition_took_them() -> None:
         assert await c.end_txn("tx", 1000, 0, commit=True) == ErrorCode.CONCURRENT_TRANSACTIONS
         assert (await c.init_producer_id("tx", 5000)).error == ErrorCode.CONCURRENT_TRANSACTIONS
         brokers.leaders[B] = 1                                  # the partition moved
-        await settle(c)
+        await reaches(c, TxnState.COMPLETE_ABORT)
         assert [tp for b, m in brokers.sent for tp in m.partitions].count(A) == 3
         meta = c.state.get("tx")
         assert meta is not None and meta.state is TxnState.COMPLETE_ABORT
@@ -138,7 +140,7 @@ def test_init_producer_id_fences_and_aborts_an_open_transaction() -> None:
         c, _, brokers, _ = await started()
         await c.add_partitions("tx", 1000, 0, [A])
         assert (await c.init_producer_id("tx", 5000)).error == ErrorCode.CONCURRENT_TRANSACTIONS
-        await settle(c)
+        await reaches(c, TxnState.COMPLETE_ABORT)
         [(_, marker)] = brokers.sent
         assert (marker.commit, marker.producer_epoch) == (False, 1)   # aborted under epoch 1
         meta = c.state.get("tx")
@@ -158,7 +160,7 @@ def test_a_transaction_past_its_timeout_is_aborted() -> None:
         assert await c.abort_timed_out() == 0                   # exactly at the timeout: not yet
         clock.now += 1
         assert await c.abort_timed_out() == 1
-        await settle(c)
+        await reaches(c, TxnState.COMPLETE_ABORT)
         meta = c.state.get("tx")
         assert meta is not None and (meta.state, meta.producer_epoch) == (
             TxnState.COMPLETE_ABORT, 1)
@@ -191,8 +193,7 @@ def test_a_new_coordinator_finishes_what_the_log_left_in_prepare_commit() -> Non
         # the broker dies before any marker went out; another one loads the partition
         second = coordinator(mlog, brokers, clock)
         second.state.on_become_leader(0, 4)
-        await settle(second)
-        await settle(second)
+        await reaches(second, TxnState.COMPLETE_COMMIT)
         assert {tp for _, m in brokers.sent for tp in m.partitions} == {A, B}
         assert {(m.commit, m.producer_epoch, m.coordinator_epoch) for _, m in brokers.sent} == {
             (True, 4, 4)}
@@ -209,7 +210,7 @@ def test_marker_sending_stops_when_the_coordinator_resigns() -> None:
         await c.end_txn("tx", 1000, 0, commit=True)
         await asyncio.sleep(0.01)
         c.state.on_resign(0, None)
-        await settle(c)
+        await until(lambda: not c.state.runtime.tasks, "the marker task ended")
         assert not c.state.runtime.tasks and c.state.get("tx") is None
     asyncio.run(body())
 

@@ -7,7 +7,7 @@ with its record written later or superseded."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from coordinator.runtime.log_seam import KeyValue, TxnEnd, TxnRecord
@@ -48,6 +48,18 @@ class MemoryLog:
 
     def leader_epoch(self, partition: int) -> int | None:
         return self.epochs.get(partition, 0)
+
+
+async def until(cond: Callable[[], bool], what: str, bound_s: float = 10.0) -> None:
+    """Wait for a background task's effect (``cond``), polling; fail naming ``what``
+    after ``bound_s``. The bound only turns a hang into a failure: a passing run takes
+    milliseconds, however slow the machine, because nothing here waits a fixed time."""
+    loop = asyncio.get_running_loop()
+    end = loop.time() + bound_s
+    while not cond():
+        if loop.time() > end:
+            raise AssertionError(f"not within {bound_s} s: {what}")
+        await asyncio.sleep(0.002)
 
 
 def manager(mlog: MemoryLog) -> TransactionStateManager:
@@ -242,7 +254,7 @@ def test_a_waiting_complete_record_is_superseded_or_kept_when_the_next_write_fai
         mlog.fail = ErrorCode.NOT_ENOUGH_REPLICAS
         assert await m.put(nxt) == ErrorCode.COORDINATOR_NOT_AVAILABLE
         mlog.fail = ErrorCode.NONE
-        await asyncio.sleep(0.05)
+        await until(lambda: len(_states(mlog, p)) == 2, "the kept record written")
         assert m.get("tx") is again
         assert _states(mlog, p) == [TxnState.ONGOING, TxnState.COMPLETE_ABORT]
         assert mlog.acks[-1] == 1
@@ -282,16 +294,19 @@ def test_a_record_put_back_after_a_failed_write_is_still_written() -> None:
         mlog = MemoryLog()
         m, p = await serving_tx(mlog, 0.01)
         done = meta("tx", TxnState.COMPLETE_COMMIT)
-        assert m.complete(done) == ErrorCode.NONE
         mlog.gate, mlog.fail = asyncio.Event(), ErrorCode.NOT_ENOUGH_REPLICAS
         nxt = ongoing("tx")
+        # the put's first step is queued before the writer task that complete() starts:
+        # it takes the record out, so the writer finds nothing waiting and ends
         put = asyncio.ensure_future(m.put(nxt))
-        await asyncio.sleep(0.05)                 # past the delay: nothing was waiting
-        assert mlog.acks == [-1]
+        assert m.complete(done) == ErrorCode.NONE
+        await settle()
+        assert mlog.acks == [-1] and not m._unlogged
+        assert m._flusher is not None and m._flusher.done()
         mlog.gate.set()
         assert await put == ErrorCode.COORDINATOR_NOT_AVAILABLE
         mlog.gate, mlog.fail = None, ErrorCode.NONE
-        await asyncio.sleep(0.05)
+        await until(lambda: p in mlog.records, "the record put back written")
         assert m.get("tx") is done and _states(mlog, p) == [TxnState.COMPLETE_COMMIT]
         assert mlog.acks == [-1, 1]
     asyncio.run(body())
