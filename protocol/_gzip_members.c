@@ -164,10 +164,8 @@ static int inflate_members(const unsigned char *in, size_t n, output_t *out, gil
         size_t member_start = out->len;
         int err = Z_OK;
         for (;;) {
-            if (pos >= n) {
-                inflateEnd(&z);
-                return fail(out, CORRUPT, ENDED);
-            }
+            /* the bound before the end of the input, as the reference checks them: a
+               cut stream that already inflated past max_size is TOO_LARGE */
             if (out->len == out->cap) {
                 int grew = grow(out);
                 if (grew < 0) {
@@ -182,6 +180,10 @@ static int inflate_members(const unsigned char *in, size_t n, output_t *out, gil
                     gil->saved = PyEval_SaveThread();
                     gil->holding = 0;
                 }
+            }
+            if (pos >= n) {
+                inflateEnd(&z);
+                return fail(out, CORRUPT, ENDED);
             }
             size_t in_left = n - pos, out_left = out->cap - out->len;
             z.next_in = (unsigned char *)in + pos;

@@ -32,6 +32,7 @@ from protocol.framing import FrameBuffer, size_prefixed
 from protocol.headers import RequestHeader, decode_request, encode_response
 from protocol.schema import Struct
 from protocol.spec import api
+from tests.unit.polling import until
 
 
 # -- the fake broker ------------------------------------------------------------------------
@@ -451,8 +452,8 @@ def test_a_cancelled_caller_leaves_the_answer_to_pair_and_be_dropped() -> None:
             await task
         assert conn.in_flight == 1           # still pending: its answer pairs by id
         del fake.delays[ApiKey.METADATA]
-        await asyncio.sleep(0.3)              # the late answer arrives and is dropped
-        assert not conn.closed and conn.in_flight == 0
+        await until(lambda: conn.in_flight == 0, "the late answer arrives and is dropped")
+        assert not conn.closed
         resp = await conn.request(ApiKey.METADATA, metadata_body())
         assert resp is not None and resp.brokers[0].node_id == 1
         await conn.close()
@@ -462,9 +463,10 @@ def test_a_cancelled_caller_leaves_the_answer_to_pair_and_be_dropped() -> None:
 def test_silent_broker_times_out() -> None:
     async def body(fake: FakeKafka) -> None:
         fake.silent.add(ApiKey.METADATA)
-        conn = await KafkaConnection.open("127.0.0.1", fake.port, timeout=0.1)
+        # the connection's timeout (opening and the handshake) as usual; the request's short
+        conn = await KafkaConnection.open("127.0.0.1", fake.port)
         with pytest.raises(RequestTimedOut, match="Metadata"):
-            await conn.request(ApiKey.METADATA, metadata_body())
+            await conn.request(ApiKey.METADATA, metadata_body(), timeout=0.1)
         assert conn.in_flight == 0
         await conn.close()
     run(body)
@@ -500,7 +502,9 @@ def test_connection_loss_fails_pending_requests_with_connection_error() -> None:
         conn = await KafkaConnection.open("127.0.0.1", fake.port)
         pending = [asyncio.create_task(conn.request(ApiKey.METADATA, metadata_body()))
                    for _ in range(3)]
-        await asyncio.sleep(0.05)
+        # all three read by the fake first: a close with bytes unread resets the connection
+        await until(lambda: sum(h.api_key == ApiKey.METADATA for h in fake.seen) == 3,
+                    "the fake got the three requests")
         fake.drop_connections()
         for task in pending:
             with pytest.raises(KafkaConnectionError, match="closed by the broker"):
@@ -583,8 +587,7 @@ def test_pool_reuses_and_reconnects_and_serves_as_transport() -> None:
         c1 = await pool.get("127.0.0.1", fake.port)
         assert await pool.get("127.0.0.1", fake.port) is c1
         fake.drop_connections()
-        await asyncio.sleep(0.05)
-        assert c1.closed
+        await until(lambda: c1.closed, "the pool's connection sees the broker close it")
         header = RequestHeader(ApiKey.METADATA, 5, 12345, "controller")
         resp = await pool.send(1, "127.0.0.1", fake.port, header, metadata_body())
         assert resp.controller_id == 1

@@ -15,6 +15,7 @@ from protocol.headers import RequestHeader
 from protocol.schema import Struct
 from protocol.spec import api
 from tests.unit.controller.fake_zk import FakeZk, FakeZkServer
+from tests.unit.polling import until
 
 
 def aio(fn: Callable[[], Awaitable[None]]) -> Callable[[], None]:
@@ -92,6 +93,12 @@ async def cluster(n: int, make: Callable[[FakeZkServer, int], Node] = Node,
 def active(nodes: list[Node]) -> Node:
     (a,) = [n for n in nodes if n.controller.is_active]
     return a
+
+
+def registered_anew(server: FakeZkServer, node: Node) -> bool:
+    """Whether ``node``'s store, its session expired, has registered on the new one."""
+    st = server.nodes.get(zd.broker_path(node.id))
+    return st is not None and st.czxid == node.store.broker_epoch
 
 
 def state_json(server: FakeZkServer, topic: str, p: int) -> dict[str, Any]:
@@ -192,7 +199,7 @@ async def test_a_leader_restarted_between_controllers_is_handled_as_restarted() 
     for n in nodes:
         await n.controller.stop()                 # no controller from here
     nodes[1].zk.expire()                          # broker 1 registers anew, unseen
-    await asyncio.sleep(0.05)
+    await until(lambda: registered_anew(server, nodes[1]), "broker 1 registered anew")
     assert server.nodes[zd.broker_path(1)].czxid > server.nodes[
         zd.partition_state_path("t", 0)].mzxid
     nodes[2].transport.sent.clear()               # what the next controller sends, only
@@ -230,7 +237,7 @@ async def test_a_restarted_leader_stays_in_the_isr_when_its_successor_is_dead_bu
         await n.controller.stop()                 # no controller from here
     nodes[2].zk.stop()                            # broker 2: dead, its session gone
     nodes[1].zk.expire()                          # broker 1 registers anew, unseen
-    await asyncio.sleep(0.05)
+    await until(lambda: registered_anew(server, nodes[1]), "broker 1 registered anew")
     nodes[1].controller = Controller(1, nodes[1].store, nodes[1].transport)
     await nodes[1].controller.start()
     await settle(nodes[1])
@@ -256,7 +263,7 @@ async def test_a_lone_replica_restarted_between_controllers_keeps_its_leadership
     for n in nodes:
         await n.controller.stop()
     nodes[1].zk.expire()
-    await asyncio.sleep(0.05)
+    await until(lambda: registered_anew(server, nodes[1]), "broker 1 registered anew")
     nodes[0].controller = Controller(0, nodes[0].store, nodes[0].transport)
     await nodes[0].controller.start()
     await settle(nodes[0])
@@ -353,7 +360,7 @@ async def test_store_ids_configs_and_producer_blocks() -> None:
     seen: list[str] = []
     store.watch_config_changes(seen.append)
     await store.set_topic_configs("c", {"retention.ms": "5"})
-    await asyncio.sleep(0.05)
+    await until(lambda: bool(seen), "the config change notified")
     assert await store.topic_configs("c") == {"retention.ms": "5"}
     assert seen == ["c"]
     change = [p for p in server.nodes if p.startswith("/config/changes/config_change_")]

@@ -76,8 +76,16 @@ def test_registration_waits_for_the_dead_sessions_znode_then_succeeds(
         old = await dead_session(server, 1)
         store = await fresh_store(server, session_timeout_ms=6000)
         loop = asyncio.get_running_loop()
-        loop.call_later(0.4, old.stop)          # ZooKeeper expires the dead session
         ticker = Ticker()
+
+        def expire() -> None:
+            # ZooKeeper expires the dead session 0.4 s on, once the loop has also ticked
+            # 20 times meanwhile: on a slow machine the ticks take longer, not fewer
+            if ticker.ticks >= 20:
+                old.stop()
+            else:
+                loop.call_later(0.01, expire)
+        loop.call_later(0.4, expire)
         began = loop.time()
         epoch = await store.register_broker(1, [ENDPOINT])
         took = loop.time() - began

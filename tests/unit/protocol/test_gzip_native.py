@@ -112,6 +112,15 @@ def test_the_bound_is_the_same_at_every_edge(native: Reader, max_size: int) -> N
     assert same(native, data, max_size)[0] == ("returned" if max_size >= 15_000 else "too large")
 
 
+def test_a_cut_stream_already_past_the_bound_is_too_large(native: Reader) -> None:
+    """The bound is checked before the end of the input, as the reference does: a
+    member cut after its first output byte, with max_size 0, is too large, not cut
+    (found by the property test below)."""
+    data = (gzip.compress(b"", mtime=0) + gzip.compress(b"\x00", mtime=0))[:32]
+    assert same(native, data, 0)[0] == "too large"
+    assert same(native, data, 1)[0] == "corrupt"
+
+
 def test_a_bomb_stops_at_the_bound(native: Reader) -> None:
     bomb = gzip.compress(b"\x00" * (64 << 20))           # 64 MiB from ~65 KB
     assert same(native, bomb, 1 << 20)[0] == "too large"

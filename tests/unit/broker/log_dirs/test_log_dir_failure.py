@@ -27,6 +27,7 @@ from storage.config import LogConfig
 from storage.log_manager import LogManager
 
 from tests.unit.broker.replication.fakes import FakeClock
+from tests.unit.polling import until
 from tests.unit.storage.failing_dir import FailingDir
 
 NOW = FakeClock().now_ms
@@ -96,10 +97,6 @@ class Node:
                                is_new=is_new)
         return self.replicas.become_leader_or_follower(1, [state])[("t", partition)]
 
-    async def settle(self) -> None:
-        for _ in range(5):
-            await asyncio.sleep(0.02)
-
 
 def run(coro: Any) -> Any:
     return asyncio.run(asyncio.wait_for(coro, 20))
@@ -122,7 +119,8 @@ def test_failed_dir_goes_offline_and_the_other_serves(tmp_path: Path) -> None:
             res = await rm.appends.append_records(1, 30_000, {T0: batch(3), T1: batch(2)})
             # the produce that hit the error: KAFKA_STORAGE_ERROR at once, nothing appended
             assert res[T0].error == ErrorCode.KAFKA_STORAGE_ERROR
-            await n.settle()
+            await until(lambda: waiting.done() and n.rec.notified == 1,
+                        "dir a handled and the controller told")
         assert waiting.result()[T2].error == ErrorCode.KAFKA_STORAGE_ERROR
         assert res[T1].error == 0                # dir b: appended
         assert n.channel.offline_log_dirs.keys() == {n.a}
@@ -166,7 +164,7 @@ def test_the_failing_produce_is_never_acknowledged_and_the_leo_holds(tmp_path: P
             r = (await rm.appends.append_records(-1, 1000, {T0: batch(5)}))[T0]
             assert r.error == ErrorCode.KAFKA_STORAGE_ERROR and r.base_offset == -1
             assert p.log_end_offset == 2 and p.high_watermark == 2
-            await n.settle()
+            await until(lambda: n.handler.handled == [n.a], "dir a handled")
         assert rm.offline_partitions == {T0}
         await n.stop()
     run(main())
@@ -180,10 +178,11 @@ def test_notification_is_retried_and_all_dirs_failing_halts(tmp_path: Path) -> N
         n.lead(0)
         n.lead(1)
         n.logs.report_failure(n.b, "test", OSError(errno.EIO, "gone"))
-        await n.settle()
+        await until(lambda: n.rec.notified == 1, "the controller told, at the third attempt")
         assert n.rec.notified == 1 and not n.rec.halted      # after two failed attempts
         n.logs.report_failure(n.a, "test", OSError(errno.EIO, "gone too"))
-        await n.settle()
+        await until(lambda: bool(n.rec.halted), "the broker halted")
+        await asyncio.sleep(0.05)                # a notice asked for would be written by now
         assert n.rec.halted == [f"Shutdown broker because all log dirs in {n.a}, {n.b} "
                                 f"have failed"]
         assert n.rec.notified == 1                           # halting: no second notice
@@ -198,7 +197,7 @@ def test_channel_queues_each_dir_once_from_any_thread() -> None:
         handled: list[str] = []
         assert channel.maybe_add_offline_log_dir("/d0", "startup", OSError(5, "x"))  # before run
         task = asyncio.ensure_future(channel.run(handled.append))
-        await asyncio.sleep(0.01)
+        await until(lambda: bool(handled), "the dir queued before run handled")
         assert handled == ["/d0"]
         threads = [threading.Thread(target=channel.maybe_add_offline_log_dir,
                                     args=(f"/d{i % 2 + 1}", "cleaner", OSError(5, "x")))
@@ -207,7 +206,7 @@ def test_channel_queues_each_dir_once_from_any_thread() -> None:
             t.start()
         for t in threads:
             t.join()
-        await asyncio.sleep(0.05)
+        await until(lambda: len(handled) >= 3, "the dirs reported from the threads handled")
         assert sorted(handled) == ["/d0", "/d1", "/d2"]
         assert not channel.maybe_add_offline_log_dir("/d1", "again", OSError(5, "x"))
 

@@ -17,6 +17,7 @@ from protocol.schema import Struct
 from protocol.spec import api
 
 from tests.unit.broker.replication.replication_fakes import FakeCluster
+from tests.unit.polling import until
 
 REQ = api(ApiKey.ALTER_PARTITION).request
 RESP = api(ApiKey.ALTER_PARTITION).response
@@ -87,7 +88,7 @@ def test_one_batched_request_and_answers_applied(tmp_path: Path) -> None:
         c.clock.advance(LAG + 1)
         assert c.nodes[1].replicas.maybe_shrink_isr() == 3
         assert manager.pending == 3
-        await asyncio.sleep(0.05)
+        await until(lambda: all(p.pending_isr is None for p in parts), "the answers applied")
         assert len(ctl.requests) == 1
         version, body = ctl.requests[0]
         assert version == 2 and body.broker_id == 1 and body.broker_epoch == 77
@@ -107,7 +108,7 @@ def test_versions_names_without_topic_ids_and_v3_broker_states(tmp_path: Path) -
         manager.max_version = 3
         c.clock.advance(LAG + 1)
         c.nodes[1].replicas.maybe_shrink_isr()
-        await asyncio.sleep(0.05)
+        await until(lambda: parts[0].pending_isr is None, "the answer applied")
         version, body = ctl.requests[-1]
         assert version == 3 and [b.broker_id for b in body.topics[0].partitions[0].new_isr_with_epochs] == [1]
         assert parts[0].isr == {1}
@@ -117,7 +118,7 @@ def test_versions_names_without_topic_ids_and_v3_broker_states(tmp_path: Path) -
         parts[0].isr = frozenset({1, 2})
         parts[0].followers[2].last_caught_up_ms = 0
         assert parts[0].maybe_shrink_isr(LAG)
-        await asyncio.sleep(0.05)
+        await until(lambda: parts[0].pending_isr is None, "the answer applied")
         version, body = ctl.requests[-1]
         assert version == 1 and body.topics[0].topic_name == "t"
         assert parts[0].isr == {1}
@@ -149,7 +150,8 @@ def test_fenced_answer_stays_pending_and_superseded_items_are_dropped(tmp_path: 
         c, manager, parts = setup(tmp_path, ctl, partitions=1)
         c.clock.advance(LAG + 1)
         c.nodes[1].replicas.maybe_shrink_isr()
-        await asyncio.sleep(0.05)
+        await until(lambda: len(ctl.requests) == 1, "the request sent")
+        await asyncio.sleep(0.05)                           # a retry would be sent by now
         assert len(ctl.requests) == 1                       # not retried: awaiting LeaderAndIsr
         assert parts[0].pending_isr is not None and parts[0].isr == {1, 2, 3}
         # no controller known: queued, retried; a LeaderAndIsr then replaces the change
@@ -158,8 +160,7 @@ def test_fenced_answer_stays_pending_and_superseded_items_are_dropped(tmp_path: 
         c2.nodes[1].replicas.maybe_shrink_isr()
         await asyncio.sleep(0.03)
         parts2[0].pending_isr = None                        # as a LeaderAndIsr does
-        await asyncio.sleep(0.03)
-        assert manager2.pending == 0
+        await until(lambda: manager2.pending == 0, "the superseded change dropped")
         await manager.shutdown()
         await manager2.shutdown()
     asyncio.run(main())
@@ -213,8 +214,8 @@ def test_no_peer_reaches_it_either_retried_after_the_backoff(tmp_path: Path) -> 
         manager.relays = lambda: [controller]                  # the controller is no relay
         c.clock.advance(LAG + 1)
         c.nodes[1].replicas.maybe_shrink_isr()
-        await asyncio.sleep(0.05)
-        assert set(pool.asked) == {controller} and len(pool.asked) >= 2   # retried
+        await until(lambda: len(pool.asked) >= 2, "the controller asked again")   # retried
+        assert set(pool.asked) == {controller} and len(pool.asked) >= 2
         assert parts[0].pending_isr is not None and not ctl.requests
         manager.relays = lambda: [("10.0.0.2", 9092)]          # a peer appears
         for _ in range(50):

@@ -19,6 +19,7 @@ from storage.config import LogConfig
 
 from tests.unit.broker.replication.fakes import FakeClock
 from tests.unit.broker.replication.replication_fakes import FakeCluster, log_bytes
+from tests.unit.polling import until
 
 TP = ("t", 0)
 NOW = FakeClock().now_ms
@@ -339,7 +340,8 @@ def test_a_new_leader_and_isr_drops_a_connection_stuck_in_a_partition(
     waiting for the request timeout (30 s) after the network healed."""
     from broker.replication import fetcher as fetcher_module
     from broker.replication.fetcher import ReplicaFetcher
-    monkeypatch.setattr(fetcher_module, "STUCK_REQUEST_S", 0.05)  # type: ignore[attr-defined]
+    # an hour first: the request is not stuck long enough yet however slow the machine
+    monkeypatch.setattr(fetcher_module, "STUCK_REQUEST_S", 3600.0)  # type: ignore[attr-defined]
 
     async def main() -> None:
         c = FakeCluster(tmp_path, ids=(1, 2))
@@ -349,14 +351,15 @@ def test_a_new_leader_and_isr_drops_a_connection_stuck_in_a_partition(
         f = ReplicaFetcher(3, endpoint, backoff_ms=10)   # type: ignore[arg-type]
         f.start()
         f.add(p)
-        await asyncio.sleep(0.02)
+        await until(lambda: endpoint.calls == 1, "the first request sent")
         f.add(p)                               # not stuck long enough yet
         await asyncio.sleep(0.01)
         assert (endpoint.calls, endpoint.closes) == (1, 0)
-        await asyncio.sleep(0.1)
+        monkeypatch.setattr(fetcher_module, "STUCK_REQUEST_S", 0.05)  # type: ignore[attr-defined]
+        await asyncio.sleep(0.1)               # the request has now waited past it
         f.add(p)                               # the controller reached us again
-        await asyncio.sleep(0.1)
-        assert endpoint.closes >= 1 and endpoint.calls == 2
+        await until(lambda: endpoint.closes >= 1 and endpoint.calls == 2,
+                    "the connection closed and the request sent again")
         await f.stop()
     run(main())
 

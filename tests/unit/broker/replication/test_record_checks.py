@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -41,10 +40,14 @@ def test_heavy_data_is_checked_in_a_thread_while_the_loop_runs(
     b = _broker(tmp_path)
     real = record_checks.validate_records
     seen: list[str] = []
+    ticked = threading.Event()
 
     def slow(*args: Any, **kw: Any) -> Any:
         seen.append(threading.current_thread().name)
-        time.sleep(0.2)                     # a long walk: the loop must not wait for it
+        # a long walk, over once the loop has ticked 10 times meanwhile (however slow
+        # the machine); a loop that waited for it would never tick: 10 s turns that
+        # into a failure, not a hang
+        ticked.wait(10)
         return real(*args, **kw)
     monkeypatch.setattr(record_checks, "validate_records", slow)
     good = build_batch([(b"k", b"v", NOW)] * 5, codec=Codec.GZIP)
@@ -58,6 +61,8 @@ def test_heavy_data_is_checked_in_a_thread_while_the_loop_runs(
             while True:
                 await asyncio.sleep(0.01)
                 ticks += 1
+                if ticks >= 10:
+                    ticked.set()
         t = asyncio.create_task(ticker())
         out = await record_checks.check_heavy(
             b.replicas.partitions, {("t", 0): good, ("t", 1): keyless,

@@ -13,7 +13,8 @@ from coordinator.transaction.markers import MarkerChannel, TxnMarker
 from coordinator.transaction.state_manager import TransactionStateManager
 from coordinator.transaction.txn_state import TxnMetadata, TxnState
 from protocol.errors import ErrorCode
-from tests.unit.coordinator.transaction.test_state_manager import MemoryLog, until
+from tests.unit.coordinator.transaction.test_state_manager import MemoryLog
+from tests.unit.polling import until
 
 A, B, C = ("a", 0), ("a", 1), ("b", 0)
 

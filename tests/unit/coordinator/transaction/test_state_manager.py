@@ -7,7 +7,7 @@ with its record written later or superseded."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 from coordinator.runtime.log_seam import KeyValue, TxnEnd, TxnRecord
@@ -15,13 +15,15 @@ from coordinator.transaction.state_manager import TransactionStateManager, write
 from coordinator.transaction.txn_log import read_key, read_value, transaction_key, transaction_value
 from coordinator.transaction.txn_state import TxnMetadata, TxnState
 from protocol.errors import ErrorCode
+from tests.unit.polling import until
 
 PARTITIONS = 4
 
 
 class MemoryLog:
     """Partition -> records appended (and each append's acks); ``fail`` makes the next
-    appends answer an error; ``gate`` (when set) holds appends until it opens."""
+    appends answer an error (decided as an append begins, so one held at the gate keeps
+    the answer it began with); ``gate`` (when set) holds appends until it opens."""
 
     def __init__(self) -> None:
         self.records: dict[int, list[Any]] = {}
@@ -35,10 +37,11 @@ class MemoryLog:
                      timeout_ms: int, timestamp: int) -> int:
         assert acks in (-1, 1)
         self.acks.append(acks)
+        fail = self.fail
         if self.gate is not None:
             await self.gate.wait()
-        if self.fail:
-            return int(self.fail)
+        if fail:
+            return int(fail)
         self.records.setdefault(partition, []).extend(records)
         return ErrorCode.NONE
 
@@ -48,18 +51,6 @@ class MemoryLog:
 
     def leader_epoch(self, partition: int) -> int | None:
         return self.epochs.get(partition, 0)
-
-
-async def until(cond: Callable[[], bool], what: str, bound_s: float = 10.0) -> None:
-    """Wait for a background task's effect (``cond``), polling; fail naming ``what``
-    after ``bound_s``. The bound only turns a hang into a failure: a passing run takes
-    milliseconds, however slow the machine, because nothing here waits a fixed time."""
-    loop = asyncio.get_running_loop()
-    end = loop.time() + bound_s
-    while not cond():
-        if loop.time() > end:
-            raise AssertionError(f"not within {bound_s} s: {what}")
-        await asyncio.sleep(0.002)
 
 
 def manager(mlog: MemoryLog) -> TransactionStateManager:
@@ -303,9 +294,11 @@ def test_a_record_put_back_after_a_failed_write_is_still_written() -> None:
         await settle()
         assert mlog.acks == [-1] and not m._unlogged
         assert m._flusher is not None and m._flusher.done()
-        mlog.gate.set()
+        # the held append fails (it began failing); the writes after it do not, whenever
+        # the writer task comes to the record put back
+        gate, mlog.gate, mlog.fail = mlog.gate, None, ErrorCode.NONE
+        gate.set()
         assert await put == ErrorCode.COORDINATOR_NOT_AVAILABLE
-        mlog.gate, mlog.fail = None, ErrorCode.NONE
         await until(lambda: p in mlog.records, "the record put back written")
         assert m.get("tx") is done and _states(mlog, p) == [TxnState.COMPLETE_COMMIT]
         assert mlog.acks == [-1, 1]

@@ -5,6 +5,7 @@ in-memory __consumer_offsets (the classic coordinator's MemoryLog)."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import uuid
 from collections.abc import Callable, Coroutine
@@ -19,6 +20,7 @@ from coordinator.group.classic.group_coordinator import GroupCoordinator
 from protocol.errors import ErrorCode
 from tests.unit.coordinator.group.classic.test_group_coordinator import MemoryLog, make
 from tests.unit.broker.replication.fakes import FakeClock
+from tests.unit.polling import until
 
 T = uuid.UUID("6c9d3a1e-0000-4000-8000-000000000001")
 TOPICS = [TopicMeta(T, "t", 4)]
@@ -124,13 +126,23 @@ async def test_load_restores_groups_without_a_rebalance() -> None:
 async def test_session_expiry_fences_the_member() -> None:
     c = coordinator()
     await ready(c)
+    # m1's session lasts an hour, m2's 300 ms: only m2's can run out, however long the
+    # machine stalls between m1's heartbeats
+    hour = dataclasses.replace(FAST, session_timeout_ms=3_600_000,
+                               max_session_timeout_ms=3_600_000)
+    c.consumer.config = hour
     await c.consumer.heartbeat(join("m1"))
+    c.consumer.config = FAST
     await c.consumer.heartbeat(join("m2"))
+    c.consumer.config = hour
     epoch = c.consumer.groups["g"].group_epoch
-    for _ in range(3):      # m1 keeps heartbeating, m2 goes silent
-        await asyncio.sleep(0.15)
-        m1 = c.consumer.groups["g"].members["m1"]
-        await c.consumer.heartbeat(beat("m1", m1.member_epoch, m1.assigned))
+    session = c.consumer._sessions[("g", "m1")]
+    m1 = c.consumer.groups["g"].members["m1"]
+    await c.consumer.heartbeat(beat("m1", m1.member_epoch, m1.assigned))  # m2 goes silent
+    assert session.cancelled() and c.consumer._sessions[("g", "m1")] is not session  # re-armed
+    await until(lambda: "m2" not in c.consumer.groups["g"].members, "m2's session expires")
+    m1 = c.consumer.groups["g"].members["m1"]
+    await c.consumer.heartbeat(beat("m1", m1.member_epoch, m1.assigned))
     group = c.consumer.groups["g"]
     assert "m2" not in group.members and "m1" in group.members
     assert group.group_epoch == epoch + 1
@@ -139,7 +151,9 @@ async def test_session_expiry_fences_the_member() -> None:
 
 @in_loop
 async def test_rebalance_timeout_fences_a_member_that_does_not_revoke() -> None:
-    c = coordinator(config=GroupConfig(session_timeout_ms=5000, min_session_timeout_ms=100,
+    # sessions of an hour: within the wait below only the rebalance timeout can fence m1
+    c = coordinator(config=GroupConfig(session_timeout_ms=3_600_000, min_session_timeout_ms=100,
+                                       max_session_timeout_ms=3_600_000,
                                        heartbeat_interval_ms=50, min_heartbeat_interval_ms=10))
     await ready(c)
     r1 = await c.consumer.heartbeat(join("m1", rebalance=200))
@@ -149,8 +163,8 @@ async def test_rebalance_timeout_fences_a_member_that_does_not_revoke() -> None:
     assert r.error == 0
     assert c.consumer.groups["g"].members["m1"].state == MemberState.UNREVOKED_PARTITIONS
     assert ("g", "m1") in c.consumer._rebalance
-    await asyncio.sleep(0.4)
-    assert "m1" not in c.consumer.groups["g"].members
+    await until(lambda: "m1" not in c.consumer.groups["g"].members,
+                "m1's rebalance timeout (200 ms) fences it")
     c.consumer.shutdown()
 
 
