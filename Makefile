@@ -26,12 +26,13 @@ PYTEST_ARGS ?=
 DATA_DIR := data
 JAVA_CLIENT_INSTALLER := tests/oracle/install_java_client.py
 
-.PHONY: help install bytecode run test test-fast java-client bench clean distclean kcat chromium fault fault-process fault-txn fuzz bench-replication bench-groups
+.PHONY: help install bytecode run test test-fast test-stalls java-client bench clean distclean kcat chromium fault fault-process fault-txn fuzz bench-replication bench-groups
 
 help:
 	@echo "make run        install, then start ZooKeeper + one broker (data under $(DATA_DIR)/)"
 	@echo "make test       install what the tests need, then run pytest over tests/"
 	@echo "make test-fast  the unit tests only (tests/unit: every layer, the codec, layering; ~2 min)"
+	@echo "make test-stalls  tests/unit with the event loop stalled at random (finds timing races; ~3 min)"
 	@echo "make bench      run each bench/*.py and print its figures"
 	@echo "make fault      the fault campaigns on virtual hosts (FAULT_SCHEDULES=100, FAULT_CLIENT_ROUNDS=5; root)"
 	@echo "make fault-process  the process-fault campaign on loopback (FAULT_MINUTES=10)"
@@ -92,6 +93,12 @@ java-client: $(STAMP)
 # `make test` (cached under .cache/).
 test-fast: $(STAMP) bytecode java-client
 	$(PY) -m pytest -q tests/unit $(PYTEST_ARGS)
+
+# tests/unit with the asyncio loop stalled at random before some of its iterations
+# (tests/unit/loop_stalls.py: LOOP_STALL_P, LOOP_STALL_MS, LOOP_STALL_SEED), as a loaded
+# machine does: a test that fails here depends on timing. Not part of `make test`.
+test-stalls: $(STAMP) bytecode java-client
+	$(PY) -m pytest -q -p tests.unit.loop_stalls tests/unit $(PYTEST_ARGS)
 
 # $(call apt_install,PACKAGE,WHAT SKIPS WITHOUT IT): install a Debian package with apt-get
 # when we are root (or have passwordless sudo) and apt-get exists (an `apt-get update` and
