@@ -31,7 +31,8 @@ watch on it (controller/broker_modifications.py) sends UpdateMetadata to every
 live broker, whose metadata caches then list the new endpoint.
 
 A listener that fails to start (port taken) is logged and left out; the others
-still apply. An alter that removes the listener it came in on closes it in the
+still apply. Syncs run one at a time per broker: an alter's own and its notification's
+come together. An alter that removes the listener it came in on closes it in the
 background CLOSE_DELAY_S later (its connection's task cannot await its own
 cancellation, and its answer goes out first).
 """
@@ -41,6 +42,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
+import weakref
 from typing import TYPE_CHECKING, Any
 
 from broker.config import BrokerConfig, ConfigError
@@ -177,8 +179,21 @@ def prepare(broker: DynamicConfigHost) -> None:
     broker.listener_security = security
 
 
+# One sync at a time per broker: a sync reads the running listeners, awaits (a listener's
+# stop or start) and then writes them, and the same change comes twice -- the alter's own
+# sync on the broker that took it, and the /config/changes notification's -- so two
+# interleaved ones both closed the same listener (list.remove of one already removed).
+_syncs: weakref.WeakKeyDictionary[DynamicConfigHost, asyncio.Lock] = weakref.WeakKeyDictionary()
+
+
 async def sync(broker: DynamicConfigHost) -> None:
-    """Make the running listeners and the registration match ``broker.config``."""
+    """Make the running listeners and the registration match ``broker.config`` (one at
+    a time per broker: a second waits, then finds what is left to do)."""
+    async with _syncs.setdefault(broker, asyncio.Lock()):
+        await _sync(broker)
+
+
+async def _sync(broker: DynamicConfigHost) -> None:
     try:
         listeners, advertised, _pmap = wanted(broker.config)
     except ConfigError as e:

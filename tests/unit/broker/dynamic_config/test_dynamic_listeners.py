@@ -128,3 +128,37 @@ def test_sync_opens_and_closes_listeners_and_rewrites_the_registration() -> None
             for s in b.servers:
                 await s.stop()
     asyncio.run(go())
+
+
+def test_two_syncs_of_one_change_close_the_listener_once() -> None:
+    """The alter's own sync and its notification's arrive together; the second waits
+    for the first and finds nothing left to do (before: both closed the listener, and
+    the second's list.remove failed)."""
+    from broker.server import KafkaServer
+
+    async def go() -> None:
+        b = fake_broker(listeners="PLAINTEXT://127.0.0.1:0")
+        first = KafkaServer(b, b.listeners[0], b.listener_security["PLAINTEXT"],
+                            b.network_limits)
+        await first.start()
+        b.servers.append(first)
+        b.advertised = [b.listeners[0].__class__("PLAINTEXT", "127.0.0.1", first.port)]
+        port = _free_port()
+        try:
+            b.config = BrokerConfig(
+                listeners=f"PLAINTEXT://127.0.0.1:0,EXTERNAL://127.0.0.1:{port}",
+                listener_security_protocol_map="PLAINTEXT:PLAINTEXT,EXTERNAL:PLAINTEXT")
+            await listeners.sync(b)
+            assert [s.endpoint.name for s in b.servers] == ["PLAINTEXT", "EXTERNAL"]
+            registrations = len(b.cluster.registrations)
+            b.config = BrokerConfig(listeners="PLAINTEXT://127.0.0.1:0")
+            results = await asyncio.gather(listeners.sync(b), listeners.sync(b),
+                                           return_exceptions=True)
+            assert results == [None, None]
+            assert [s.endpoint.name for s in b.servers] == ["PLAINTEXT"]
+            assert not await asyncio.to_thread(_connects, port)
+            assert len(b.cluster.registrations) == registrations + 1   # rewritten once
+        finally:
+            for s in b.servers:
+                await s.stop()
+    asyncio.run(go())
