@@ -32,9 +32,9 @@ live broker, whose metadata caches then list the new endpoint.
 
 A listener that fails to start (port taken) is logged and left out; the others
 still apply. Syncs run one at a time per broker: an alter's own and its notification's
-come together. An alter that removes the listener it came in on closes it in the
-background CLOSE_DELAY_S later (its connection's task cannot await its own
-cancellation, and its answer goes out first).
+come together. A removed listener closes in the background CLOSE_DELAY_S later, so
+a request in flight on it -- the alter that removed it, answered after whichever of
+the two syncs came first -- gets its answer out.
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ LISTENERS = "listeners"
 ADVERTISED = "advertised.listeners"
 PROTOCOL_MAP = "listener.security.protocol.map"
 LISTENER_KEYS = frozenset({LISTENERS, ADVERTISED, PROTOCOL_MAP})
-CLOSE_DELAY_S = 0.5     # how long a listener removed by a request on it stays open
+CLOSE_DELAY_S = 0.5     # how long a removed listener stays open (answers in flight go out)
 
 
 def _bad(key: str, value: Any, why: str) -> ReconfigureError:
@@ -212,12 +212,11 @@ async def _sync(broker: DynamicConfigHost) -> None:
                       "around the checks?)", name, "inter-broker/control-plane")
             want[name] = server.endpoint
         elif want.get(name) != server.endpoint:
-            if server.serves_current_task():
-                # the alter came in on this listener: its connection's task must not
-                # await its own cancellation; close in the background
-                broker.spawn(_stop_later(server))
-            else:
-                await server.stop()
+            # closed in the background, CLOSE_DELAY_S on, whichever sync removes it: a
+            # request in flight on it -- the alter that removed it, which this broker's
+            # own sync or the notification's may handle first -- gets its answer out
+            # (and its connection's task never awaits its own cancellation)
+            broker.spawn(_stop_later(server))
             broker.servers.remove(server)
             broker.listener_security.pop(name, None)
             log.info("listener %s://%s:%d closed (dynamic config)", name,
@@ -249,7 +248,7 @@ async def _sync(broker: DynamicConfigHost) -> None:
 
 
 async def _stop_later(server: ServedListener) -> None:
-    """Close a listener once the alter's own answer went out on it (CLOSE_DELAY_S)."""
+    """Close a removed listener once the answers in flight on it went out (CLOSE_DELAY_S)."""
     await asyncio.sleep(CLOSE_DELAY_S)
     await server.stop()
 

@@ -98,6 +98,16 @@ def _connects(port: int) -> bool:
         return False
 
 
+async def closes(port: int) -> None:
+    """Wait for the listener on ``port`` to close (listeners.CLOSE_DELAY_S after its
+    removal); AssertionError after 10 s."""
+    for _ in range(100):
+        if not await asyncio.to_thread(_connects, port):
+            return
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"port {port} still accepts 10 s after its listener was removed")
+
+
 def test_sync_opens_and_closes_listeners_and_rewrites_the_registration() -> None:
     from broker.server import KafkaServer
 
@@ -120,7 +130,9 @@ def test_sync_opens_and_closes_listeners_and_rewrites_the_registration() -> None
                                       f"EXTERNAL://127.0.0.1:{port}"]
             b.config = BrokerConfig(listeners="PLAINTEXT://127.0.0.1:0")
             await listeners.sync(b)
-            assert not await asyncio.to_thread(_connects, port)
+            # closed in the background, once answers in flight on it went out
+            assert [s.endpoint.name for s in b.servers] == ["PLAINTEXT"]
+            await closes(port)
             assert registered[-1] == [f"PLAINTEXT://127.0.0.1:{first.port}"]
             assert [s.endpoint.name for s in b.servers] == ["PLAINTEXT"]
             assert await asyncio.to_thread(_connects, first.port)
@@ -156,7 +168,7 @@ def test_two_syncs_of_one_change_close_the_listener_once() -> None:
                                            return_exceptions=True)
             assert results == [None, None]
             assert [s.endpoint.name for s in b.servers] == ["PLAINTEXT"]
-            assert not await asyncio.to_thread(_connects, port)
+            await closes(port)
             assert len(b.cluster.registrations) == registrations + 1   # rewritten once
         finally:
             for s in b.servers:
