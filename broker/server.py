@@ -191,6 +191,11 @@ class KafkaServer:
             writer.close()
             return None
 
+    def serves_current_task(self) -> bool:
+        """Whether the running task serves one of this listener's connections (a
+        request that closes its own listener must not await its own cancellation)."""
+        return asyncio.current_task() in self._tasks
+
     async def stop(self) -> None:
         for task in self._accepting:
             task.cancel()

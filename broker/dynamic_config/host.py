@@ -38,6 +38,8 @@ class ServedListener(Protocol):
     @property
     def port(self) -> int: ...             # the bound port (an endpoint's port 0: the one taken)
 
+    def serves_current_task(self) -> bool: ...   # the caller runs on one of its connections
+
     async def start(self) -> None: ...
 
     async def stop(self) -> None: ...

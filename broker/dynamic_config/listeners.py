@@ -34,7 +34,9 @@ A listener that fails to start (port taken) is logged and left out; the others
 still apply. Syncs run one at a time per broker: an alter's own and its notification's
 come together. A removed listener closes in the background CLOSE_DELAY_S later, so
 a request in flight on it -- the alter that removed it, answered after whichever of
-the two syncs came first -- gets its answer out.
+the two syncs came first -- gets its answer out. A listener whose endpoint changed is
+closed before its new endpoint opens (the same port may be taken again), in the
+background only when the request that changed it came in on it.
 """
 
 from __future__ import annotations
@@ -212,11 +214,16 @@ async def _sync(broker: DynamicConfigHost) -> None:
                       "around the checks?)", name, "inter-broker/control-plane")
             want[name] = server.endpoint
         elif want.get(name) != server.endpoint:
-            # closed in the background, CLOSE_DELAY_S on, whichever sync removes it: a
-            # request in flight on it -- the alter that removed it, which this broker's
-            # own sync or the notification's may handle first -- gets its answer out
-            # (and its connection's task never awaits its own cancellation)
-            broker.spawn(_stop_later(server))
+            if name in want and not server.serves_current_task():
+                # moved: closed first, so that its new endpoint can take the same port
+                await server.stop()
+            else:
+                # removed, or moved by a request on it: closed in the background,
+                # CLOSE_DELAY_S on, so that a request in flight on it -- the alter that
+                # removed it, which this broker's own sync or the notification's may
+                # handle first -- gets its answer out (and a connection's task never
+                # awaits its own cancellation)
+                broker.spawn(_stop_later(server))
             broker.servers.remove(server)
             broker.listener_security.pop(name, None)
             log.info("listener %s://%s:%d closed (dynamic config)", name,
