@@ -141,6 +141,14 @@ def partitions(port: int, topic: str) -> dict[int, PartInfo]:
             for t in md.topics if t.name == topic for p in t.partitions}
 
 
+def every_partition(port: int, topic: str, holds: Callable[[PartInfo], bool]) -> bool | None:
+    """True once the broker's metadata has every partition of ASSIGNMENT for the
+    topic and each holds; None before (a topic the broker does not know yet has no
+    partitions, and all() of nothing would be True)."""
+    info = partitions(port, topic)
+    return (set(info) == set(ASSIGNMENT) and all(holds(i) for i in info.values())) or None
+
+
 def describe_log_dirs(port: int) -> dict[str, tuple[int, set[tuple[str, int]]]]:
     """log dir -> (error, its partitions)."""
     spec = api(ApiKey.DESCRIBE_LOG_DIRS).request
@@ -362,7 +370,7 @@ def disk_fault_case(env: Env, topic: str, inject: Callable[[Producing], None],
         assert any(str(seg.parent) in line for line in cut), (seg, cut)
     dirs = describe_log_dirs(x.port)
     assert dirs[env.dir_b][0] == 0 and {(topic, p) for p in ON_B} <= dirs[env.dir_b][1], dirs
-    until(lambda: all(X in i.isr for i in partitions(x.port, topic).values()) or None, 30,
+    until(lambda: every_partition(x.port, topic, lambda i: X in i.isr), 30,
           f"broker {X} back in every ISR of {topic}")
     for seg in segments_on_b(env, topic):   # X's copy: whole batches only
         assert whole_batches(seg), seg
@@ -403,8 +411,8 @@ def test_c_broker_starts_with_an_unusable_log_dir(env: Env) -> None:
         assert not (Path(env.dir_a) / f"{topic}-{p}").exists()
     # and the rest is served: a new topic (is_new) lands on A, led by X
     create_topic(c, "fresh")
-    until(lambda: all(i.leader == X and i.isr == (0, 1, 2)
-                      for i in partitions(x.port, "fresh").values()) or None, 20,
+    until(lambda: every_partition(x.port, "fresh",
+                                  lambda i: i.leader == X and i.isr == (0, 1, 2)), 20,
           "fresh led by X")
     assert produce(x.port, "fresh", 0) == 0
     assert {("fresh", p) for p in ASSIGNMENT} <= describe_log_dirs(x.port)[env.dir_a][1]

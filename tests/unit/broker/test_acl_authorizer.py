@@ -21,6 +21,7 @@ from broker.acl.authorizer import (AclAuthorizer, AuthorizerConfigError, build_a
 from controller import ClusterStore
 from protocol.errors import ErrorCode
 from tests.unit.controller.fake_zk import FakeZk, FakeZkServer
+from tests.unit.polling import until
 
 Op, Perm, RT, PT = AclOperation, PermissionType, ResourceType, PatternType
 ALICE, BOB, ANON = "User:alice", "User:bob", "User:ANONYMOUS"
@@ -208,13 +209,6 @@ async def started(server: FakeZkServer, allow_everyone: bool = False
     return auth, store
 
 
-async def eventually(check: Callable[[], bool], timeout: float = 5.0) -> None:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not check():
-        assert asyncio.get_running_loop().time() < deadline, "condition never held"
-        await asyncio.sleep(0.01)
-
-
 def data(server: FakeZkServer, path: str) -> Any:
     node = server.nodes.get(path)
     return None if node is None else node.data
@@ -240,9 +234,11 @@ def test_acls_go_through_zookeeper_to_every_broker() -> None:
                 server.children_of("/kafka-acl-changes")] == [b"TOPIC:t"]
         assert len(server.children_of("/kafka-acl-extended-changes")) == 1
         # broker b learns through the change notifications
-        await eventually(lambda: not b.authorize(ANON, HOST, Op.WRITE, RT.TOPIC, "t"))
+        await until(lambda: not b.authorize(ANON, HOST, Op.WRITE, RT.TOPIC, "t"),
+                    "the deny reached broker b")
         assert b.authorize(ANON, HOST, Op.READ, RT.TOPIC, "t")
-        await eventually(lambda: b.authorize(ALICE, HOST, Op.READ, RT.TOPIC, "p-1"))
+        await until(lambda: b.authorize(ALICE, HOST, Op.READ, RT.TOPIC, "p-1"),
+                    "the prefixed allow reached broker b")
         everything = AclBindingFilter(PatternFilter(RT.ANY, None, PT.ANY),
                                       EntryFilter(None, None, Op.ANY, Perm.ANY))
         assert {x.pattern for x in b.acls(everything)} == {lit("t"), pre("p-")}
@@ -251,13 +247,14 @@ def test_acls_go_through_zookeeper_to_every_broker() -> None:
         only_deny = AclBindingFilter(PatternFilter(RT.TOPIC, "t", PT.MATCH),
                                      EntryFilter(None, None, Op.ANY, Perm.DENY))
         assert await b.delete_acls([only_deny]) == [[(deny, ErrorCode.NONE, None)]]
-        await eventually(lambda: a.authorize(ANON, HOST, Op.WRITE, RT.TOPIC, "t"))
+        await until(lambda: a.authorize(ANON, HOST, Op.WRITE, RT.TOPIC, "t"),
+                    "the deletion reached broker a")
         result = await a.delete_acls([everything, everything])
         assert sorted(str(x[0].pattern) for x in result[0]) == sorted(
             [str(lit("t")), str(pre("p-"))]) and result[1] == []
         assert data(server, "/kafka-acl/Topic/t") is None
         assert data(server, "/kafka-acl-extended/prefixed/Topic/p-") is None
-        await eventually(lambda: len(b.store.cache) == 0)
+        await until(lambda: len(b.store.cache) == 0, "broker b's cache emptied")
 
         # a restarted broker loads what is stored
         await a.create_acls([allow])

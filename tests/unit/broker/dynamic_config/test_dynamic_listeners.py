@@ -6,8 +6,10 @@ registration (fakes.FakeZk records it)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import socket
-from typing import Any
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -15,6 +17,9 @@ from broker.config import BrokerConfig
 from broker.dynamic_config import keys, listeners
 from broker.security.reconfigure import ReconfigureError
 from tests.unit.broker.dynamic_config.fakes import FakeHost
+
+if TYPE_CHECKING:
+    from broker.server import KafkaServer
 
 MAP = "listener.security.protocol.map"
 
@@ -108,23 +113,34 @@ async def closes(port: int) -> None:
     raise AssertionError(f"port {port} still accepts 10 s after its listener was removed")
 
 
-def test_sync_opens_and_closes_listeners_and_rewrites_the_registration() -> None:
+@contextlib.asynccontextmanager
+async def with_external() -> AsyncIterator[tuple[FakeHost, KafkaServer, int]]:
+    """A fake broker serving PLAINTEXT on an ephemeral port, then synced to a config
+    that adds EXTERNAL on a free port: (broker, the PLAINTEXT server, EXTERNAL's
+    port). Every server still open at the end is stopped."""
     from broker.server import KafkaServer
 
+    b = fake_broker(listeners="PLAINTEXT://127.0.0.1:0")
+    first = KafkaServer(b, b.listeners[0], b.listener_security["PLAINTEXT"], b.network_limits)
+    await first.start()
+    b.servers.append(first)
+    b.advertised = [b.listeners[0].__class__("PLAINTEXT", "127.0.0.1", first.port)]
+    port = _free_port()
+    try:
+        b.config = BrokerConfig(
+            listeners=f"PLAINTEXT://127.0.0.1:0,EXTERNAL://127.0.0.1:{port}",
+            listener_security_protocol_map="PLAINTEXT:PLAINTEXT,EXTERNAL:PLAINTEXT")
+        await listeners.sync(b)
+        yield b, first, port
+    finally:
+        for s in b.servers:
+            await s.stop()
+
+
+def test_sync_opens_and_closes_listeners_and_rewrites_the_registration() -> None:
     async def go() -> None:
-        b = fake_broker(listeners="PLAINTEXT://127.0.0.1:0")
-        registered = b.cluster.registrations
-        first = KafkaServer(b, b.listeners[0], b.listener_security["PLAINTEXT"],
-                            b.network_limits)
-        await first.start()
-        b.servers.append(first)
-        b.advertised = [b.listeners[0].__class__("PLAINTEXT", "127.0.0.1", first.port)]
-        port = _free_port()
-        try:
-            b.config = BrokerConfig(
-                listeners=f"PLAINTEXT://127.0.0.1:0,EXTERNAL://127.0.0.1:{port}",
-                listener_security_protocol_map="PLAINTEXT:PLAINTEXT,EXTERNAL:PLAINTEXT")
-            await listeners.sync(b)
+        async with with_external() as (b, first, port):
+            registered = b.cluster.registrations
             assert await asyncio.to_thread(_connects, port)
             assert registered[-1] == [f"PLAINTEXT://127.0.0.1:{first.port}",
                                       f"EXTERNAL://127.0.0.1:{port}"]
@@ -136,9 +152,6 @@ def test_sync_opens_and_closes_listeners_and_rewrites_the_registration() -> None
             assert registered[-1] == [f"PLAINTEXT://127.0.0.1:{first.port}"]
             assert [s.endpoint.name for s in b.servers] == ["PLAINTEXT"]
             assert await asyncio.to_thread(_connects, first.port)
-        finally:
-            for s in b.servers:
-                await s.stop()
     asyncio.run(go())
 
 
@@ -146,21 +159,8 @@ def test_two_syncs_of_one_change_close_the_listener_once() -> None:
     """The alter's own sync and its notification's arrive together; the second waits
     for the first and finds nothing left to do (before: both closed the listener, and
     the second's list.remove failed)."""
-    from broker.server import KafkaServer
-
     async def go() -> None:
-        b = fake_broker(listeners="PLAINTEXT://127.0.0.1:0")
-        first = KafkaServer(b, b.listeners[0], b.listener_security["PLAINTEXT"],
-                            b.network_limits)
-        await first.start()
-        b.servers.append(first)
-        b.advertised = [b.listeners[0].__class__("PLAINTEXT", "127.0.0.1", first.port)]
-        port = _free_port()
-        try:
-            b.config = BrokerConfig(
-                listeners=f"PLAINTEXT://127.0.0.1:0,EXTERNAL://127.0.0.1:{port}",
-                listener_security_protocol_map="PLAINTEXT:PLAINTEXT,EXTERNAL:PLAINTEXT")
-            await listeners.sync(b)
+        async with with_external() as (b, _first, port):
             assert [s.endpoint.name for s in b.servers] == ["PLAINTEXT", "EXTERNAL"]
             registrations = len(b.cluster.registrations)
             b.config = BrokerConfig(listeners="PLAINTEXT://127.0.0.1:0")
@@ -170,7 +170,4 @@ def test_two_syncs_of_one_change_close_the_listener_once() -> None:
             assert [s.endpoint.name for s in b.servers] == ["PLAINTEXT"]
             await closes(port)
             assert len(b.cluster.registrations) == registrations + 1   # rewritten once
-        finally:
-            for s in b.servers:
-                await s.stop()
     asyncio.run(go())
