@@ -106,16 +106,23 @@ def new_topic(c: Cluster, partitions: int = 1, replication: int = 1) -> str:
             req.structs["CreatableTopic"].new(name=topic, num_partitions=partitions,
                                               replication_factor=replication)]))
     assert resp.topics[0].error_code == 0, resp
-    wait_for(f"leaders of {topic}", lambda: all(
-        p.leader_id >= 0 and p.error_code == 0
-        for b in c.brokers for p in _partitions(b.port, topic)) and all(
-        len(_partitions(b.port, topic)) == partitions for b in c.brokers))
+    wait_for(f"leaders of {topic}",
+             lambda: all(_all_led(b.port, topic, partitions) for b in c.brokers))
     return topic
 
 
 def _partitions(port: int, topic: str) -> list[Struct]:
     with WireClient(port) as w:
         return list(w.metadata([topic]).topics[0].partitions)
+
+
+def _all_led(port: int, topic: str, partitions: int) -> bool:
+    """The broker's metadata has exactly the topic's ``partitions`` partitions, each
+    led, in one read (a broker that does not know the topic yet lists none, and
+    all() of nothing would be True)."""
+    parts = _partitions(port, topic)
+    return sorted(p.partition_index for p in parts) == list(range(partitions)) and all(
+        p.leader_id >= 0 and p.error_code == 0 for p in parts)
 
 
 def leader_port(c: Cluster, topic: str, partition: int = 0) -> tuple[int, int]:

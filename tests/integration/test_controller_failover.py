@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import json
 import time
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import pytest
@@ -28,6 +29,16 @@ def leaders(b: BrokerProcess, topic: str) -> dict[int, tuple[int, list[int], lis
     md = metadata(b, [topic])
     return {p.partition_index: (p.leader_id, list(p.replica_nodes), list(p.isr_nodes))
             for t in md.topics for p in t.partitions}
+
+
+def every_partition(b: BrokerProcess, topic: str, want: Iterable[int],
+                    holds: Callable[[tuple[int, list[int], list[int]]], bool],
+                    ) -> dict[int, tuple[int, list[int], list[int]]] | None:
+    """``leaders(b, topic)`` once it has exactly the partitions ``want`` and each
+    holds; None before (a topic ``b`` does not know yet has no partitions, and all()
+    of nothing would be True)."""
+    m = leaders(b, topic)
+    return m if set(m) == set(want) and all(holds(v) for v in m.values()) else None
 
 
 def create_topic(cluster: Cluster, name: str, assignment: dict[int, list[int]],
@@ -69,8 +80,8 @@ def test_kill_controller_new_controller_within_seconds_and_leaders_keep_serving(
         cluster3: Cluster) -> None:
     c = cluster3
     create_topic(c, "f", {p: [p % 3, (p + 1) % 3, (p + 2) % 3] for p in range(6)})
-    until(lambda: all(v[0] >= 0 for v in leaders(c.brokers[0], "f").values())
-          and len(leaders(c.brokers[0], "f")) == 6, 20, "leaders for f")
+    until(lambda: every_partition(c.brokers[0], "f", range(6), lambda v: v[0] >= 0), 20,
+          "leaders for f")
     old = metadata(c.brokers[0], []).controller_id
     assert old in (0, 1, 2)
     survivors = [b for b in c.brokers if b.broker_id != old]
@@ -84,9 +95,9 @@ def test_kill_controller_new_controller_within_seconds_and_leaders_keep_serving(
     # everybody agrees, once the new controller's UpdateMetadata has reached them all
     until(lambda: metadata(survivors[1], []).controller_id == new, 10, "everybody agrees")
     live = {b.broker_id for b in survivors}
-    final = until(lambda: (lambda m: m if all(v[0] in live and old not in v[2]
-                                              for v in m.values()) else None)(
-        leaders(survivors[1], "f")), 15, "every partition led by a survivor, ISRs shrunk")
+    final = until(lambda: every_partition(survivors[1], "f", range(6),
+                                          lambda v: v[0] in live and old not in v[2]), 15,
+                  "every partition led by a survivor, ISRs shrunk")
     for p, (leader, _replicas, isr) in final.items():
         assert old not in isr
         assert produce_ok(c, "f", p, leader) == 0
@@ -101,8 +112,8 @@ def test_kill_controller_new_controller_within_seconds_and_leaders_keep_serving(
 def test_controlled_shutdown_moves_leaderships_first(cluster3: Cluster) -> None:
     c = cluster3
     create_topic(c, "cs", {p: [1, 2, 0] if p % 2 else [1, 0, 2] for p in range(8)})
-    until(lambda: all(v[0] == 1 for v in leaders(c.brokers[0], "cs").values())
-          and len(leaders(c.brokers[0], "cs")) == 8, 20, "broker 1 leads every partition")
+    until(lambda: every_partition(c.brokers[0], "cs", range(8), lambda v: v[0] == 1), 20,
+          "broker 1 leads every partition")
     t0 = time.monotonic()
     assert c.broker(1).stop() == 0                        # SIGTERM: controlled shutdown
     took = time.monotonic() - t0
@@ -192,7 +203,7 @@ def test_admin_reassignment_and_election_verbs_report_per_partition(cluster3: Cl
     from protocol.errors import ErrorCode
     c = cluster3
     create_topic(c, "verbs", {0: [0, 1], 1: [1, 2]})
-    until(lambda: all(v[0] >= 0 for v in leaders(c.brokers[0], "verbs").values()), 20,
+    until(lambda: every_partition(c.brokers[0], "verbs", (0, 1), lambda v: v[0] >= 0), 20,
           "verbs leaders")
 
     async def body() -> None:
