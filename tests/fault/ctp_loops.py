@@ -328,8 +328,11 @@ class LoopProcess:
         tail = [bootstrap, source, sink, group, tid, str(total), str(hold_ms)]
         if client == "java":
             assert java_classpath is not None
-            argv = ["java", "-Xmx256m", "-XX:+UseSerialGC", "-cp", java_classpath,
-                    str(JAVA_PROGRAM), *tail]
+            # lz4-java and snappy-java unpack their native library into java.io.tmpdir
+            # and remove it only at a clean exit: a killed loop would leave it in /tmp
+            log_dir.mkdir(parents=True, exist_ok=True)
+            argv = ["java", "-Xmx256m", "-XX:+UseSerialGC", f"-Djava.io.tmpdir={log_dir}",
+                    "-cp", java_classpath, str(JAVA_PROGRAM), *tail]
         else:
             argv = [sys.executable, str(Path(__file__)), client, *tail]
         return cls(argv, client, log_dir / f"loop-{client}.stderr")

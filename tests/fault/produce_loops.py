@@ -240,8 +240,11 @@ class ProduceLoop:
         if client == "java":
             if java_classpath is None:
                 raise ValueError("the Java client's loop needs its classpath")
-            self.argv = ["java", "-Xmx256m", "-XX:+UseSerialGC", "-cp", java_classpath,
-                         str(JAVA_PROGRAM), *tail]
+            # lz4-java and snappy-java unpack their native library into java.io.tmpdir
+            # and remove it only at a clean exit: a killed loop would leave it in /tmp
+            log_dir.mkdir(parents=True, exist_ok=True)
+            self.argv = ["java", "-Xmx256m", "-XX:+UseSerialGC", f"-Djava.io.tmpdir={log_dir}",
+                         "-cp", java_classpath, str(JAVA_PROGRAM), *tail]
         elif client in CLIENTS:
             self.argv = [sys.executable, str(Path(__file__)), client, *tail]
         else:

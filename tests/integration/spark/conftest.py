@@ -33,13 +33,15 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     work = tmp_path_factory.mktemp("spark")
+    (work / "jvm-tmp").mkdir()      # the JVM's own temp dirs (spark-*, artifacts-*), not /tmp
     session = (SparkSession.builder.master("local[2]").appName("pybroker-tests")
                .config("spark.ui.enabled", "false")
                .config("spark.sql.shuffle.partitions", "2")
                .config("spark.sql.session.timeZone", "UTC")
                .config("spark.local.dir", str(work / "local"))
                .config("spark.sql.warehouse.dir", str(work / "warehouse"))
-               .config("spark.driver.extraJavaOptions", "-Dderby.system.home=" + str(work))
+               .config("spark.driver.extraJavaOptions",
+                       f"-Dderby.system.home={work} -Djava.io.tmpdir={work / 'jvm-tmp'}")
                .config("spark.sql.streaming.stopTimeout", "30s")
                .getOrCreate())
     session.sparkContext.setLogLevel("ERROR")

@@ -54,7 +54,10 @@ def main() -> None:
     from pyspark.sql import SparkSession
 
     import spark_jobs
+    jvm_tmp = Path(checkpoint).parent / "jvm-tmp"   # the JVM's temp dirs: this one is killed,
+    jvm_tmp.mkdir(parents=True, exist_ok=True)     # so they would stay behind in /tmp
     spark = (SparkSession.builder.master("local[2]").appName("pybroker-eos")
+             .config("spark.driver.extraJavaOptions", f"-Djava.io.tmpdir={jvm_tmp}")
              .config("spark.ui.enabled", "false")
              .config("spark.sql.shuffle.partitions", "2")
              .config("spark.local.dir", str(Path(checkpoint).parent / "local"))
