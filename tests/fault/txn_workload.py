@@ -15,9 +15,16 @@ confluent-kafka (librdkafka):
   coordinator went down (confluentinc/librdkafka#5456: the coordinator request's
   timeout is never checked; #5511: its lookup is re-tried only on another broker's
   state change; seen here as the campaign's stalls, the processor blocked in that
-  call while every broker answered). A call still running ``HANG_S`` after its own
-  timeout is abandoned with its producer (the thread stuck inside keeps it alive) and
-  a new incarnation takes over, fencing it; counted as ``hangs``.
+  call while every broker answered). librdkafka 2.16 adds a third way (seen in a
+  ``TXN_CAMPAIGN_DEBUG=eos,protocol,broker`` run): when three kills within a few
+  seconds leave the producer with no connection up to any broker, it re-bootstraps
+  (KIP-1102: "Decommissioning 3 broker(s): re-bootstrap"); one decommissioned broker
+  handle never finishes terminating ("Handle is terminating ... 2 refcnts", logged
+  every millisecond), and after AddOffsetsToTxn succeeds no FindCoordinator or
+  TxnOffsetCommit is ever sent, while all three brokers answer. A call still running
+  ``HANG_S`` after its own timeout is abandoned with its producer (the thread stuck
+  inside keeps it alive) and a new incarnation takes over, fencing it; counted as
+  ``hangs``.
 - ``Observer``: a read_committed consumer reading the output while the run goes on,
   every record with the time it was read (the checker's G1a and uncommitted reads).
 - ``read_log``: the output read to its end at one isolation level.

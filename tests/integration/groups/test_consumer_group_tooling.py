@@ -360,7 +360,9 @@ def test_empty_consumer_group_reset_delete_offsets_and_delete(
         tool(cluster, "--list", "--type", "--state")[1])[0], 60, "the consumer group Empty")
     rc, out, err = tool(cluster, "--describe", "--group", NEW_GROUP)
     assert rc == 0 and "has no active members" in err
-    assert all(r[6:] == ["-", "-", "-"] for r in rows_of(out, NEW_GROUP))
+    rows = rows_of(out, NEW_GROUP)      # every partition listed, none with a member
+    assert sorted(int(r[2]) for r in rows) == list(range(NEW_PARTITIONS))
+    assert all(r[6:] == ["-", "-", "-"] for r in rows)
     rc, out, _ = tool(cluster, "--describe", "--group", NEW_GROUP, "--state", "--verbose")
     assert rows_of(out, NEW_GROUP)[0][4] == "Empty"
     rc, out, _ = tool(cluster, "--reset-offsets", "--group", NEW_GROUP, "--topic", NEW_TOPIC,
