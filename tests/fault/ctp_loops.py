@@ -44,6 +44,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tests.fault.jvm import loop_argv
+
 REPO = Path(__file__).resolve().parents[2]
 JAVA_PROGRAM = Path(__file__).with_name("JavaCtpLoop.java")
 
@@ -328,11 +330,7 @@ class LoopProcess:
         tail = [bootstrap, source, sink, group, tid, str(total), str(hold_ms)]
         if client == "java":
             assert java_classpath is not None
-            # lz4-java and snappy-java unpack their native library into java.io.tmpdir
-            # and remove it only at a clean exit: a killed loop would leave it in /tmp
-            log_dir.mkdir(parents=True, exist_ok=True)
-            argv = ["java", "-Xmx256m", "-XX:+UseSerialGC", f"-Djava.io.tmpdir={log_dir}",
-                    "-cp", java_classpath, str(JAVA_PROGRAM), *tail]
+            argv = loop_argv(java_classpath, JAVA_PROGRAM, tail, log_dir)
         else:
             argv = [sys.executable, str(Path(__file__)), client, *tail]
         return cls(argv, client, log_dir / f"loop-{client}.stderr")

@@ -43,6 +43,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tests.fault.jvm import loop_argv
+
 REPO = Path(__file__).resolve().parents[2]
 JAVA_PROGRAM = Path(__file__).with_name("JavaProduceLoop.java")
 
@@ -240,11 +242,7 @@ class ProduceLoop:
         if client == "java":
             if java_classpath is None:
                 raise ValueError("the Java client's loop needs its classpath")
-            # lz4-java and snappy-java unpack their native library into java.io.tmpdir
-            # and remove it only at a clean exit: a killed loop would leave it in /tmp
-            log_dir.mkdir(parents=True, exist_ok=True)
-            self.argv = ["java", "-Xmx256m", "-XX:+UseSerialGC", f"-Djava.io.tmpdir={log_dir}",
-                         "-cp", java_classpath, str(JAVA_PROGRAM), *tail]
+            self.argv = loop_argv(java_classpath, JAVA_PROGRAM, tail, log_dir)
         elif client in CLIENTS:
             self.argv = [sys.executable, str(Path(__file__)), client, *tail]
         else:
