@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import signal
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -120,6 +120,23 @@ def partition_state(port: int, topic: str, partition: int) -> PartitionState | N
                 return PartitionState(int(p.error_code), int(p.leader_id), int(p.leader_epoch),
                                       tuple(p.replica_nodes), tuple(sorted(p.isr_nodes)))
     return None
+
+
+def led_in_sync(brokers: Sequence[BrokerProcess], port: int, topic: str, partition: int,
+                isr: int) -> PartitionState | None:
+    """The partition's state once its leader's own metadata names that leader and an
+    ISR of ``isr`` brokers, else None. Broker ``port``'s metadata cache (UpdateMetadata)
+    can hear of a partition before its leader has applied the LeaderAndIsr, and a raw
+    Produce sent then is refused (UNKNOWN_TOPIC_OR_PARTITION); the leader's cache
+    learns the leadership only after applying it (broker/handlers/leader_and_isr.py)."""
+    st = partition_state(port, topic, partition)
+    if st is None or st.leader < 0:
+        return None
+    leader = next(b for b in brokers if b.broker_id == st.leader)
+    own = partition_state(leader.port, topic, partition)
+    if own is None or own.leader != st.leader or len(own.isr) != isr:
+        return None
+    return own
 
 
 def controller_id(port: int) -> int:

@@ -18,6 +18,7 @@ import pytest
 from protocol.api_keys import ApiKey
 from protocol.records import build_batch
 from tests.integration.cluster import Cluster, MakeCluster, WireClient
+from tests.integration.multi import led_in_sync
 
 kafka = pytest.importorskip("kafka")
 from kafka import KafkaProducer  # noqa: E402
@@ -117,13 +118,18 @@ def test_deny_write_acl_blocks_produce_on_every_broker(cluster: Cluster) -> None
 
 
 def _leaders(cluster: Cluster, topic: str) -> set[int]:
-    """The leaders of the topic's partitions, once the metadata names both."""
+    """The leaders of the topic's partitions, once the metadata names both and each
+    leader's own metadata has its partition (multi.led_in_sync): the producer of
+    send_both does not retry, and a leader that has not applied its LeaderAndIsr
+    yet refuses it (UNKNOWN_TOPIC_OR_PARTITION)."""
+    port = cluster.brokers[0].port
     deadline = time.monotonic() + 15
     while True:
-        with WireClient(cluster.brokers[0].port) as w:
+        with WireClient(port) as w:
             parts = w.metadata([topic]).topics[0].partitions
         leaders = {p.leader_id for p in parts}
-        if len(parts) == 2 and -1 not in leaders:
+        if len(parts) == 2 and -1 not in leaders and all(
+                led_in_sync(cluster.brokers, port, topic, p.partition_index, 1) for p in parts):
             return leaders
         assert time.monotonic() < deadline, f"no leaders for {topic}"
         time.sleep(0.1)

@@ -19,7 +19,7 @@ from protocol.api_keys import ApiKey
 from protocol.records import build_batch
 from protocol.spec import api
 from tests.integration.cluster import BrokerProcess, Cluster, MakeCluster, WireClient
-from tests.integration.multi import metadata, until
+from tests.integration.multi import led_in_sync, metadata, until
 
 pytestmark = pytest.mark.integration
 
@@ -39,6 +39,14 @@ def every_partition(b: BrokerProcess, topic: str, want: Iterable[int],
     of nothing would be True)."""
     m = leaders(b, topic)
     return m if set(m) == set(want) and all(holds(v) for v in m.values()) else None
+
+
+def leading(c: Cluster, b: BrokerProcess, topic: str, partitions: Iterable[int],
+            isr: int) -> bool:
+    """Each partition's leader, as ``b`` names it, has it with an ISR of ``isr`` brokers
+    in its own metadata (multi.led_in_sync): ``b``'s metadata can be ahead of the
+    leader's LeaderAndIsr, and a raw Produce sent then is refused."""
+    return all(led_in_sync(c.brokers, b.port, topic, p, isr) is not None for p in partitions)
 
 
 def create_topic(cluster: Cluster, name: str, assignment: dict[int, list[int]],
@@ -95,9 +103,9 @@ def test_kill_controller_new_controller_within_seconds_and_leaders_keep_serving(
     # everybody agrees, once the new controller's UpdateMetadata has reached them all
     until(lambda: metadata(survivors[1], []).controller_id == new, 10, "everybody agrees")
     live = {b.broker_id for b in survivors}
-    final = until(lambda: every_partition(survivors[1], "f", range(6),
-                                          lambda v: v[0] in live and old not in v[2]), 15,
-                  "every partition led by a survivor, ISRs shrunk")
+    final = until(lambda: leading(c, survivors[1], "f", range(6), 2) and every_partition(
+        survivors[1], "f", range(6), lambda v: v[0] in live and old not in v[2]), 15,
+        "every partition led by a survivor, ISRs shrunk")
     for p, (leader, _replicas, isr) in final.items():
         assert old not in isr
         assert produce_ok(c, "f", p, leader) == 0
@@ -124,6 +132,7 @@ def test_controlled_shutdown_moves_leaderships_first(cluster3: Cluster) -> None:
     assert all(v[0] in (0, 2) for v in after.values()), after
     assert all(1 not in v[2] for v in after.values()), after      # shrunk out of the ISRs
     print(f"controlled shutdown of a broker leading 8 partitions: {took:.2f}s")
+    until(lambda: leading(c, c.brokers[0], "cs", after, 2), 10, "the new leaders in charge")
     for p, (leader, _r, _i) in after.items():
         assert produce_ok(c, "cs", p, leader) == 0
 
@@ -168,8 +177,8 @@ def test_reassignment_tool_and_preferred_election(cluster3: Cluster, tmp_path: P
     rc = leader_election.main(["--bootstrap-server", c.bootstrap, "--election-type",
                                "preferred", "--all-topic-partitions"], stdout=out_)
     assert rc == 0, out_.getvalue()
-    until(lambda: [v[0] for v in leaders(c.brokers[0], "mv").values()] == [2, 1], 10,
-          "preferred leaders")
+    until(lambda: [v[0] for v in leaders(c.brokers[0], "mv").values()] == [2, 1]
+          and leading(c, c.brokers[0], "mv", (0, 1), 2), 10, "preferred leaders")
     out_ = io.StringIO()
     assert leader_election.main(["--bootstrap-server", c.bootstrap, "--election-type",
                                  "PREFERRED", "--topic", "mv", "--partition", "0"],

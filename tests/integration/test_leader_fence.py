@@ -18,8 +18,8 @@ import pytest
 
 from protocol.errors import ErrorCode
 from protocol.records import build_batch
-from tests.integration.cluster import Cluster, MakeCluster
-from tests.integration.multi import create_topic, partition_state, paused, produce, wait_until
+from tests.integration.cluster import BrokerProcess, Cluster, MakeCluster
+from tests.integration.multi import create_topic, led_in_sync, paused, produce, wait_until
 from tests.integration.zookeeper import PIDS
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -51,13 +51,18 @@ def zk_paused(zookeeper: str) -> Iterator[None]:
         os.kill(pid, signal.SIGCONT)
 
 
+def led_by(cluster: Cluster) -> BrokerProcess:
+    """Create the topic (one partition on both brokers); -> its leader once the leader
+    itself has the partition with a full ISR (multi.led_in_sync)."""
+    assert create_topic(cluster.brokers[0].port, "fenced", 1, 2) == 0
+    st = wait_until(lambda: led_in_sync(cluster.brokers, cluster.brokers[0].port, "fenced", 0, 2),
+                    20, "the leader in charge with the ISR full")
+    return cluster.broker(st.leader)
+
+
 def test_cut_off_from_zookeeper_and_follower_refuses_acks1(cluster: Cluster,
                                                             zookeeper: str) -> None:
-    port = cluster.brokers[0].port
-    assert create_topic(port, "fenced", 1, 2) == 0
-    st = wait_until(lambda: (s := partition_state(port, "fenced", 0)) and len(s.isr) == 2
-                    and s, 20, "the ISR full")
-    leader = cluster.broker(st.leader)
+    leader = led_by(cluster)
     follower = next(b for b in cluster.brokers if b is not leader)
     assert acks1(leader.port) == ErrorCode.NONE
     started = time.monotonic()
@@ -76,11 +81,7 @@ def test_cut_off_from_zookeeper_and_follower_refuses_acks1(cluster: Cluster,
 
 def test_zookeeper_paused_with_the_follower_fetching_writes_go_on(cluster: Cluster,
                                                                  zookeeper: str) -> None:
-    port = cluster.brokers[0].port
-    assert create_topic(port, "fenced", 1, 2) == 0
-    st = wait_until(lambda: (s := partition_state(port, "fenced", 0)) and len(s.isr) == 2
-                    and s, 20, "the ISR full")
-    leader = cluster.broker(st.leader)
+    leader = led_by(cluster)
     with zk_paused(zookeeper):
         deadline = time.monotonic() + SESSION_MS / 1000 * 0.8
         while time.monotonic() < deadline:

@@ -23,8 +23,8 @@ from protocol.errors import ErrorCode
 from protocol.records import build_batch
 
 from tests.integration.cluster import Cluster, MakeCluster, WireClient
-from tests.integration.multi import (controller_id, create_topic, log_bytes, partition_state,
-                                     paused, produce, wait_until)
+from tests.integration.multi import (controller_id, create_topic, led_in_sync, log_bytes,
+                                     partition_state, paused, produce, wait_until)
 
 pytestmark = pytest.mark.integration
 
@@ -46,8 +46,7 @@ def cluster(make_cluster: MakeCluster) -> Cluster:
 
 
 def _all_in_sync(c: Cluster) -> bool:
-    st = partition_state(c.brokers[0].port, TOPIC, 0)
-    return st is not None and st.leader >= 0 and len(st.isr) == 3
+    return led_in_sync(c.brokers, c.brokers[0].port, TOPIC, 0, 3) is not None
 
 
 def _leader(c: Cluster) -> int:

@@ -28,7 +28,7 @@ from protocol.records import build_batch
 from protocol.spec import api
 from tests.integration.cluster import (DEFAULT_OVERRIDES, BrokerProcess, Cluster, MakeCluster,
                                       WireClient)
-from tests.integration.multi import metadata, until
+from tests.integration.multi import led_in_sync, metadata, until
 from tests.integration.zookeeper import free_port
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -72,9 +72,12 @@ def cluster(make_cluster: MakeCluster) -> Cluster:
 
 def assert_replicating(c: Cluster, asked: BrokerProcess) -> None:
     """Every partition of TOPIC has its full ISR again, and an acks=all produce to
-    each (which needs every ISR member to fetch it) succeeds."""
+    each (which needs every ISR member to fetch it) succeeds. The leader's own
+    metadata must say so too (multi.led_in_sync): ``asked``'s can be ahead of the
+    leader's LeaderAndIsr, and the raw Produce would then be refused."""
     full = until(lambda: (lambda m: m if len(m) == 3 and all(
-        leader >= 0 and isr == [0, 1, 2] for leader, isr in m.values()) else None)(
+        leader >= 0 and isr == [0, 1, 2] for leader, isr in m.values()) and all(
+        led_in_sync(c.brokers, asked.port, TOPIC, p, 3) for p in m) else None)(
         partitions(asked)), 25, "full ISRs for " + TOPIC)
     for p, (leader, _isr) in full.items():
         with WireClient(c.broker(leader).port, timeout=15) as w:
