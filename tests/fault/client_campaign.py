@@ -185,8 +185,9 @@ class Campaign:
                 c.request(ApiKey.ELECT_LEADERS, 1, req.new(election_type=0,
                                                            topic_partitions=tps,
                                                            timeout_ms=10_000))
-            md = self.fc.metadata(TOPIC)
-            return all(pi.leader == pi.replicas[0] for pi in md.values())
+            md = self.fc.metadata(TOPIC)        # every partition, not all() of none
+            return set(md) == set(range(PARTITIONS)) and all(pi.leader == pi.replicas[0]
+                                                             for pi in md.values())
         wait_for("preferred leaders", elected, 60, 0.5)
 
     def check(self) -> list[str]:

@@ -197,7 +197,9 @@ class Run:
         called: a full ISR can hide a follower that stopped fetching for up to
         replica.lag.time.max.ms."""
         fc = self.fc
-        md = fc.metadata(TOPIC)
+        md = wait_for(f"{TOPIC}: metadata of every partition",  # all() of none would pass
+                      lambda: m if set(m := fc.metadata(TOPIC)) == set(PARTS) else None,
+                      timeout, 0.2)
         target = {p: fc.disk_leo(pi.leader, TOPIC, p) for p, pi in md.items()}
         wait_for("every replica replicating", lambda: all(
             fc.disk_leo(r, TOPIC, p) >= target[p] for p, pi in md.items() for r in pi.replicas),
@@ -228,8 +230,9 @@ class Run:
                 c.request(ApiKey.ELECT_LEADERS, 1, req.new(election_type=0,
                                                            topic_partitions=tps,
                                                            timeout_ms=10_000))
-            md = self.fc.metadata(TOPIC)
-            return all(pi.leader == pi.replicas[0] for pi in md.values())
+            md = self.fc.metadata(TOPIC)        # every partition, not all() of none
+            return set(md) == set(PARTS) and all(pi.leader == pi.replicas[0]
+                                                 for pi in md.values())
         wait_for("preferred leaders", elected, SETTLE_S, 0.5)
 
     def fault(self, name: str, apply: Callable[[Window], None],

@@ -31,6 +31,7 @@ import pytest
 
 from tests.integration.clients.test_java_client import java_classpath  # noqa: F401
 from tests.integration.cluster import REPO, Cluster, MakeCluster
+from tests.integration.multi import wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -54,6 +55,25 @@ def configs_tool(bootstrap: str, *argv: str) -> str:
     status = configs.main(["--bootstrap-server", bootstrap, *argv], stdout=out, stderr=err)
     assert status == 0, err.getvalue()
     return out.getvalue()
+
+
+def log_marks(cluster: Cluster) -> dict[int, int]:
+    """Each broker's log length now (``BrokerProcess.log_text``): ``wait_quota_applied``
+    looks only at what the brokers log after these marks."""
+    return {b.broker_id: len(b.log_text()) for b in cluster.brokers}
+
+
+def wait_quota_applied(cluster: Cluster, marks: dict[int, int], *client_ids: str,
+                       timeout: float = 10.0) -> None:
+    """Until every broker logged, after its mark, that it applied a quota change of each
+    of ``client_ids``. A broker applies a quota only when ZooKeeper's change notification
+    reaches it, in the background (broker/quotas/client_quotas.py, ``reload``), even the
+    broker that took the request: a fixed sleep could end first on a loaded machine, and
+    a client started then was not held to the quota (or not freed from it)."""
+    lines = [f"applied client quota change for clients/{c}:" for c in client_ids]
+    wait_until(lambda: all(line in b.log_text()[marks[b.broker_id]:]
+                           for b in cluster.brokers for line in lines),
+               timeout, f"every broker applying the quota change of {', '.join(client_ids)}")
 
 
 def create_topics(bootstrap: str, *names: str, partitions: int = 1) -> None:
@@ -129,6 +149,7 @@ def test_produce_quota_holds_one_client_id_and_not_another(cluster: Cluster,
     run = uuid.uuid4().hex[:6]
     topics = [f"quota-{n}-{run}" for n in ("rdk-slow", "rdk-fast", "java-slow", "java-fast")]
     create_topics(bootstrap, *topics)
+    marks = log_marks(cluster)
     for client_id in (f"rdk-slow-{run}", f"java-slow-{run}"):
         out = configs_tool(bootstrap, "--alter", "--entity-type", "clients", "--entity-name",
                            client_id, "--add-config", f"producer_byte_rate={MB}")
@@ -137,7 +158,7 @@ def test_produce_quota_holds_one_client_id_and_not_another(cluster: Cluster,
                              "--entity-name", f"rdk-slow-{run}")
     assert described == (f"Quota configs for client-id 'rdk-slow-{run}' are "
                          f"producer_byte_rate={float(MB)}\n")
-    time.sleep(0.5)      # the broker applies the change notification
+    wait_quota_applied(cluster, marks, f"rdk-slow-{run}", f"java-slow-{run}")
 
     java_slow = java_producer(java_classpath, bootstrap, topics[2], f"java-slow-{run}")
     java_fast = java_producer(java_classpath, bootstrap, topics[3], f"java-fast-{run}")
@@ -202,9 +223,10 @@ def test_fetch_quota_holds_a_consumer_and_changes_apply_live(cluster: Cluster) -
         producer.poll(0)
     assert producer.flush(30) == 0
     slow, rate = f"consumer-slow-{run}", MB // 2
+    marks = log_marks(cluster)
     configs_tool(bootstrap, "--alter", "--client", slow, "--add-config",
                  f"consumer_byte_rate={rate}")
-    time.sleep(0.5)
+    wait_quota_applied(cluster, marks, slow)
     total = 1200 * RECORD
     free_bytes, free_throttle, free_took = consume_for(bootstrap, topic, f"consumer-free-{run}",
                                                        20, stop_at=total)
@@ -216,8 +238,9 @@ def test_fetch_quota_holds_a_consumer_and_changes_apply_live(cluster: Cluster) -
     assert 0.7 * rate * 8 <= slow_bytes <= 1.2 * rate * 9     # one window of burst at most
     assert slow_throttle > 0
     # lifted without a restart: the same client id now reads at full speed
+    marks = log_marks(cluster)
     configs_tool(bootstrap, "--alter", "--client", slow, "--delete-config", "consumer_byte_rate")
-    time.sleep(0.5)
+    wait_quota_applied(cluster, marks, slow)
     lifted_bytes, _, lifted_took = consume_for(bootstrap, topic, slow, 20, stop_at=total)
     assert lifted_bytes >= total and lifted_took < 8
 
@@ -255,9 +278,10 @@ def test_request_percentage_quota_throttles_and_mutes(cluster: Cluster) -> None:
     reads the next request only after it (KIP-219 muting)."""
     from tests.integration.cluster import WireClient
     bootstrap = cluster.bootstrap
+    marks = log_marks(cluster)
     configs_tool(bootstrap, "--alter", "--client", "wire-test", "--add-config",
                  "request_percentage=0.0001")
-    time.sleep(0.5)
+    wait_quota_applied(cluster, marks, "wire-test")
     try:
         with WireClient(cluster.brokers[0].port) as wire:
             first = wire.metadata(None, version=9)

@@ -279,9 +279,11 @@ def test_partition_page_names_the_killed_follower(cluster: Cluster, browser: Bro
     ctl = controller_id(cluster.brokers[0].port)
     victim = next(r for r in st.replicas if r != st.leader and r != ctl)
     cluster.broker(victim).kill9()                      # SIGKILL by pid
-    live = next(b for b in cluster.brokers if b.broker_id != victim)
-    wait_until(lambda: victim not in partition_state(live.port, TOPIC, 0).isr, 30,
-               f"broker {victim} out of the ISR of {TOPIC}-0")
+    live = [b for b in cluster.brokers if b.broker_id != victim]
+    # in every live broker's metadata: the console asks whichever it connects to, and
+    # each applies the controller's UpdateMetadata in its own time
+    wait_until(lambda: all(victim not in partition_state(b.port, TOPIC, 0).isr for b in live),
+               30, f"broker {victim} out of the ISR of {TOPIC}-0 everywhere")
     dom = browser.dom("/partition", "partition-after-kill", topic=TOPIC, p=0)
     text = text_of(dom)
     assert f"Under-replicated: {victim} not in the ISR" in text

@@ -23,6 +23,8 @@ from tests.integration.multi import led_in_sync, metadata, until
 
 pytestmark = pytest.mark.integration
 
+MOVED_WITHIN_S = 5.0    # controlled shutdown: leaderships moved, below the session timeout
+
 
 def leaders(b: BrokerProcess, topic: str) -> dict[int, tuple[int, list[int], list[int]]]:
     """partition -> (leader, replicas, isr), as broker ``b`` sees it."""
@@ -47,6 +49,20 @@ def leading(c: Cluster, b: BrokerProcess, topic: str, partitions: Iterable[int],
     in its own metadata (multi.led_in_sync): ``b``'s metadata can be ahead of the
     leader's LeaderAndIsr, and a raw Produce sent then is refused."""
     return all(led_in_sync(c.brokers, b.port, topic, p, isr) is not None for p in partitions)
+
+
+def reassigned(c: Cluster, b: BrokerProcess, topic: str, targets: dict[int, list[int]]
+               ) -> dict[int, tuple[int, list[int], list[int]]] | None:
+    """``leaders(b, topic)`` once each partition has exactly its ``targets`` replicas,
+    all in its ISR, and its leader is in charge in its own metadata (``led_in_sync``);
+    None before. The tool's --verify asked one broker (any connection): the controller's
+    UpdateMetadata reaches ``b`` in its own time."""
+    m = leaders(b, topic)
+    if set(m) != set(targets) or any(m[p][1] != r or sorted(m[p][2]) != sorted(r)
+                                     for p, r in targets.items()):
+        return None
+    return m if all(led_in_sync(c.brokers, b.port, topic, p, len(r)) is not None
+                    for p, r in targets.items()) else None
 
 
 def create_topic(cluster: Cluster, name: str, assignment: dict[int, list[int]],
@@ -127,8 +143,11 @@ def test_controlled_shutdown_moves_leaderships_first(cluster3: Cluster) -> None:
     took = time.monotonic() - t0
     log = c.broker(1).log_text()
     assert "controlled shutdown succeeded" in log, log[-3000:]
-    # right away (no ZooKeeper session timeout to wait for) the others lead
-    after = leaders(c.brokers[0], "cs")
+    # the others lead, well within the ZooKeeper session timeout (6 s); the controller
+    # answered the ControlledShutdown before its UpdateMetadata reached broker 0
+    after = until(lambda: every_partition(c.brokers[0], "cs", range(8),
+                                          lambda v: v[0] in (0, 2) and 1 not in v[2]),
+                  MOVED_WITHIN_S, "broker 0's metadata: the others lead, 1 out of the ISRs")
     assert all(v[0] in (0, 2) for v in after.values()), after
     assert all(1 not in v[2] for v in after.values()), after      # shrunk out of the ISRs
     print(f"controlled shutdown of a broker leading 8 partitions: {took:.2f}s")
@@ -165,7 +184,8 @@ def test_reassignment_tool_and_preferred_election(cluster3: Cluster, tmp_path: P
     out = _reassign(c, tmp_path / "plan.json", {("mv", 0): [2, 1], ("mv", 1): [1, 2]})
     assert "Successfully started partition reassignments for mv-0,mv-1" in out
     assert '"replicas":[0,1,2]' in out            # the rollback plan
-    final = leaders(c.brokers[1], "mv")
+    final = until(lambda: reassigned(c, c.brokers[1], "mv", {0: [2, 1], 1: [1, 2]}), 10,
+                  "broker 1's metadata with the reassignment")
     assert final[0][1] == [2, 1] and final[1][1] == [1, 2]
     assert all(v[0] in (1, 2) and 0 not in v[2] for v in final.values()), final
     listing = io.StringIO()
@@ -195,12 +215,15 @@ def test_reassignment_onto_a_new_broker_completes(cluster3: Cluster, tmp_path: P
     for _ in range(5):
         assert produce_ok(c, "mv2", 0, 0) == 0
     _reassign(c, tmp_path / "plan2.json", {("mv2", 0): [1, 2]})   # 2 must catch up first
-    leader, replicas, isr = leaders(c.brokers[1], "mv2")[0]
+    leader, replicas, isr = until(lambda: reassigned(c, c.brokers[1], "mv2", {0: [1, 2]}), 10,
+                                  "broker 1's metadata with the reassignment")[0]
     assert replicas == [1, 2] and leader in (1, 2) and sorted(isr) == [1, 2]
     with WireClient(c.broker(leader).port) as w:
         err, hw, _ = w.fetch_batches("mv2", 0, 0)
     assert (err, hw) == (0, 5)                 # nothing lost on the way
-    assert not (c.broker(0).log_dir / "mv2-0").exists()    # StopReplica(delete) on 0
+    # StopReplica(delete) on 0: sent by the controller, applied by 0 in its own time
+    until(lambda: not (c.broker(0).log_dir / "mv2-0").exists() or None, 10,
+          "mv2-0 deleted on broker 0")
 
 
 def test_admin_reassignment_and_election_verbs_report_per_partition(cluster3: Cluster) -> None:

@@ -40,6 +40,14 @@ async def until(cond: Callable[[], Any], timeout: float = 15) -> None:
         await asyncio.sleep(0.05)
 
 
+async def ran_for_controller(ctl: Controller, winner: int = 1) -> None:
+    """Until ``ctl`` has run its election and names ``winner`` the active controller.
+    Controller.start only queues the election: with a fixed sleep before the next pair
+    starts, a loaded machine could let broker 2 run for controller before broker 1 had
+    won, and win."""
+    await until(lambda: ctl.active_controller_id == winner)
+
+
 def run(coro: Awaitable[None]) -> None:
     asyncio.run(asyncio.wait_for(coro, 50))  # type: ignore[arg-type]
 
@@ -63,7 +71,7 @@ def test_election_topic_creation_and_failover(zookeeper: str) -> None:
             ctl = Controller(bid, store, t)
             await ctl.start()
             nodes.append((store, ctl, t))
-            await asyncio.sleep(0.3)
+            await ran_for_controller(ctl)
         (s1, c1, t1), (s2, c2, t2) = nodes
         await until(lambda: c1.is_active)
         assert not c2.is_active

@@ -84,10 +84,12 @@ def test_add_use_and_remove_a_listener(cluster: Cluster) -> None:
     assert row.source == ConfigSource.DYNAMIC_BROKER_CONFIG.value
     assert f"EXTERNAL://{HOST}:{ext[0]}" in row.value
 
-    # every broker's cache has both EXTERNAL endpoints (UpdateMetadata from the controller)
+    # every broker's cache has both EXTERNAL endpoints (UpdateMetadata from the controller,
+    # one per rewritten registration, each applied by each broker in its own time)
     wait_until(lambda: brokers_on(ext[1]) == {0: ext[0], 1: ext[1]}, 15,
                "broker 1's Metadata on EXTERNAL lists broker 0 at its EXTERNAL port")
-    assert brokers_on(ext[0]) == {0: ext[0], 1: ext[1]}
+    wait_until(lambda: brokers_on(ext[0]) == {0: ext[0], 1: ext[1]}, 15,
+               "broker 0's Metadata on EXTERNAL lists broker 1 at its EXTERNAL port")
     assert brokers_on(b1.port) == {0: b0.port, 1: b1.port}
 
     # a stock client that knows only the EXTERNAL listener

@@ -289,11 +289,9 @@ class Producing:
 def layout(env: Env, topic: str) -> None:
     """Every partition led by X with its full ISR; ON_B on dir B, ON_A on dir A."""
     c, x = env.cluster, env.x
-    def led_by_x() -> bool:
-        parts = partitions(x.port, topic)      # {} until X's metadata has the topic
-        return bool(parts) and all(i.leader == X and i.isr == (0, 1, 2)
-                                   for i in parts.values())
-    until(lambda: led_by_x() or None, 20, f"{topic} led by broker {X} with full ISRs")
+    # every partition of ASSIGNMENT in one read, not just some (every_partition)
+    until(lambda: every_partition(x.port, topic, lambda i: i.leader == X and i.isr == (0, 1, 2)),
+          20, f"{topic} led by broker {X} with full ISRs")
     move_to(x.port, env.dir_b, topic, ON_B)
     move_to(x.port, env.dir_a, topic, ON_A)
     dirs = describe_log_dirs(x.port)

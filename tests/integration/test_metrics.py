@@ -110,6 +110,16 @@ def _in_sync(c: Cluster) -> bool:
             and all(p.leader >= 0 and len(p.isrs) == 3 for p in t.partitions.values()))
 
 
+def _copies_leo(c: Cluster) -> float:
+    """The topic's log end offsets (kafka_log_log_logendoffset) summed over its partitions
+    and every broker's copy, over the 3 copies. acks=all holds for the ISR, not for a
+    follower that fell out of it during the load (replica.lag.time.max.ms is LAG_MS):
+    that copy reaches the end only when it catches up, so the sum is waited for."""
+    scrapes = [parse(scrape(b)) for b in c.brokers]
+    return sum(value(s, "kafka_log_log_logendoffset", topic=TOPIC, partition=str(p))
+               for s in scrapes for p in range(PARTITIONS)) / 3
+
+
 def _urp(c: Cluster, brokers: list[BrokerProcess]) -> float:
     return sum(value(parse(scrape(b)), "kafka_server_replicamanager_underreplicatedpartitions")
                for b in brokers)
@@ -193,10 +203,9 @@ def test_scrape_during_load_and_messages_in(cluster: Cluster) -> None:
     # acks=all waited for the followers: remote time was recorded somewhere
     assert sum(value(s, "kafka_network_requestmetrics_remotetimems_sum", request="Produce")
                for s in after) > 0
-    # log gauges: per partition, LEO summed over the leaders' copies = messages
-    leo = sum(value(after[i], "kafka_log_log_logendoffset", topic=TOPIC, partition=str(p))
-              for i in range(3) for p in range(PARTITIONS)) / 3
-    assert leo == MESSAGES
+    # log gauges: per partition, LEO summed over the three copies = messages
+    wait_until(lambda: _copies_leo(cluster) == MESSAGES, 30,
+               f"every copy's log end offsets summing to the {MESSAGES} messages sent")
     producer.flush(5)
 
 

@@ -23,8 +23,8 @@ from protocol.errors import ErrorCode
 from protocol.records import build_batch
 
 from tests.integration.cluster import Cluster, MakeCluster, WireClient
-from tests.integration.multi import (controller_id, create_topic, led_in_sync, log_bytes,
-                                     partition_state, paused, produce, wait_until)
+from tests.integration.multi import (PartitionState, controller_id, create_topic, led_in_sync,
+                                     log_bytes, partition_state, paused, produce, wait_until)
 
 pytestmark = pytest.mark.integration
 
@@ -67,6 +67,17 @@ def _send(c: Cluster, leader: int, n: int, tag: bytes, acks: int = -1,
     return offsets
 
 
+def _shrunk_without(c: Cluster, leader: int, gone: int) -> PartitionState:
+    """The partition's state once the leader's Metadata has ``gone`` out of the ISR. The
+    leader applies the shrink when the controller accepts its AlterPartition (and the
+    acks=all produce goes on), but its metadata cache learns it from the controller's
+    UpdateMetadata, a moment later."""
+    port = c.broker(leader).port
+    return wait_until(
+        lambda: (s := partition_state(port, TOPIC, 0)) and gone not in s.isr and s,
+        LAG_MS / 1000 * 2 + 5, f"broker {gone} out of the ISR in the leader's metadata")
+
+
 def _identical_logs(c: Cluster, ids: list[int]) -> bool:
     data = [log_bytes(c.broker(i), TOPIC, 0) for i in ids]
     return len(data[0]) > 0 and all(d == data[0] for d in data)
@@ -88,7 +99,7 @@ def test_follower_restart_catches_up(cluster: Cluster) -> None:
     cluster.kill9(follower)
     # acks=all waits until the dead follower leaves the ISR, then goes on with 2
     _send(cluster, leader, 10, b"while-down")
-    st = partition_state(cluster.broker(leader).port, TOPIC, 0)
+    st = _shrunk_without(cluster, leader, follower.broker_id)
     assert st is not None and follower.broker_id not in st.isr
     cluster.restart(follower)
     others = [b.broker_id for b in cluster.brokers]

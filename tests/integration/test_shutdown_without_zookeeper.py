@@ -23,12 +23,25 @@ from pathlib import Path
 import pytest
 
 from tests.integration.cluster import Cluster
+from tests.integration.multi import wait_until
 from tests.integration.zookeeper import PIDS, zookeeper_server
 
 pytestmark = pytest.mark.integration
 
 CONNECTION_TIMEOUT_MS = 2000
 EXIT_WITHIN_S = 15.0
+SEE_THE_DROP_S = 10.0
+
+
+def wait_connection_lost(c: Cluster) -> None:
+    """Until every broker logged that its ZooKeeper connection is lost (controller/zk.py,
+    on kazoo's SUSPENDED). Only from then on does a ZooKeeper request wait for a
+    connection, so that the shutdown steps time out as asserted; a request made while
+    the client still believes it is connected fails with ConnectionLoss when the drop is
+    noticed instead. A fixed 1 s sleep was not always enough for a loaded machine to
+    schedule the brokers' client threads."""
+    wait_until(lambda: all("ZooKeeper connection lost" in b.log_text() for b in c.brokers),
+               SEE_THE_DROP_S, "every broker to see its ZooKeeper connection drop")
 
 
 def test_sigterm_stops_brokers_whose_zookeeper_was_killed(tmp_path: Path) -> None:
@@ -39,7 +52,7 @@ def test_sigterm_stops_brokers_whose_zookeeper_was_killed(tmp_path: Path) -> Non
         try:
             c.start()
             os.kill(PIDS[zk], signal.SIGKILL)
-            time.sleep(1.0)               # the brokers see the connection drop
+            wait_connection_lost(c)
             for b in c.brokers:
                 assert b.proc is not None
                 b.proc.send_signal(signal.SIGTERM)

@@ -314,8 +314,56 @@ def test_alice_needs_acls_to_see_and_read(cluster: Cluster, pki: Pki) -> None:
     while topic not in AdminClient(alice).list_topics(timeout=10).topics:
         assert time.monotonic() < deadline
         time.sleep(0.3)
-    time.sleep(1.0)
+    wait_acls_everywhere(cluster, {(TOPIC_RESOURCE, topic): 2, (GROUP_RESOURCE, group): 1},
+                         deadline)
     assert len(produce_consume_only(alice, topic, group, 5)) == 5
+
+
+TOPIC_RESOURCE, GROUP_RESOURCE = 2, 3      # DescribeAcls resource types
+
+
+def acl_counts(cluster: Cluster, wanted: list[tuple[int, str]]
+               ) -> list[dict[tuple[int, str], int]]:
+    """Per broker, how many literal ACLs its cache holds on each (resource type, name)
+    of ``wanted``: DescribeAcls v1 (answered from the broker's own cache) as admin, a
+    super user, on its SASL_PLAINTEXT listener."""
+    from client.connection import KafkaConnection
+    from client.security import ClientSecurity
+    from protocol.api_keys import ApiKey
+    from protocol.spec import api
+    security = ClientSecurity(protocol="SASL_PLAINTEXT", sasl_mechanism="PLAIN",
+                              sasl_username="admin", sasl_password=PASSWORDS["admin"])
+    spec = api(ApiKey.DESCRIBE_ACLS).request
+
+    async def one(port: int) -> dict[tuple[int, str], int]:
+        conn = await KafkaConnection.open(HOST, port, security=security)
+        try:
+            out = {}
+            for kind, name in wanted:
+                r = await conn.request(ApiKey.DESCRIBE_ACLS, spec.new(
+                    resource_type_filter=kind, resource_name_filter=name, pattern_type_filter=3,
+                    principal_filter=None, host_filter=None, operation=1, permission_type=1), 1)
+                assert r is not None and r.error_code == 0, r
+                out[(kind, name)] = sum(len(x.acls) for x in r.resources)
+            return out
+        finally:
+            await conn.close()
+    return [asyncio.run(one(b.extra_listeners["SASL_PLAINTEXT"])) for b in cluster.brokers]
+
+
+def wait_acls_everywhere(cluster: Cluster, wanted: dict[tuple[int, str], int],
+                         deadline: float) -> None:
+    """Until every broker's cache holds ``wanted[(resource type, name)]`` ACLs on each
+    resource (``acl_counts``), by ``deadline`` (time.monotonic). Each broker learns them
+    from ZooKeeper's change notifications, one per resource, in its own time, and a
+    client then asks whichever broker it needs (the group's coordinator, a partition's
+    leader): one broker's answer, and a fixed sleep after it, did not make sure of that."""
+    while True:
+        counts = acl_counts(cluster, list(wanted))
+        if all(c == wanted for c in counts):
+            return
+        assert time.monotonic() < deadline, f"ACLs per broker: {counts}, wanted {wanted}"
+        time.sleep(0.3)
 
 
 def produce_consume_only(conf: dict[str, Any], topic: str, group: str, n: int) -> list[bytes]:
