@@ -9,6 +9,9 @@ the tools need).
     await producer.send_offsets_to_transaction({("in", 0): 42}, "my-group")
     await producer.commit_transaction()       # or abort_transaction()
 
+    # in another process: end a transaction left open, by its producer id and epoch
+    await TransactionalProducer.resume(admin, "my-txn-id", pid, epoch).commit_transaction()
+
 States (one writer: this object; calls must not overlap):
 
     UNINITIALIZED --init--> READY --begin--> IN_TRANSACTION --commit/abort--> READY
@@ -106,7 +109,24 @@ class TransactionalProducer:
         self._partitions: set[TP] = set()       # added to the current transaction
         self._offsets_added: set[str] = set()   # groups added to the current transaction
         self._bump_epoch = False                # KIP-360 bump due after the next abort
+        self._resumed = False                   # a transaction begun elsewhere (resume)
         self._last_error: BaseException | None = None
+
+    @classmethod
+    def resume(cls, admin: KafkaAdmin, transactional_id: str, producer_id: int,
+               producer_epoch: int, **options: Any) -> TransactionalProducer:
+        """A producer for a transaction another process began and left open, named by
+        its producer id and epoch (the Spark sink: each task writes its transaction,
+        the driver ends them all once every task succeeded): IN_TRANSACTION, and only
+        ``commit_transaction`` / ``abort_transaction`` are allowed (the other process's
+        sequences are unknown here). EndTxn carries the id and epoch, which the
+        coordinator checks: a transaction fenced or timed out meanwhile is answered
+        PRODUCER_FENCED / INVALID_PRODUCER_EPOCH (raised as ProducerFenced)."""
+        producer = cls(admin, transactional_id, **options)
+        producer.producer_id, producer.producer_epoch = producer_id, producer_epoch
+        producer.state = State.IN_TRANSACTION
+        producer._resumed = True
+        return producer
 
     # -- lifecycle ------------------------------------------------------------------
 
@@ -156,7 +176,7 @@ class TransactionalProducer:
     async def send(self, batch_records: Mapping[TP, Sequence[Record]]) -> dict[TP, int]:
         """Write ``batch_records[tp]`` (key, value, timestamp[, headers]) to each
         partition as one transactional batch. -> the base offset per partition."""
-        if self.state is not State.IN_TRANSACTION:
+        if self.state is not State.IN_TRANSACTION or self._resumed:
             self._refuse("send")
         wanted = {tp: recs for tp, recs in batch_records.items() if recs}
         await self._add_partitions([tp for tp in wanted if tp not in self._partitions])
@@ -191,7 +211,7 @@ class TransactionalProducer:
                                           group_instance_id: str | None = None) -> None:
         """Commit the consumer's ``offsets`` (next offsets to read) for ``group_id``
         with the transaction: visible to OffsetFetch only once it commits."""
-        if self.state is not State.IN_TRANSACTION:
+        if self.state is not State.IN_TRANSACTION or self._resumed:
             self._refuse("send_offsets_to_transaction")
         if group_id not in self._offsets_added:
             error = await self._to_coordinator(
@@ -234,7 +254,7 @@ class TransactionalProducer:
         self._partitions.update(new)
 
     async def _end(self, *, commit: bool) -> None:
-        if not self._partitions and not self._offsets_added:
+        if not self._partitions and not self._offsets_added and not self._resumed:
             self.state = State.READY        # nothing was added: nothing to end remotely
             return
         error = await self._to_coordinator(
@@ -250,6 +270,7 @@ class TransactionalProducer:
             raise self._fatal(TransactionError(
                 f"EndTxn ({verb}): {ErrorCode.from_code(error).name}", error))
         self.state = State.READY
+        self._resumed = False
 
     async def _to_coordinator(self, call: Callable[[KafkaConnection], Awaitable[T]],
                               error_of: Callable[[T], int], *, key_type: int = TRANSACTION_KEY,
@@ -315,6 +336,10 @@ class TransactionalProducer:
         return exc
 
     def _refuse(self, call: str) -> None:
+        if self._resumed and self.state is State.IN_TRANSACTION:
+            raise TransactionError(f"{call} is not allowed on a resumed transaction (only "
+                                   "commit_transaction / abort_transaction)",
+                                   ErrorCode.INVALID_TXN_STATE)
         if self.state is State.FATAL and isinstance(self._last_error, TransactionError):
             raise type(self._last_error)(
                 f"{call}: the producer failed fatally before: {self._last_error}",

@@ -13,7 +13,8 @@ Map (what lives where):
                        offsets JSON) as Spark's Kafka source reads them
     source_write.py    the ``pybroker`` sink: DataFrames to topics, batch and streaming
     sink_exactly_once.py  the sink's exactlyOnce mode: a transaction per task and micro-batch,
-                       the batch id recorded in it (client.transactional)
+                       the batch id recorded in it, committed by the driver once every
+                       task succeeded (client.transactional)
     kafka_io.py        KafkaIO: blocking calls over a private event-loop thread for Spark's
                        synchronous API; fetch_range; shared_client (one per worker process)
     kafka_requests.py  the asyncio side: client.verbs with leader routing and deadline-bound

@@ -20,12 +20,32 @@ Per task (``write_exactly_once``), in a streaming query:
    UNSTABLE_OFFSET_COMMIT): a marker past this batch means the batch was written
    before — the task writes nothing.
 4. Otherwise: begin, the rows sent in batches per partition, the marker sent with
-   ``send_offsets_to_transaction``, commit. Rows and marker become visible to
-   read_committed consumers together or not at all.
+   ``send_offsets_to_transaction`` -- and the transaction left open: the task
+   returns it (transactional id, producer id, epoch: ``OpenTransaction``) in its
+   commit message.
+5. The driver's commit, which Spark calls only once every task of the batch has
+   succeeded, ends each task's transaction with EndTxn(commit)
+   (``end_transactions``, through ``TransactionalProducer.resume``); Spark's abort
+   ends them with EndTxn(abort). Rows and marker become visible to read_committed
+   consumers together or not at all.
+
+Why the driver commits (a two-phase commit, as Flink's Kafka sink does): a task
+cannot tell a cut input from its end. PySpark's Python workers run in a process
+group of their own (pyspark/daemon.py), so when the executor's JVM dies (a kill -9
+of the query) a worker can live on for a moment, and its row iterator can end as if
+the partition were done. Seen in a test run: a task held mid-batch committed 110 of
+its 150 rows (11 of the 10-row input batches) with its marker, 150 ms after the
+query was killed; the re-run skipped the batch, the other 40 rows were lost. A
+transaction the driver never commits is aborted by the next attempt's
+``init_transactions`` or by the coordinator after ``kafka.transaction.timeout.ms``
+(which must therefore cover a whole batch, from a task's first row to the
+driver's commit; a transaction timed out before the commit fails the batch, which
+Spark then re-runs).
 
 A batch write (``df.write``) has no batch id: with ``exactlyOnce=true`` each task
 attempt's rows are still one transaction (a failed attempt leaves nothing visible),
-under a transactional id made of the write's own random id and the task partition.
+under a transactional id made of the write's own random id and the task partition,
+committed by the driver as above.
 
 Read the output with ``isolation.level=read_committed``: read_uncommitted readers
 see aborted attempts' records too.
@@ -34,9 +54,11 @@ see aborted attempts' records too.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from client.errors import TransactionError
@@ -49,6 +71,16 @@ QUERY_ID_PROPERTY = "sql.streaming.queryId"        # Spark's StreamExecution key
 BATCH_ID_PROPERTY = "streaming.sql.batchId"
 DEFAULT_PREFIX = "pybroker-sink-"
 UNSTABLE_WAIT_S = 60.0
+
+log = logging.getLogger("pybroker.spark.sink")
+
+
+@dataclass(frozen=True)
+class OpenTransaction:
+    """A task's transaction, written and left open for the driver to end."""
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
 
 
 def task_identity(write_id: str) -> tuple[str, int | None, int]:
@@ -65,15 +97,16 @@ def task_identity(write_id: str) -> tuple[str, int | None, int]:
 
 
 def write_exactly_once(sender: Any, rows: Iterator[Any], prefix: str, write_id: str,
-                       transaction_timeout_ms: int) -> int:
-    """Send ``rows`` as one transaction (see the module docstring) through
-    ``sender`` (a ``source_write.RowSender``: routing, batch sizes, its KafkaIO).
-    -> how many rows were written (0 when the batch had been written before)."""
+                       transaction_timeout_ms: int) -> tuple[int, OpenTransaction | None]:
+    """Send ``rows`` in one transaction (see the module docstring) through ``sender``
+    (a ``source_write.RowSender``: routing, batch sizes, its KafkaIO) and leave it
+    open. -> (rows written, the open transaction for the driver to end); (0, None)
+    when there were no rows or the batch had been written before."""
     owner, batch_id, partition = task_identity(write_id)
     txn_id = f"{prefix}{owner}-{partition}"
     first = next(rows, None)
     if first is None:
-        return 0
+        return 0, None
     marker_topic = sender.opts.topic or sender.route(first)[0][0]
     marker: TP = (marker_topic, 0)
     io = sender.io
@@ -84,7 +117,7 @@ def write_exactly_once(sender: Any, rows: Iterator[Any], prefix: str, write_id: 
     if batch_id is not None:
         done = io.call(_written_up_to(producer, txn_id, marker))
         if done > batch_id:
-            return 0
+            return 0, None
     producer.begin_transaction()
     pending: dict[TP, list[tuple[bytes | None, bytes | None, int, list[Any]]]] = {}
     pending_bytes = written = 0
@@ -101,12 +134,32 @@ def write_exactly_once(sender: Any, rows: Iterator[Any], prefix: str, write_id: 
             io.call(producer.send(pending))
         if batch_id is not None:
             io.call(producer.send_offsets_to_transaction({marker: batch_id + 1}, txn_id))
-        io.call(producer.commit_transaction())
     except TransactionError as e:
         if e.abortable:
             io.call(producer.abort_transaction())
         raise
-    return written
+    return written, OpenTransaction(txn_id, producer.producer_id, producer.producer_epoch)
+
+
+def end_transactions(io: Any, transactions: Iterable[OpenTransaction], *, commit: bool,
+                     transaction_timeout_ms: int) -> None:
+    """On the driver: EndTxn(commit or abort) for each task's open transaction,
+    through ``io`` (a KafkaIO). A commit that fails raises (the batch fails and Spark
+    re-runs it; its tasks' ``init_transactions`` abort what is left open); a failed
+    abort is only logged (the next attempt or the timeout aborts it anyway)."""
+    for txn in transactions:
+        producer = TransactionalProducer.resume(io.admin, txn.transactional_id,
+                                                txn.producer_id, txn.producer_epoch,
+                                                transaction_timeout_ms=transaction_timeout_ms)
+        if commit:
+            io.call(producer.commit_transaction())
+            continue
+        try:
+            io.call(producer.abort_transaction())
+        except TransactionError as e:
+            log.warning("aborting %s (producer id %d, epoch %d) failed: %s; the next "
+                        "attempt or the transaction timeout aborts it", txn.transactional_id,
+                        txn.producer_id, txn.producer_epoch, e)
 
 
 async def _written_up_to(producer: TransactionalProducer, group: str, marker: TP) -> int:

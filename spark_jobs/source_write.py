@@ -16,8 +16,8 @@ batched.
 
 Delivery guarantee: **at-least-once** by default, as Spark's Kafka sink; with
 ``exactlyOnce=true``, exactly-once (``spark_jobs.sink_exactly_once``: a transaction
-per task and micro-batch, the batch id recorded in it; read the output
-read_committed). Each Spark task
+per task and micro-batch, the batch id recorded in it, committed by the driver once
+every task succeeded; read the output read_committed). Each Spark task
 sends its rows with ``acks=all`` (``kafka.acks`` may lower it) and only
 succeeds once every batch is acknowledged, so a successful micro-batch is
 durably in the topic. But a task retried after a failure, or a micro-batch
@@ -50,7 +50,8 @@ from client.partitioner import StickyPartitioner, partition_for_key
 from protocol.records import BatchBuilder
 from spark_jobs.kafka_io import KafkaIO, shared_client
 from spark_jobs.kafka_requests import TP, ClientConfig
-from spark_jobs.sink_exactly_once import DEFAULT_PREFIX, new_write_id, write_exactly_once
+from spark_jobs.sink_exactly_once import (DEFAULT_PREFIX, OpenTransaction, end_transactions,
+                                          new_write_id, write_exactly_once)
 
 CODECS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
 ACKS = {"all": -1, "-1": -1, "1": 1, "0": 0}
@@ -74,7 +75,10 @@ class WriteOptions:
 
 @dataclass
 class WriteCommit(WriterCommitMessage):
+    """What a task tells the driver: rows written, and in exactly-once mode its
+    transaction, left open for the driver's commit (sink_exactly_once)."""
     records: int
+    transaction: OpenTransaction | None = None
 
 
 def parse_write(options: dict[str, str], schema: StructType) -> WriteOptions:
@@ -201,17 +205,29 @@ class RowSender:
             self.sticky.new_batch(topic, self.counts[topic])
 
 
-def write_rows(opts: WriteOptions, rows: Iterator[Any]) -> int:
-    """Send every row; returns how many were acknowledged (all of them, or raise).
-    In exactly-once mode, as one transaction (``sink_exactly_once``)."""
+def write_rows(opts: WriteOptions, rows: Iterator[Any]) -> WriteCommit:
+    """Send every row (all acknowledged, or raise). In exactly-once mode as one
+    transaction left open for the driver (``sink_exactly_once``)."""
     sender = RowSender(opts)
     if opts.exactly_once:
-        return write_exactly_once(sender, rows, opts.txn_prefix, opts.write_id,
-                                  opts.txn_timeout_ms)
+        written, transaction = write_exactly_once(sender, rows, opts.txn_prefix,
+                                                  opts.write_id, opts.txn_timeout_ms)
+        return WriteCommit(written, transaction)
     for row in rows:
         sender.add(row)
     sender.flush()
-    return sender.sent
+    return WriteCommit(sender.sent)
+
+
+def end_writes(opts: WriteOptions, messages: list[WriterCommitMessage | None], *,
+               commit: bool) -> None:
+    """On the driver: end the open transactions the tasks' messages carry (none
+    unless exactly-once)."""
+    transactions = [m.transaction for m in messages
+                    if isinstance(m, WriteCommit) and m.transaction is not None]
+    if transactions:
+        end_transactions(shared_client(opts.client), transactions, commit=commit,
+                         transaction_timeout_ms=opts.txn_timeout_ms)
 
 
 class PyBrokerWriter(DataSourceWriter):
@@ -222,13 +238,17 @@ class PyBrokerWriter(DataSourceWriter):
         self.opts = opts
 
     def write(self, iterator: Iterator[Any]) -> WriterCommitMessage:
-        return WriteCommit(write_rows(self.opts, iterator))
+        return write_rows(self.opts, iterator)
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
-        """Records are in the topic once each task returns; nothing to publish."""
+        """At-least-once: the records are in the topic once each task returns.
+        Exactly-once: every task succeeded, so their transactions commit."""
+        end_writes(self.opts, messages, commit=True)
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
-        """Sent records cannot be taken back (at-least-once)."""
+        """At-least-once: sent records cannot be taken back. Exactly-once: the
+        transactions of the tasks that finished are aborted."""
+        end_writes(self.opts, messages, commit=False)
 
 
 class PyBrokerStreamWriter(DataSourceStreamWriter):
@@ -238,10 +258,15 @@ class PyBrokerStreamWriter(DataSourceStreamWriter):
         self.opts = opts
 
     def write(self, iterator: Iterator[Any]) -> WriterCommitMessage:
-        return WriteCommit(write_rows(self.opts, iterator))
+        return write_rows(self.opts, iterator)
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
-        """Nothing to publish: the task already had every batch acknowledged."""
+        """At-least-once: nothing to publish, every batch was acknowledged.
+        Exactly-once: the batch's transactions commit, before Spark's commit log
+        records the batch."""
+        end_writes(self.opts, messages, commit=True)
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
-        """Sent records stay (at-least-once); Spark re-runs the batch."""
+        """At-least-once: sent records stay; Spark re-runs the batch. Exactly-once:
+        the finished tasks' transactions are aborted."""
+        end_writes(self.opts, messages, commit=False)

@@ -182,3 +182,45 @@ def test_calls_out_of_order_are_refused_without_a_request(cluster: Cluster) -> N
             await admin.close()
 
     asyncio.run(run())
+
+
+def test_a_resumed_producer_ends_a_transaction_another_began(cluster: Cluster) -> None:
+    """TransactionalProducer.resume (the Spark sink's driver commit): a second producer
+    object, given only the transactional id, producer id and epoch, commits the
+    first one's open transaction, which read_committed then sees; it may not send
+    records itself; a stale epoch (the id fenced since) is refused as fenced."""
+    name = topic(cluster, "ctxn-resume")
+
+    async def run() -> None:
+        admin = KafkaAdmin(cluster.bootstrap)
+        try:
+            writer = TransactionalProducer(admin, "ctxn-resume-1", transaction_timeout_ms=20000)
+            await writer.init_transactions()
+            writer.begin_transaction()
+            await writer.send({(name, 0): records("open", 4)})
+            assert await read_all(admin, name, READ_COMMITTED) == []    # open: LSO at 0
+            ender = TransactionalProducer.resume(admin, "ctxn-resume-1", writer.producer_id,
+                                                 writer.producer_epoch)
+            with pytest.raises(TransactionError, match="resumed"):
+                await ender.send({(name, 0): records("not-allowed", 1)})
+            await ender.commit_transaction()
+            assert ender.state is State.READY
+            assert [v for _, _, v in await read_all(admin, name, READ_COMMITTED)] == \
+                [f"open-{i}".encode() for i in range(4)]
+
+            second = TransactionalProducer(admin, "ctxn-resume-1", transaction_timeout_ms=20000)
+            await second.init_transactions()
+            second.begin_transaction()
+            await second.send({(name, 1): records("fenced", 2)})
+            stale = (second.producer_id, second.producer_epoch)
+            newer = TransactionalProducer(admin, "ctxn-resume-1", transaction_timeout_ms=20000)
+            await newer.init_transactions()    # aborts the open one, bumps the epoch
+            late = TransactionalProducer.resume(admin, "ctxn-resume-1", *stale)
+            with pytest.raises(ProducerFenced):
+                await late.commit_transaction()
+            assert [v for _, _, v in await read_all(admin, name, READ_COMMITTED)] == \
+                [f"open-{i}".encode() for i in range(4)]
+        finally:
+            await admin.close()
+
+    asyncio.run(run())

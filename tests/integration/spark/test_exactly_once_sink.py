@@ -3,7 +3,9 @@ streaming query (exactly_once_query.py, its own process group) copying an input
 topic to an output topic is killed -9 mid-run twice and restarted from its
 checkpoint each time (once with a transaction held open, once just after one committed); the
 output read read_committed holds each input record exactly once. A second test replays a
-batch id the way a re-run batch meets it."""
+batch id the way a re-run batch meets it; a third shows that a task's write commits
+nothing itself (the driver does), so a task whose input a crash cut cannot mark its
+batch written."""
 
 from __future__ import annotations
 
@@ -141,8 +143,12 @@ def test_killed_and_restarted_query_writes_each_row_once(txn_broker: Cluster,
         assert open_transaction(boot, "eos-out", 2), "the kill closed the held transaction"
         proc = start_query(boot, "eos-out", checkpoint, log)
         try:
+            # past the abort markers of the held transactions (at most one per task
+            # and partition, 2 x 2: this query's init_transactions, or the transaction
+            # timeout, may write them after ``start``): new records, none of them in
+            # an open transaction
             start = end_offsets(boot, "eos-out", 2)
-            wait_for(lambda: end_offsets(boot, "eos-out", 2) > start
+            wait_for(lambda: end_offsets(boot, "eos-out", 2) > start + 4
                      and not open_transaction(boot, "eos-out", 2), proc, log_path)
         finally:
             kill_group(proc)
@@ -184,3 +190,45 @@ def test_a_batch_written_before_is_not_written_again(spark: Any, txn_broker: Clu
     assert len(read_values(boot, "eos-rerun", "read_committed")) == 20
     write_batch(4)                                   # the next batch is written
     assert len(read_values(boot, "eos-rerun", "read_committed")) == 40
+
+
+def test_a_task_commits_nothing_itself_the_driver_does(txn_broker: Cluster,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """A task's write leaves its transaction open: nothing is visible read_committed
+    until the driver's commit (Spark calls it once every task succeeded). A task
+    whose input was cut by a crash cannot tell it from the input's end; if it
+    committed, its batch marker would skip the re-run and the rest of its rows would
+    be lost. Here a cut task's transaction is never committed: the re-run's
+    init_transactions aborts it and the batch is written whole, once. The Spark task
+    context is given (task_identity), the broker is real."""
+    from pyspark.sql.types import BinaryType, StructField, StructType
+
+    from spark_jobs import sink_exactly_once
+    from spark_jobs.source_write import end_writes, parse_write, write_rows
+    boot = txn_broker.bootstrap
+    assert create_topic(txn_broker.brokers[0].port, "eos-open", 2, 1) == 0
+    opts = parse_write({"kafka.bootstrap.servers": boot, "topic": "eos-open",
+                        "exactlyOnce": "true"},
+                       StructType([StructField("value", BinaryType())]))
+    batch = {"id": 7}
+    monkeypatch.setattr(sink_exactly_once, "task_identity",
+                        lambda write_id: ("open-query", batch["id"], 0))
+
+    def rows(*values: str) -> Any:
+        return iter([(v.encode(),) for v in values])
+
+    first = write_rows(opts, rows("a", "b"))
+    assert first.records == 2 and first.transaction is not None
+    assert read_values(boot, "eos-open", "read_committed") == []      # open until the driver
+    end_writes(opts, [first], commit=True)
+    assert sorted(read_values(boot, "eos-open", "read_committed")) == [b"a", b"b"]
+
+    batch["id"] = 8
+    cut = write_rows(opts, rows("c"))              # its input cut: "d" never came
+    assert cut.transaction is not None             # and no driver commit follows
+    rerun = write_rows(opts, rows("c", "d"))       # fences the cut attempt, aborting it
+    assert rerun.records == 2
+    end_writes(opts, [rerun], commit=True)
+    assert sorted(read_values(boot, "eos-open", "read_committed")) == [b"a", b"b", b"c", b"d"]
+    again = write_rows(opts, rows("c", "d"))       # batch 8 once more: marked written
+    assert again.records == 0 and again.transaction is None
