@@ -226,9 +226,9 @@ def test_a_task_commits_nothing_itself_the_driver_does(txn_broker: Cluster,
     batch["id"] = 8
     cut = write_rows(opts, rows("c"))              # its input cut: "d" never came
     assert cut.transaction is not None             # and no driver commit follows
-    rerun = write_rows(opts, rows("c", "d"))       # fences the cut attempt, aborting it
-    assert rerun.records == 2
-    end_writes(opts, [rerun], commit=True)
+    redone = write_rows(opts, rows("c", "d"))      # fences the cut attempt, aborting it
+    assert redone.records == 2
+    end_writes(opts, [redone], commit=True)
     assert sorted(read_values(boot, "eos-open", "read_committed")) == [b"a", b"b", b"c", b"d"]
     again = write_rows(opts, rows("c", "d"))       # batch 8 once more: marked written
     assert again.records == 0 and again.transaction is None
