@@ -24,7 +24,7 @@ Per task (``write_exactly_once``), in a streaming query:
    returns it (transactional id, producer id, epoch: ``OpenTransaction``) in its
    commit message.
 5. The driver's commit, which Spark calls only once every task of the batch has
-   succeeded, ends each task's transaction with EndTxn(commit)
+   succeeded, ends every task's transaction with EndTxn(commit), all at once
    (``end_transactions``, through ``TransactionalProducer.resume``); Spark's abort
    ends them with EndTxn(abort). Rows and marker become visible to read_committed
    consumers together or not at all.
@@ -65,6 +65,7 @@ from client.errors import TransactionError
 from client.groups import GROUP_KEY, find_coordinator, offset_fetch
 from client.transactional import TransactionalProducer
 from protocol.errors import ErrorCode
+from spark_jobs.kafka_io import KafkaIO
 from spark_jobs.kafka_requests import TP
 
 QUERY_ID_PROPERTY = "sql.streaming.queryId"        # Spark's StreamExecution keys
@@ -141,25 +142,37 @@ def write_exactly_once(sender: Any, rows: Iterator[Any], prefix: str, write_id: 
     return written, OpenTransaction(txn_id, producer.producer_id, producer.producer_epoch)
 
 
-def end_transactions(io: Any, transactions: Iterable[OpenTransaction], *, commit: bool,
+def end_transactions(io: KafkaIO, transactions: Iterable[OpenTransaction], *, commit: bool,
                      transaction_timeout_ms: int) -> None:
     """On the driver: EndTxn(commit or abort) for each task's open transaction,
-    through ``io`` (a KafkaIO). A commit that fails raises (the batch fails and Spark
-    re-runs it; its tasks' ``init_transactions`` abort what is left open); a failed
-    abort is only logged (the next attempt or the timeout aborts it anyway)."""
-    for txn in transactions:
+    through ``io``, all at once (one EndTxn round for the batch, however many tasks).
+    A commit that fails raises once every EndTxn has been answered (the batch fails
+    and Spark re-runs it: a task whose commit went through finds its marker and
+    writes nothing, the others write again and their ``init_transactions`` abort what
+    is left open); a failed abort is only logged (the next attempt or the timeout
+    aborts it anyway)."""
+    txns = list(transactions)
+
+    async def end(txn: OpenTransaction) -> None:
         producer = TransactionalProducer.resume(io.admin, txn.transactional_id,
                                                 txn.producer_id, txn.producer_epoch,
                                                 transaction_timeout_ms=transaction_timeout_ms)
         if commit:
-            io.call(producer.commit_transaction())
-            continue
+            await producer.commit_transaction()
+            return
         try:
-            io.call(producer.abort_transaction())
+            await producer.abort_transaction()
         except TransactionError as e:
             log.warning("aborting %s (producer id %d, epoch %d) failed: %s; the next "
                         "attempt or the transaction timeout aborts it", txn.transactional_id,
                         txn.producer_id, txn.producer_epoch, e)
+
+    async def end_all() -> list[BaseException | None]:
+        return await asyncio.gather(*(end(t) for t in txns), return_exceptions=True)
+
+    failed = [e for e in io.call(end_all()) if e is not None]
+    if failed:
+        raise failed[0]
 
 
 async def _written_up_to(producer: TransactionalProducer, group: str, marker: TP) -> int:

@@ -5,7 +5,8 @@ checkpoint each time (once with a transaction held open, once just after one com
 output read read_committed holds each input record exactly once. A second test replays a
 batch id the way a re-run batch meets it; a third shows that a task's write commits
 nothing itself (the driver does), so a task whose input a crash cut cannot mark its
-batch written."""
+batch written; a fourth that the driver ends every task's transaction before one that
+failed fails the batch."""
 
 from __future__ import annotations
 
@@ -232,3 +233,40 @@ def test_a_task_commits_nothing_itself_the_driver_does(txn_broker: Cluster,
     assert sorted(read_values(boot, "eos-open", "read_committed")) == [b"a", b"b", b"c", b"d"]
     again = write_rows(opts, rows("c", "d"))       # batch 8 once more: marked written
     assert again.records == 0 and again.transaction is None
+
+
+def test_the_driver_ends_every_task_transaction_before_a_failed_one_raises(
+        txn_broker: Cluster, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The driver's commit ends the batch's transactions all at once: one of them
+    fenced meanwhile (its task was written again by a later attempt) fails the
+    commit, but only after the others are committed, so the re-run of the batch finds
+    their markers and writes just the failed task's rows."""
+    from pyspark.sql.types import BinaryType, StructField, StructType
+
+    from client.errors import ProducerFenced
+    from spark_jobs import sink_exactly_once
+    from spark_jobs.source_write import end_writes, parse_write, write_rows
+    boot = txn_broker.bootstrap
+    assert create_topic(txn_broker.brokers[0].port, "eos-ends", 2, 1) == 0
+    opts = parse_write({"kafka.bootstrap.servers": boot, "topic": "eos-ends",
+                        "exactlyOnce": "true"},
+                       StructType([StructField("value", BinaryType())]))
+    task = {"partition": 0}
+    monkeypatch.setattr(sink_exactly_once, "task_identity",
+                        lambda write_id: ("ends-query", 3, task["partition"]))
+
+    def rows(*values: str) -> Any:
+        return iter([(v.encode(),) for v in values])
+
+    first = write_rows(opts, rows("a", "b"))
+    task["partition"] = 1
+    stale = write_rows(opts, rows("c"))
+    newer = write_rows(opts, rows("c", "d"))          # fences (and aborts) the stale attempt
+    assert newer.transaction is not None and stale.transaction is not None
+    with pytest.raises(ProducerFenced):
+        end_writes(opts, [stale, first], commit=True)  # the fenced one first in the list
+    assert sorted(read_values(boot, "eos-ends", "read_committed")) == [b"a", b"b"]
+    task["partition"] = 0
+    assert write_rows(opts, rows("a", "b")).records == 0    # task 0 is marked written
+    end_writes(opts, [newer], commit=True)
+    assert sorted(read_values(boot, "eos-ends", "read_committed")) == [b"a", b"b", b"c", b"d"]
