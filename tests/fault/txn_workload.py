@@ -45,6 +45,10 @@ from tests.fault.txn_checker import Rec, TxnHistory, out_value
 
 TXN_TIMEOUT_MS = 10000
 CALL_TIMEOUT_S = 30       # what each transactional call is given
+# send_offsets_to_transaction gets the transaction timeout: past it the coordinator
+# has aborted the transaction (its epoch bumped), so a later success could only end
+# in a fenced commit; waiting longer only lengthens the client bug's hang below
+OFFSETS_TIMEOUT_S = TXN_TIMEOUT_MS // 1000
 HANG_S = 15               # past that, the call is taken as hung (see the docstring)
 
 
@@ -52,9 +56,10 @@ class ClientHang(Exception):
     """A librdkafka call still running ``HANG_S`` after its own timeout."""
 
 
-def _bounded(what: str, call: Callable[[], Any]) -> Any:
-    """``call()`` in a thread of its own; its result or exception, or ClientHang when
-    it has not returned within CALL_TIMEOUT_S + HANG_S (the thread is left running)."""
+def _bounded(what: str, call: Callable[[], Any], timeout: float = CALL_TIMEOUT_S) -> Any:
+    """``call()`` (given ``timeout`` s) in a thread of its own; its result or exception,
+    or ClientHang when it has not returned within ``timeout`` + HANG_S (the thread is
+    left running)."""
     out: dict[str, Any] = {}
 
     def target() -> None:
@@ -64,10 +69,10 @@ def _bounded(what: str, call: Callable[[], Any]) -> Any:
             out["error"] = e
     t = threading.Thread(target=target, name=f"bounded-{what}", daemon=True)
     t.start()
-    t.join(CALL_TIMEOUT_S + HANG_S)
+    t.join(timeout + HANG_S)
     if t.is_alive():
-        raise ClientHang(f"{what} still running {CALL_TIMEOUT_S + HANG_S} s after its call "
-                         f"(timeout {CALL_TIMEOUT_S} s)")
+        raise ClientHang(f"{what} still running {timeout + HANG_S:g} s after its call "
+                         f"(timeout {timeout:g} s)")
     if "error" in out:
         raise out["error"]
     return out.get("value")
@@ -280,7 +285,7 @@ class Processor(threading.Thread):
                                  for p, o in sorted(read_next.items())]
                     _bounded("send_offsets_to_transaction",
                              lambda: producer.send_offsets_to_transaction(
-                                 positions, group, CALL_TIMEOUT_S))
+                                 positions, group, OFFSETS_TIMEOUT_S), OFFSETS_TIMEOUT_S)
                     with self.lock:
                         self.history.commit_called[tag] = time.monotonic()
                     self._commit(producer)
