@@ -2,14 +2,17 @@
 min.insync.replicas 2, 1 KiB records on 3 partitions (issue 28; target p99 <= 5 ms).
 
     .venv/bin/python bench/latency.py [--runs 3] [--seconds 15] [--fraction 0.5]
-                                      [--rdkperf PATH]
+                                      [--producer idempotent|plain] [--rdkperf PATH]
 
 1. the maximum: rdkperf (the C load generator on librdkafka, bench/throughput.py says
    how it is built) produces ``--max-records`` records with acks=all to a fresh topic;
    its MB/s is the cluster's maximum for this load;
 2. the latency: rdklat (bench/rdklat.c, built beside rdkperf against the same
-   librdkafka) writes at ``--fraction`` of that rate to another fresh topic, idempotent
-   producer (acks=all, ordered, up to 5 requests in flight), linger ``--linger-ms``
+   librdkafka) writes at ``--fraction`` of that rate to another fresh topic (acks=all,
+   up to 5 requests in flight; ``--producer``: ``plain``, librdkafka's default producer,
+   or ``idempotent``, ordered: that one keeps a core busy on librdkafka 2.x whatever the
+   rate -- 97-108 % of a core against 20-36 % for the plain one at the same rates --,
+   which on 2 cores leaves the three brokers one), linger ``--linger-ms``
    (1), paced every 1 ms, while a consumer thread of the same process reads it; each
    record carries its send time, the latency is receipt - send (the first 10 % are
    warm-up). p50 / p99 / p99.9 / max, medians over the runs.
@@ -57,7 +60,7 @@ def max_rate(fc: FaultCluster, binary: Path, records: int, run: int) -> float:
 
 
 def latency(fc: FaultCluster, binary: Path, mb_s: float, seconds: float, linger_ms: int,
-            run: int) -> dict[str, float]:
+            producer: str, run: int) -> dict[str, float]:
     """One rdklat run at ``mb_s`` to a fresh topic; -> p50 / p99 / p99.9 / max (ms) and
     rdklat's CPU %."""
     topic = f"lat{run}"
@@ -66,7 +69,7 @@ def latency(fc: FaultCluster, binary: Path, mb_s: float, seconds: float, linger_
     kids0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.monotonic()
     res = subprocess.run([str(binary), fc.bootstrap, topic, "3", str(rate), str(seconds),
-                          str(replication.RECORD), str(linger_ms)],
+                          str(replication.RECORD), str(linger_ms), producer],
                          capture_output=True, text=True, timeout=seconds + 120)
     wall = time.monotonic() - t0
     kids = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -86,6 +89,7 @@ def main() -> int:
     ap.add_argument("--fraction", type=float, default=0.5)
     ap.add_argument("--max-records", type=int, default=300_000)
     ap.add_argument("--linger-ms", type=int, default=1)
+    ap.add_argument("--producer", choices=("idempotent", "plain"), default="plain")
     ap.add_argument("--rdkperf")
     args = ap.parse_args()
     binary = rdkperf_binary(args.rdkperf)
@@ -104,7 +108,7 @@ def main() -> int:
                     top = max_rate(fc, binary, args.max_records, run)
                     maxima.append(top)
                     got = latency(fc, lat_binary, top * args.fraction, args.seconds,
-                                  args.linger_ms, run)
+                                  args.linger_ms, args.producer, run)
                     runs.append(got)
                     print(f"run {run + 1}: maximum {top:.1f} MB/s; at {top * args.fraction:.1f}"
                           f" MB/s p50 {got['p50']:.2f} p99 {got['p99']:.2f} p99.9 "

@@ -1,10 +1,12 @@
 /* End-to-end latency with librdkafka, so that a Python client is not what the figure
  * measures (bench/latency.py builds and runs it).
  *
- *   rdklat BOOTSTRAP TOPIC PARTITIONS RATE SECONDS SIZE LINGER_MS
+ *   rdklat BOOTSTRAP TOPIC PARTITIONS RATE SECONDS SIZE LINGER_MS [idempotent|plain]
  *
  * A consumer (its own thread) is assigned every partition at the log end; then a
- * producer (acks=all, idempotent: ordered, up to 5 requests in flight) sends RATE records
+ * producer (acks=all, up to 5 requests in flight; idempotent -- the default when the
+ * argument is left out -- or plain: librdkafka's default producer, which does not keep
+ * a core busy as the idempotent one does on librdkafka 2.x) sends RATE records
  * a second of SIZE bytes for SECONDS, paced in 1 ms steps, round-robin over the
  * partitions. Each record starts with its send time (CLOCK_MONOTONIC ns, 8 bytes); the
  * consumer takes receipt - send. The first 10 % are warm-up. Prints one line:
@@ -69,7 +71,8 @@ static int cmp(const void *a, const void *b) {
 
 int main(int argc, char **argv) {
     if (argc < 8) {
-        fprintf(stderr, "usage: rdklat BOOTSTRAP TOPIC PARTITIONS RATE SECONDS SIZE LINGER_MS\n");
+        fprintf(stderr, "usage: rdklat BOOTSTRAP TOPIC PARTITIONS RATE SECONDS SIZE LINGER_MS "
+                "[idempotent|plain]\n");
         return 2;
     }
     const char *bs = argv[1], *topic = argv[2];
@@ -102,7 +105,9 @@ int main(int argc, char **argv) {
     rd_kafka_conf_t *pc = rd_kafka_conf_new();
     set(pc, "bootstrap.servers", bs);
     set(pc, "acks", "all");
-    set(pc, "enable.idempotence", "true");
+    int idempotent = argc < 9 || strcmp(argv[8], "plain") != 0;
+    set(pc, "enable.idempotence", idempotent ? "true" : "false");
+    set(pc, "max.in.flight.requests.per.connection", "5");
     set(pc, "linger.ms", argv[7]);
     set(pc, "queue.buffering.max.messages", "1000000");
     rd_kafka_conf_set_dr_msg_cb(pc, dr_cb);
