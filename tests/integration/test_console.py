@@ -29,6 +29,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -60,14 +61,23 @@ confluent_kafka = pytest.importorskip("confluent_kafka")
 # -- Chromium -------------------------------------------------------------------------------
 
 def chromium(args: list[str], tmp: Path, timeout: float = 60.0) -> str:
-    """Run headless Chromium once with a fresh profile; -> its stdout."""
+    """Run headless Chromium once with a fresh profile and temp dir; -> its stdout.
+
+    With --disable-dev-shm-usage Chromium keeps its shared memory in files it creates
+    in TMPDIR (``.org.chromium.Chromium.XXXXXX``) and unlinks once mapped; a process
+    that ends between the two leaves its file behind (seen in /tmp after full runs).
+    TMPDIR is a directory of this call's own, removed with the profile. It is made by
+    mkdtemp (short, in the system temp dir), not under pytest's tmp: Chromium puts its
+    SingletonSocket there, and a Unix socket's path must fit in 108 bytes."""
     profile = tmp / f"chromium-profile-{time.monotonic_ns()}"
     profile.mkdir(parents=True)
+    tmpdir = Path(tempfile.mkdtemp(prefix="pybroker-chromium-"))
     argv = [str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
             "--no-first-run", "--disable-background-networking", "--disable-component-update",
             "--disable-sync", "--disable-dev-shm-usage", f"--user-data-dir={profile}", *args]
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            stdin=subprocess.DEVNULL, start_new_session=True)
+                            stdin=subprocess.DEVNULL, start_new_session=True,
+                            env={**os.environ, "TMPDIR": str(tmpdir)})
     try:
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -79,6 +89,7 @@ def chromium(args: list[str], tmp: Path, timeout: float = 60.0) -> str:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
         shutil.rmtree(profile, ignore_errors=True)
+        shutil.rmtree(tmpdir, ignore_errors=True)
     assert proc.returncode == 0, f"chromium exited {proc.returncode}: {err.decode()[-2000:]}"
     return out.decode("utf-8", "replace")
 
