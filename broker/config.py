@@ -110,6 +110,10 @@ class BrokerConfig:
     listeners: str = "PLAINTEXT://:9092"
     advertised_listeners: str | None = None
     socket_request_max_bytes: int = field(default=100 * MiB, metadata=_valid(_positive))
+    # ours, not Kafka's: which plaintext connections get fetch data by sendfile
+    # (broker/network/frame_stream.py, ``zero_copy_for``): auto = all but loopback peers
+    fetch_zero_copy: str = field(default="auto", metadata=_valid(_one_of("auto", "true",
+                                                                         "false")))
     connections_max_idle_ms: int = field(default=600_000, metadata=_valid(_positive))
     request_timeout_ms: int = field(default=30_000, metadata=_valid(_positive))
     # ---- connection limits and request queueing (broker/network/, issue 17; Kafka's

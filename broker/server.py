@@ -41,7 +41,7 @@ from broker.context import BrokerServices
 from broker.listeners import Endpoint
 from broker.network.connection import Connection
 from broker.network.connection_quotas import UNLIMITED
-from broker.network.frame_stream import FrameStream
+from broker.network.frame_stream import FrameStream, zero_copy_for
 from broker.network.limits import NetworkLimits
 from broker.security.listeners import PLAINTEXT_LISTENER, ListenerSecurity
 from broker.security.principal import NoMatchingRule
@@ -149,7 +149,9 @@ class KafkaServer:
                 if stream is None:
                     return
             else:   # plaintext: frames received in place (broker/network/frame_stream.py)
-                stream = FrameStream(self.broker.config.socket_request_max_bytes)
+                stream = FrameStream(self.broker.config.socket_request_max_bytes,
+                                     zero_copy=zero_copy_for(
+                                         self.broker.config.fetch_zero_copy, ip))
                 try:
                     await loop.connect_accepted_socket(lambda: stream, conn_sock)
                 except OSError as e:

@@ -62,6 +62,29 @@ def test_pipelined_requests_are_answered_in_order() -> None:
     run(go())
 
 
+@pytest.mark.parametrize(("setting", "zero_copy"), [("auto", False), ("true", True),
+                                                  ("false", False)])
+def test_a_loopback_client_gets_zero_copy_as_fetch_zero_copy_says(setting: str,
+                                                                   zero_copy: bool) -> None:
+    """fetch.zero.copy=auto sends a loopback peer copies (broker/network/frame_stream.py);
+    true sends it file slices by sendfile, as every remote peer under auto."""
+    async def go() -> None:
+        broker = SimpleNamespace(config=BrokerConfig(fetch_zero_copy=setting), quotas=None,
+                                 metrics=None)
+        server = KafkaServer(broker, Endpoint("PLAINTEXT", "127.0.0.1", 0))
+        await server.start()
+        reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+        writer.write(_api_versions(3, 7))
+        cid, _body = decode_response(18, 3, await _read_frame(reader))   # it is served
+        assert cid == 7
+        conns = [c for live in server.limits.live.values() for c in live]
+        assert len(conns) == 1 and conns[0].frame_stream is not None
+        assert conns[0].frame_stream.zero_copy is zero_copy
+        writer.close()
+        await server.stop()
+    run(go())
+
+
 def test_too_new_api_versions_gets_unsupported_version_in_v0_layout() -> None:
     async def go() -> None:
         server = await _start()

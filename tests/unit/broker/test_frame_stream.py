@@ -4,7 +4,9 @@ a half close gives the frames before it, then the end, and responses still go ou
 nothing is read while no read_frames waits (the client's bytes stay in the kernel);
 a refused size is raised by read_frames; a response's large file slices go by
 sendfile and the response arrives byte for byte in order, also when the socket fills
-in the middle of a slice and when bytes are already queued before one."""
+in the middle of a slice and when bytes are already queued before one; a stream
+without zero copy (a loopback peer under fetch.zero.copy=auto: ``zero_copy_for``)
+copies them, in the same order."""
 
 from __future__ import annotations
 
@@ -19,7 +21,8 @@ from pathlib import Path
 import pytest
 import uvloop
 
-from broker.network.frame_stream import SENDFILE_MIN_BYTES, FrameStream
+from broker.config import BrokerConfig, ConfigError
+from broker.network.frame_stream import SENDFILE_MIN_BYTES, FrameStream, zero_copy_for
 from broker.replication.fetch_reads import SliceRecords
 from protocol.framing import FrameTooLarge
 from storage.segment import FileHandle, FileSlice
@@ -34,10 +37,11 @@ def _run(loop_kind: str, body: Callable[[], Awaitable[None]]) -> None:
         asyncio.run(body())
 
 
-async def _pair(max_frame: int = 1 << 24) -> tuple[FrameStream, socket.socket]:
+async def _pair(max_frame: int = 1 << 24, zero_copy: bool = True
+                ) -> tuple[FrameStream, socket.socket]:
     server_side, client = socket.socketpair()
     server_side.setblocking(False)
-    stream = FrameStream(max_frame)
+    stream = FrameStream(max_frame, zero_copy=zero_copy)
     await asyncio.get_running_loop().connect_accepted_socket(lambda: stream, server_side)
     return stream, client
 
@@ -163,6 +167,48 @@ def test_large_slices_go_by_sendfile_small_ones_are_copied_all_in_order(
         assert stream.zero_copy_bytes == 200_000
         assert stream._dup_fd == -1               # no fd kept past the response
     _run(loop_kind, body)
+
+
+@pytest.mark.parametrize("loop_kind", LOOPS)
+def test_without_zero_copy_large_slices_are_copied_all_in_order(
+        loop_kind: str, tmp_path: Path) -> None:
+    """The same response as above from a stream made without zero copy, with a slice
+    larger than the socket takes at once: nothing goes by sendfile, no fd is dup'ed,
+    and the client gets the same bytes in the same order."""
+    handle, data = _segment(tmp_path, 12_000_000)
+    big = SliceRecords(FileSlice(handle, 1000, 11_000_000))
+    small = SliceRecords(FileSlice(handle, 7, SENDFILE_MIN_BYTES - 1))
+
+    async def body() -> None:
+        stream, client = await _pair(zero_copy=False)
+        want = (b"head" + data[1000:11_001_000] + b"mid" + data[7:7 + SENDFILE_MIN_BYTES - 1]
+                + b"tail")
+        await _responses_arrive(stream, client, [[b"head", big, bytearray(b"mid"), small,
+                                                  memoryview(b"tail")]], want,
+                                read_after_s=0.2)
+        assert stream.zero_copy_bytes == 0
+        assert stream._dup_fd == -1
+    _run(loop_kind, body)
+
+
+@pytest.mark.parametrize(("setting", "peer", "zero_copy"), [
+    ("auto", "127.0.0.1", False), ("auto", "127.45.6.7", False), ("auto", "::1", False),
+    ("auto", "::ffff:127.0.0.1", False),        # a v4 loopback peer on a dual-stack socket
+    ("auto", "10.0.0.5", True), ("auto", "192.168.1.20", True), ("auto", "2001:db8::7", True),
+    ("auto", "::ffff:10.0.0.5", True), ("auto", "fe80::1%eth0", True),
+    ("auto", "?", True),                        # no IP address: taken for a remote peer
+    ("true", "127.0.0.1", True), ("true", "10.0.0.5", True),
+    ("false", "127.0.0.1", False), ("false", "10.0.0.5", False)])
+def test_zero_copy_goes_to_every_peer_but_a_loopback_one_unless_told(
+        setting: str, peer: str, zero_copy: bool) -> None:
+    assert zero_copy_for(setting, peer) is zero_copy
+
+
+def test_fetch_zero_copy_key_defaults_to_auto_and_refuses_other_values() -> None:
+    assert BrokerConfig.from_properties({}).fetch_zero_copy == "auto"
+    assert BrokerConfig.from_properties({"fetch.zero.copy": "false"}).fetch_zero_copy == "false"
+    with pytest.raises(ConfigError, match=r"'sometimes'.*fetch\.zero\.copy"):
+        BrokerConfig.from_properties({"fetch.zero.copy": "sometimes"})
 
 
 @pytest.mark.parametrize("loop_kind", LOOPS)
