@@ -40,7 +40,7 @@ segments that sendfile queues hold the page-cache pages themselves, they go to t
 receiving socket as they are, and the receiver's recv copies them out page by page;
 a copied response is one linear buffer per segment. Measured on one 2-core VM
 (Intel Xeon, ``bench/loopback_send.py``, 512 MiB in 8 MiB writes, page cache warm):
-sendfile 2.1-2.2 GB/s at 0.42-0.44 s/GB of sender CPU and 0.19-0.21 s/GB of receiver
+sendfile 2.1-2.2 GB/s at 0.42-0.47 s/GB of sender CPU and 0.19-0.21 s/GB of receiver
 CPU; pread + send 2.5-2.8 GB/s at 0.33-0.37 and 0.11-0.12 s/GB. For the broker under
 the 1 KiB consume load (``bench/throughput.py``, librdkafka, one 10 MiB fetch in
 flight) that was 1,320 MB/s by sendfile and 1,705 MB/s copied, at the same 0.36 s of
@@ -53,8 +53,8 @@ the pages by scatter-gather DMA and the copy sendfile saves is the broker's own.
 from __future__ import annotations
 
 import asyncio
-import os
 import ipaddress
+import os
 from typing import Any, Protocol
 
 from protocol.framing import FrameReceiver
